@@ -1,0 +1,30 @@
+//===- CodaAttrs.h - coda attributes and enums ------------------*- C++ -*-===//
+
+#ifndef CODA_DIALECT_CODA_IR_CODAATTRS_H
+#define CODA_DIALECT_CODA_IR_CODAATTRS_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <string>
+
+#include "coda/Dialect/Coda/IR/CodaEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "coda/Dialect/Coda/IR/CodaAttrs.h.inc"
+
+namespace mlir {
+class AsmParser;
+class AsmPrinter;
+namespace coda {
+
+/// Parses a dims list such as `[b, m, n]`, `[n]` or `[]` into a DimsAttr mask.
+ParseResult parseDimsList(AsmParser &parser, unsigned &mask);
+
+/// Spells a DimsAttr mask as a dims list such as `[m, n]`.
+std::string stringifyDims(unsigned mask);
+
+} // namespace coda
+} // namespace mlir
+
+#endif // CODA_DIALECT_CODA_IR_CODAATTRS_H

@@ -1,0 +1,243 @@
+//===- CodaOps.td - coda operations ------------------------*- tablegen -*-===//
+
+#ifndef CODA_DIALECT_CODA_IR_CODAOPS_TD
+#define CODA_DIALECT_CODA_IR_CODAOPS_TD
+
+include "coda/Dialect/Coda/IR/CodaAttrs.td"
+include "coda/Dialect/Coda/IR/CodaDialect.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+
+//===----------------------------------------------------------------------===//
+// coda.gemm
+//===----------------------------------------------------------------------===//
+
+def Coda_GemmOp : Coda_Op<"gemm", [
+    AttrSizedOperandSegments, IsolatedFromAbove, Pure,
+    SingleBlock]> {
+  let summary = "a matrix product whose accumulator is transformed by an epilogue";
+  let description = [{
+    Computes, for every element `(b, m, n)` of the output space,
+
+    ```
+    acc[b, m, n] = alpha * sum_k op(A)[b, m, k] * op(B)[b, k, n] + beta * C[b, m, n]
+    ```
+
+    in fp32 and runs the `epilogue` region on it. `op(A)` is `A` (`[M, K]`) or,
+    with `transpose_a`, the transpose of `A` stored `[K, M]`; `op(B)` is `B`
+    (`[K, N]`) or, with `transpose_b`, the transpose of `B` stored `[N, K]` (the
+    layout of an `nn.Linear` weight). A and B share one element type: bf16 and
+    f16 are multiplied exactly and summed in fp32; f32 operands are multiplied
+    as tf32 on tensor cores (the CPU reference computes them in full fp32).
+    A rank-3 A or B is batched (`[batch, ...]`); a rank-2 operand of a batched
+    GEMM is shared by every batch. `alpha` defaults to 1; `beta` defaults to 1
+    when `C` is given and needs `C`.
+
+    The epilogue is a single block run once per output element. Its arguments
+    are the accumulator, then one value per epilogue input: the element of an
+    input tensor at this `(b, m, n)` (broadcast along the dims it does not
+    span, converted to f32), or the scalar input itself. The block holds
+    scalar `arith`/`math` ops on f32 (and integer seeds), `coda.activation`,
+    `coda.dropout`, `coda.row_reduce` and `coda.col_reduce`, and ends with
+    `coda.yield` of one f32 per output; each output is converted to its
+    element type (round to nearest even) when it is written.
+
+    Each input and output names the dims it spans (`#coda.dims`); an output
+    may only receive a value that is uniform along the dims it does not span
+    (a `[m]` output takes a row reduction, an `[n]` output a column reduction).
+
+    ```mlir
+    %out, %dbias = coda.gemm %x, %w transpose_b
+        ins(%bias : tensor<3072xf32> [n], %res : tensor<?x3072xbf16> [m, n])
+        : tensor<?x768xbf16>, tensor<3072x768xbf16>
+        -> (tensor<?x3072xbf16> [m, n], tensor<3072xf32> [n]) {
+    ^bb0(%acc: f32, %b: f32, %r: f32):
+      %0 = arith.addf %acc, %b : f32
+      %1 = coda.activation gelu_tanh %0
+      %2 = arith.addf %1, %r : f32
+      %3 = coda.col_reduce sum %acc
+      coda.yield %2, %3 : f32, f32
+    }
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$a,
+    AnyRankedTensor:$b,
+    Optional<AnyRankedTensor>:$c,
+    Optional<F32>:$alpha,
+    Optional<F32>:$beta,
+    Variadic<AnyType>:$inputs,
+    UnitAttr:$transpose_a,
+    UnitAttr:$transpose_b,
+    Coda_DimsArrayAttr:$input_dims,
+    Coda_DimsArrayAttr:$result_dims
+  );
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$epilogue);
+
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let hasCanonicalizer = 1;
+
+  let builders = [
+    // Builds the op with an entry block whose arguments match the inputs; the
+    // caller fills the block and terminates it with coda.yield.
+    OpBuilder<(ins "TypeRange":$resultTypes, "ArrayRef<DimsAttr>":$resultDims,
+      "Value":$a, "Value":$b, "bool":$transposeA, "bool":$transposeB,
+      "Value":$c, "Value":$alpha, "Value":$beta, "ValueRange":$inputs,
+      "ArrayRef<DimsAttr>":$inputDims)>
+  ];
+
+  let extraClassDeclaration = [{
+    /// Whether A or B carries a batch dimension.
+    bool isBatched();
+    /// The dims of the output space: [b, m, n] when batched, else [m, n].
+    DimsAttr getOutputSpaceDims();
+    /// The epilogue's single block.
+    Block &getEpilogueBlock() { return getEpilogue().front(); }
+    /// The block argument that holds the accumulator.
+    BlockArgument getAccumulator() { return getEpilogueBlock().getArgument(0); }
+    /// The block argument that holds epilogue input `i`.
+    BlockArgument getInputArg(unsigned i) {
+      return getEpilogueBlock().getArgument(i + 1);
+    }
+    DimsAttr getInputDimsAt(unsigned i) {
+      return ::llvm::cast<DimsAttr>(getInputDims()[i]);
+    }
+    DimsAttr getResultDimsAt(unsigned i) {
+      return ::llvm::cast<DimsAttr>(getResultDims()[i]);
+    }
+    /// The terminator of the epilogue.
+    YieldOp getYield();
+    /// The element type of A and B.
+    Type getOperandElementType() {
+      return ::llvm::cast<RankedTensorType>(getA().getType()).getElementType();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogue ops
+//===----------------------------------------------------------------------===//
+
+class Coda_EpilogueOp<string mnemonic, list<Trait> traits = []>
+    : Coda_Op<mnemonic, !listconcat(traits, [HasParent<"GemmOp">])>;
+
+def Coda_YieldOp : Coda_EpilogueOp<"yield", [
+    Pure, ReturnLike, Terminator]> {
+  let summary = "yields the epilogue's value for each output";
+  let description = [{
+    Ends a `coda.gemm` epilogue with one f32 value per output, in order.
+
+    ```mlir
+    coda.yield %out, %pre : f32, f32
+    ```
+  }];
+  let arguments = (ins Variadic<F32>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+def Coda_ActivationOp : Coda_EpilogueOp<"activation", [
+    Pure]> {
+  let summary = "a named activation function";
+  let description = [{
+    Applies an activation function to an f32 value:
+
+    | kind        | definition                                                   |
+    |-------------|--------------------------------------------------------------|
+    | `gelu_tanh` | 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))              |
+    | `gelu_erf`  | 0.5 x (1 + erf(x / sqrt(2)))                                 |
+    | `relu`      | max(x, 0)                                                    |
+    | `silu`      | x / (1 + exp(-x))                                            |
+    | `sigmoid`   | 1 / (1 + exp(-x))                                            |
+
+    Activations are ops rather than arith/math expansions so that a target can
+    pick its fastest faithful formulation and so that frontends' many
+    spellings of one function raise to one op.
+
+    ```mlir
+    %y = coda.activation gelu_tanh %x
+    ```
+  }];
+  let arguments = (ins Coda_ActivationKindAttr:$kind, F32:$input);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$kind $input attr-dict";
+}
+
+def Coda_DropoutOp : Coda_EpilogueOp<"dropout", [Pure]> {
+  let summary = "inverted dropout with a counter-based random number generator";
+  let description = [{
+    Zeroes the element with probability `p` and scales the kept ones so that
+    the expectation is unchanged. The decision for element `(b, m, n)` is a
+    pure function of `(seed, stream, b, m, n)`, identical on every target:
+
+    - `p` is quantized to `t = round(p * 65536)` (a multiple of 1/65536);
+    - `group(n) = (n >> 5) * 4 + ((n >> 1) & 3)` and
+      `slot(n) = ((n >> 3) & 3) * 2 + (n & 1)` split the column index into a
+      Philox counter word and one of the 8 16-bit slices of its output;
+    - `r = Philox4x32-10(key = (seed[31:0], seed[63:32]),
+                          counter = (group(n), m, stream, b))`;
+    - `u = 16-bit slice slot(n) of r` (slice `s` is bits `16*(s&1)` to
+      `16*(s&1)+15` of word `s >> 1`);
+    - the element is kept iff `u >= t`, and scaled by `65536 / (65536 - t)`.
+
+    One Philox call thus serves the 8 elements of a row at columns
+    `32q + 8j + 2l + {0, 1}` (`j = 0..3`), which is exactly the set one thread
+    holds in a Hopper or Ampere MMA accumulator fragment. `stream` separates
+    several dropouts in one epilogue.
+
+    ```mlir
+    %y = coda.dropout %x, %seed {p = 1.000000e-01 : f32}
+    ```
+  }];
+  let arguments = (ins F32:$input, I64:$seed, F32Attr:$p,
+                       DefaultValuedAttr<I32Attr, "0">:$stream);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$input `,` $seed attr-dict";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let extraClassDeclaration = [{
+    /// The drop threshold t = round(p * 65536), in [0, 65536].
+    uint32_t getThreshold();
+  }];
+}
+
+class Coda_ReduceOp<string mnemonic, string along> : Coda_EpilogueOp<mnemonic, [Pure]> {
+  let arguments = (ins Coda_ReductionKindAttr:$kind, F32:$input);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$kind $input attr-dict";
+}
+
+def Coda_RowReduceOp : Coda_ReduceOp<"row_reduce", "n"> {
+  let summary = "reduces a value over the columns of its row";
+  let description = [{
+    The result at `(b, m, n)` is the `sum`, `max` or `mean` of the input over
+    all `n` of row `(b, m)`. It is uniform along `n`, can be used by later
+    epilogue ops (LayerNorm, softmax) and yielded to an output that spans
+    `[m]`.
+
+    ```mlir
+    %mean = coda.row_reduce mean %x
+    ```
+  }];
+}
+
+def Coda_ColReduceOp : Coda_ReduceOp<"col_reduce", "m"> {
+  let summary = "reduces a value over the rows of its column";
+  let description = [{
+    The result at `(b, n)` is the `sum`, `max` or `mean` of the input over all
+    `m`. A column reduction completes only once every row tile is done, so its
+    result may only be yielded, to an output that spans `[n]` (`[b, n]` when
+    batched): a bias gradient, for instance.
+
+    ```mlir
+    %dbias = coda.col_reduce sum %acc
+    ```
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // CODA_DIALECT_CODA_IR_CODAOPS_TD

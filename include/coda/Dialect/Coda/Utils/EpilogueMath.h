@@ -1,0 +1,44 @@
+//===- EpilogueMath.h - arith/math expansions of epilogue ops ---*- C++ -*-===//
+//
+// The scalar arithmetic that defines coda's activations and dropout. Every
+// lowering (the CPU reference through linalg, the GPU kernels) builds these
+// ops through the functions here, so all targets compute the same function.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CODA_DIALECT_CODA_UTILS_EPILOGUEMATH_H
+#define CODA_DIALECT_CODA_UTILS_EPILOGUEMATH_H
+
+#include "coda/Dialect/Coda/IR/CodaAttrs.h"
+#include "mlir/IR/Builders.h"
+
+#include <array>
+
+namespace mlir::coda {
+
+/// Builds the arith/math formula of activation `kind` on the f32 value `x`.
+Value buildActivation(OpBuilder &b, Location loc, ActivationKind kind, Value x);
+
+/// Builds Philox-4x32-10 on a counter of four i32 values and a key of two i32
+/// values, returning its four i32 output words.
+std::array<Value, 4> buildPhilox4x32(OpBuilder &b, Location loc,
+                                     std::array<Value, 4> counter,
+                                     std::array<Value, 2> key);
+
+/// The Philox key of a dropout seed (i64): its low and high 32-bit halves.
+std::array<Value, 2> buildDropoutKey(OpBuilder &b, Location loc, Value seed);
+
+/// Builds the 16 random bits (an i32 in [0, 65536)) that decide dropout for
+/// the element at (`batch`, `row`, `col`) (i32 values), as coda.dropout
+/// defines them.
+Value buildDropoutBits(OpBuilder &b, Location loc, Value seed, int32_t stream,
+                       Value batch, Value row, Value col);
+
+/// Builds inverted dropout of the f32 value `x` given its 16 random bits:
+/// `bits >= threshold ? x * 65536 / (65536 - threshold) : 0`.
+Value buildDropoutApply(OpBuilder &b, Location loc, Value x, Value bits,
+                        uint32_t threshold);
+
+} // namespace mlir::coda
+
+#endif // CODA_DIALECT_CODA_UTILS_EPILOGUEMATH_H

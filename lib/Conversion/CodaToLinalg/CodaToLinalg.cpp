@@ -1,0 +1,457 @@
+//===- CodaToLinalg.cpp - coda.gemm to linalg on tensors ------------------===//
+//
+// The reference lowering. The contraction becomes one linalg.generic; each
+// epilogue op becomes one linalg.generic over exactly the dims its value varies
+// along (EpilogueDims), so broadcasts, row reductions and column reductions are
+// explicit tensor ops with the semantics the dialect defines.
+//
+//===----------------------------------------------------------------------===//
+
+#include "coda/Conversion/CodaToLinalg/CodaToLinalg.h"
+#include "coda/Conversion/Passes.h"
+#include "coda/Dialect/Coda/IR/CodaOps.h"
+#include "coda/Dialect/Coda/IR/EpilogueDims.h"
+#include "coda/Dialect/Coda/Utils/EpilogueMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::coda {
+#define GEN_PASS_DEF_CONVERTCODATOLINALG
+#include "coda/Conversion/Passes.h.inc"
+} // namespace mlir::coda
+
+using namespace mlir;
+using namespace mlir::coda;
+
+namespace {
+
+/// The position of output-space dim `bit` among the dims of `mask`, which are
+/// ordered b, m, n.
+unsigned positionIn(unsigned mask, unsigned bit) {
+  return llvm::popcount(mask & ~((bit << 1) - 1));
+}
+
+/// A value of the epilogue, materialized: a tensor over the dims of `mask`, or
+/// the scalar itself when `mask` is 0.
+struct Materialized {
+  Value value;
+  unsigned mask = 0;
+};
+
+/// Lowers one coda.gemm.
+class GemmLowering {
+public:
+  GemmLowering(GemmOp op, ConversionPatternRewriter &rewriter)
+      : op(op), rewriter(rewriter), loc(op.getLoc()),
+        space(op.getOutputSpaceDims().getMask()),
+        f32(rewriter.getF32Type()) {}
+
+  LogicalResult lower(ValueRange operands);
+
+private:
+  /// The size of output-space dim `bit`, or of the contraction for bit 0.
+  OpFoldResult size(unsigned bit) const;
+  /// An empty tensor over the dims of `mask`.
+  Value emptyTensor(unsigned mask, Type elementType);
+  /// The indexing map from an iteration space over the dims of `iterMask`
+  /// (plus `extraDims` trailing dims) to an operand over the dims of `mask`.
+  AffineMap operandMap(unsigned iterMask, unsigned mask,
+                       unsigned extraDims = 0) const;
+  /// The f32 value of `value` as a tensor or scalar, converting if needed.
+  Value asF32(Value value, unsigned mask);
+
+  /// Builds a linalg.generic over the dims of `mask` that runs `body` on the
+  /// elements of `inputs` and yields one value per type of `resultTypes`.
+  ValueRange buildElementwise(
+      unsigned mask, ArrayRef<Materialized> inputs, TypeRange resultTypes,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
+          body);
+
+  Value lowerContraction(Value a, Value b);
+  Value lowerAccumulator(Value product, Value c, Value alpha, Value beta);
+  LogicalResult lowerEpilogueOp(Operation &inner);
+  Materialized lowerReduction(ReductionKind kind, Materialized input,
+                              unsigned reducedBit);
+  Value lowerOutput(Materialized value, unsigned mask,
+                    RankedTensorType type);
+
+  /// The size of output-space dim `bit` as an f32 scalar.
+  Value sizeAsF32(unsigned bit);
+
+  GemmOp op;
+  ConversionPatternRewriter &rewriter;
+  Location loc;
+  unsigned space;
+  Type f32;
+  OpFoldResult batchSize, mSize, nSize, kSize;
+  llvm::DenseMap<Value, Materialized> values;
+  std::optional<EpilogueDims> dims;
+};
+
+OpFoldResult GemmLowering::size(unsigned bit) const {
+  switch (bit) {
+  case DimsAttr::kB:
+    return batchSize;
+  case DimsAttr::kM:
+    return mSize;
+  case DimsAttr::kN:
+    return nSize;
+  default:
+    return kSize;
+  }
+}
+
+Value GemmLowering::emptyTensor(unsigned mask, Type elementType) {
+  SmallVector<OpFoldResult> sizes;
+  for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN})
+    if (mask & bit)
+      sizes.push_back(size(bit));
+  return tensor::EmptyOp::create(rewriter, loc, sizes, elementType);
+}
+
+AffineMap GemmLowering::operandMap(unsigned iterMask, unsigned mask,
+                                   unsigned extraDims) const {
+  SmallVector<AffineExpr> results;
+  for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN})
+    if (mask & bit)
+      results.push_back(rewriter.getAffineDimExpr(positionIn(iterMask, bit)));
+  return AffineMap::get(llvm::popcount(iterMask) + extraDims, 0, results,
+                        rewriter.getContext());
+}
+
+ValueRange GemmLowering::buildElementwise(
+    unsigned mask, ArrayRef<Materialized> inputs, TypeRange resultTypes,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
+  SmallVector<Value> ins, outs;
+  SmallVector<AffineMap> maps;
+  for (const Materialized &input : inputs) {
+    ins.push_back(input.value);
+    maps.push_back(operandMap(mask, input.mask));
+  }
+  SmallVector<Type> tensorTypes;
+  for (Type type : resultTypes) {
+    outs.push_back(emptyTensor(mask, type));
+    tensorTypes.push_back(outs.back().getType());
+    maps.push_back(operandMap(mask, mask));
+  }
+  SmallVector<utils::IteratorType> iterators(llvm::popcount(mask),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, tensorTypes, ins, outs, maps, iterators,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        SmallVector<Value> results = body(b, l, args.take_front(ins.size()));
+        linalg::YieldOp::create(b, l, results);
+      });
+  return generic.getResults();
+}
+
+Value GemmLowering::asF32(Value value, unsigned mask) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || type.getElementType() == f32)
+    return value;
+  return buildElementwise(mask, {{value, mask}}, {f32},
+                          [&](OpBuilder &b, Location l, ValueRange args) {
+                            return SmallVector<Value>{
+                                arith::ExtFOp::create(b, l, f32, args[0])};
+                          })[0];
+}
+
+Value GemmLowering::sizeAsF32(unsigned bit) {
+  Value index = getValueOrCreateConstantIndexOp(rewriter, loc, size(bit));
+  Value i64 = arith::IndexCastUIOp::create(rewriter, loc,
+                                           rewriter.getI64Type(), index);
+  return arith::UIToFPOp::create(rewriter, loc, f32, i64);
+}
+
+Value GemmLowering::lowerContraction(Value a, Value b) {
+  // Iteration space: [b,] m, n, k.
+  unsigned k = llvm::popcount(space); // position of the k dim
+  auto dim = [&](unsigned bit) {
+    return rewriter.getAffineDimExpr(positionIn(space, bit));
+  };
+  AffineExpr kExpr = rewriter.getAffineDimExpr(k);
+  auto operandMapFor = [&](Value operand, AffineExpr rows, AffineExpr cols) {
+    SmallVector<AffineExpr> results;
+    if (cast<RankedTensorType>(operand.getType()).getRank() == 3)
+      results.push_back(dim(DimsAttr::kB));
+    results.append({rows, cols});
+    return AffineMap::get(k + 1, 0, results, rewriter.getContext());
+  };
+  AffineMap aMap = op.getTransposeA()
+                       ? operandMapFor(a, kExpr, dim(DimsAttr::kM))
+                       : operandMapFor(a, dim(DimsAttr::kM), kExpr);
+  AffineMap bMap = op.getTransposeB()
+                       ? operandMapFor(b, dim(DimsAttr::kN), kExpr)
+                       : operandMapFor(b, kExpr, dim(DimsAttr::kN));
+  AffineMap outMap = operandMap(space, space, /*extraDims=*/1);
+
+  Value zero = arith::ConstantOp::create(rewriter, loc,
+                                         rewriter.getF32FloatAttr(0.0));
+  Value init =
+      linalg::FillOp::create(rewriter, loc, zero, emptyTensor(space, f32))
+          .getResult(0);
+  SmallVector<utils::IteratorType> iterators(k, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, init.getType(), ValueRange{a, b}, ValueRange{init},
+      ArrayRef<AffineMap>{aMap, bMap, outMap}, iterators,
+      [&](OpBuilder &bb, Location l, ValueRange args) {
+        auto ext = [&](Value v) -> Value {
+          return v.getType() == f32 ? v : arith::ExtFOp::create(bb, l, f32, v);
+        };
+        Value product = arith::MulFOp::create(bb, l, ext(args[0]), ext(args[1]));
+        linalg::YieldOp::create(bb, l,
+                                ValueRange{arith::AddFOp::create(bb, l, args[2],
+                                                                 product)});
+      });
+  return generic.getResult(0);
+}
+
+Value GemmLowering::lowerAccumulator(Value product, Value c, Value alpha,
+                                     Value beta) {
+  if (!c && !alpha)
+    return product;
+  SmallVector<Materialized> inputs{{product, space}};
+  if (alpha)
+    inputs.push_back({alpha, 0});
+  if (c) {
+    inputs.push_back({c, space});
+    if (beta)
+      inputs.push_back({beta, 0});
+  }
+  return buildElementwise(
+      space, inputs, {f32}, [&](OpBuilder &b, Location l, ValueRange args) {
+        unsigned next = 1;
+        Value acc = args[0];
+        if (alpha)
+          acc = arith::MulFOp::create(b, l, acc, args[next++]);
+        if (c) {
+          Value cValue = args[next++];
+          if (cValue.getType() != f32)
+            cValue = arith::ExtFOp::create(b, l, f32, cValue);
+          if (beta)
+            cValue = arith::MulFOp::create(b, l, cValue, args[next++]);
+          acc = arith::AddFOp::create(b, l, acc, cValue);
+        }
+        return SmallVector<Value>{acc};
+      })[0];
+}
+
+Materialized GemmLowering::lowerReduction(ReductionKind kind,
+                                          Materialized input,
+                                          unsigned reducedBit) {
+  unsigned outMask = input.mask & ~reducedBit;
+  if (!(input.mask & reducedBit)) {
+    // The value is uniform along the reduced dim: the max and the mean are the
+    // value itself, the sum is the value times the extent.
+    if (kind != ReductionKind::Sum)
+      return input;
+    Value extent = sizeAsF32(reducedBit);
+    if (input.mask == 0)
+      return {arith::MulFOp::create(rewriter, loc, input.value, extent), 0};
+    return {buildElementwise(input.mask, {input, {extent, 0}}, {f32},
+                             [](OpBuilder &b, Location l, ValueRange args) {
+                               return SmallVector<Value>{
+                                   arith::MulFOp::create(b, l, args[0],
+                                                         args[1])};
+                             })[0],
+            input.mask};
+  }
+
+  double identity = kind == ReductionKind::Max
+                        ? -std::numeric_limits<double>::infinity()
+                        : 0.0;
+  Value identityValue = arith::ConstantOp::create(
+      rewriter, loc, rewriter.getF32FloatAttr(identity));
+  Value init = linalg::FillOp::create(rewriter, loc, identityValue,
+                                      emptyTensor(outMask, f32))
+                   .getResult(0);
+  // A reduction to a scalar still produces a rank-0 tensor here.
+  SmallVector<utils::IteratorType> iterators;
+  for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN})
+    if (input.mask & bit)
+      iterators.push_back(bit == reducedBit ? utils::IteratorType::reduction
+                                            : utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, init.getType(), ValueRange{input.value}, ValueRange{init},
+      ArrayRef<AffineMap>{operandMap(input.mask, input.mask),
+                          operandMap(input.mask, outMask)},
+      iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+        Value combined =
+            kind == ReductionKind::Max
+                ? arith::MaximumFOp::create(b, l, args[0], args[1]).getResult()
+                : arith::AddFOp::create(b, l, args[0], args[1]).getResult();
+        linalg::YieldOp::create(b, l, combined);
+      });
+  Materialized result{generic.getResult(0), outMask};
+  if (outMask == 0)
+    result.value = tensor::ExtractOp::create(rewriter, loc, result.value,
+                                             ValueRange{});
+  if (kind != ReductionKind::Mean)
+    return result;
+  Value extent = sizeAsF32(reducedBit);
+  if (outMask == 0)
+    return {arith::DivFOp::create(rewriter, loc, result.value, extent), 0};
+  return {buildElementwise(outMask, {result, {extent, 0}}, {f32},
+                           [](OpBuilder &b, Location l, ValueRange args) {
+                             return SmallVector<Value>{
+                                 arith::DivFOp::create(b, l, args[0], args[1])};
+                           })[0],
+          outMask};
+}
+
+LogicalResult GemmLowering::lowerEpilogueOp(Operation &inner) {
+  SmallVector<Materialized> operands;
+  for (Value operand : inner.getOperands())
+    operands.push_back(values.lookup(operand));
+
+  if (auto reduce = dyn_cast<RowReduceOp>(inner)) {
+    values[reduce.getResult()] =
+        lowerReduction(reduce.getKind(), operands[0], DimsAttr::kN);
+    return success();
+  }
+  if (auto reduce = dyn_cast<ColReduceOp>(inner)) {
+    values[reduce.getResult()] =
+        lowerReduction(reduce.getKind(), operands[0], DimsAttr::kM);
+    return success();
+  }
+
+  unsigned mask = dims->getMask(inner.getResult(0));
+  // Builds the scalar computation of `inner` on `args` (its operands' values
+  // at one element, in order). Dropout varies along every dim, so it is always
+  // built inside a linalg.generic, where it reads the element's indices.
+  auto buildScalar = [&](OpBuilder &b, Location l,
+                         ValueRange args) -> SmallVector<Value> {
+    if (auto act = dyn_cast<ActivationOp>(inner))
+      return {buildActivation(b, l, act.getKind(), args[0])};
+    if (auto dropout = dyn_cast<DropoutOp>(inner)) {
+      auto index = [&](unsigned bit) -> Value {
+        if (!(space & bit))
+          return arith::ConstantOp::create(b, l, b.getI32IntegerAttr(0));
+        Value i = linalg::IndexOp::create(b, l, positionIn(space, bit));
+        return arith::IndexCastUIOp::create(b, l, b.getI32Type(), i);
+      };
+      Value bits = buildDropoutBits(b, l, args[1], dropout.getStream(),
+                                    index(DimsAttr::kB), index(DimsAttr::kM),
+                                    index(DimsAttr::kN));
+      return {buildDropoutApply(b, l, args[0], bits, dropout.getThreshold())};
+    }
+    IRMapping mapping;
+    mapping.map(inner.getOperands(), args);
+    Operation *clone = b.clone(inner, mapping);
+    return SmallVector<Value>(clone->getResults());
+  };
+
+  if (mask == 0) {
+    SmallVector<Value> scalars;
+    for (const Materialized &m : operands)
+      scalars.push_back(m.value);
+    SmallVector<Value> results =
+        buildScalar(rewriter, inner.getLoc(), scalars);
+    for (auto [result, value] : llvm::zip(inner.getResults(), results))
+      values[result] = {value, 0};
+    return success();
+  }
+  ValueRange results = buildElementwise(
+      mask, operands, inner.getResultTypes(),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        return buildScalar(b, l, args);
+      });
+  for (auto [result, value] : llvm::zip(inner.getResults(), results))
+    values[result] = {value, mask};
+  return success();
+}
+
+Value GemmLowering::lowerOutput(Materialized value, unsigned mask,
+                                RankedTensorType type) {
+  Type elementType = type.getElementType();
+  Value result = buildElementwise(
+      mask, {value}, {elementType},
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value v = args[0];
+        if (elementType != f32)
+          v = arith::TruncFOp::create(b, l, elementType, v);
+        return SmallVector<Value>{v};
+      })[0];
+  if (result.getType() != type)
+    result = tensor::CastOp::create(rewriter, loc, type, result);
+  return result;
+}
+
+LogicalResult GemmLowering::lower(ValueRange operands) {
+  GemmOp::Adaptor adaptor(operands, op);
+  Value a = adaptor.getA(), b = adaptor.getB();
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto bType = cast<RankedTensorType>(b.getType());
+  int64_t ra = aType.getRank(), rb = bType.getRank();
+  mSize = tensor::getMixedSize(rewriter, loc, a,
+                               op.getTransposeA() ? ra - 1 : ra - 2);
+  kSize = tensor::getMixedSize(rewriter, loc, a,
+                               op.getTransposeA() ? ra - 2 : ra - 1);
+  nSize = tensor::getMixedSize(rewriter, loc, b,
+                               op.getTransposeB() ? rb - 2 : rb - 1);
+  if (ra == 3)
+    batchSize = tensor::getMixedSize(rewriter, loc, a, 0);
+  else if (rb == 3)
+    batchSize = tensor::getMixedSize(rewriter, loc, b, 0);
+
+  Value product = lowerContraction(a, b);
+  values[op.getAccumulator()] = {
+      lowerAccumulator(product, adaptor.getC(), adaptor.getAlpha(),
+                       adaptor.getBeta()),
+      space};
+  for (auto [i, input] : llvm::enumerate(adaptor.getInputs())) {
+    unsigned mask = op.getInputDimsAt(i).getMask();
+    values[op.getInputArg(i)] = {asF32(input, mask), mask};
+  }
+
+  dims.emplace(op);
+  for (Operation &inner : op.getEpilogueBlock().without_terminator())
+    if (failed(lowerEpilogueOp(inner)))
+      return failure();
+
+  SmallVector<Value> results;
+  for (auto [i, value] : llvm::enumerate(op.getYield().getValues()))
+    results.push_back(
+        lowerOutput(values.lookup(value), op.getResultDimsAt(i).getMask(),
+                    cast<RankedTensorType>(op.getResult(i).getType())));
+  rewriter.replaceOp(op, results);
+  return success();
+}
+
+struct GemmOpLowering final : OpConversionPattern<GemmOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GemmOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    return GemmLowering(op, rewriter).lower(adaptor.getOperands());
+  }
+};
+
+struct ConvertCodaToLinalg final
+    : coda::impl::ConvertCodaToLinalgBase<ConvertCodaToLinalg> {
+  void runOnOperation() override {
+    ConversionTarget target(getContext());
+    target.addIllegalDialect<CodaDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(&getContext());
+    populateCodaToLinalgConversionPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::coda::populateCodaToLinalgConversionPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<GemmOpLowering>(patterns.getContext());
+}

@@ -1,0 +1,79 @@
+//===- CodaAttrs.cpp - coda attributes and enums --------------------------===//
+
+#include "coda/Dialect/Coda/IR/CodaAttrs.h"
+#include "coda/Dialect/Coda/IR/CodaDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+#include "coda/Dialect/Coda/IR/CodaEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "coda/Dialect/Coda/IR/CodaAttrs.cpp.inc"
+
+void CodaDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "coda/Dialect/Coda/IR/CodaAttrs.cpp.inc"
+      >();
+}
+
+namespace {
+/// The dims in print order, with their mask bits.
+constexpr std::pair<const char *, unsigned> kDimNames[] = {
+    {"b", DimsAttr::kB}, {"m", DimsAttr::kM}, {"n", DimsAttr::kN}};
+} // namespace
+
+ParseResult mlir::coda::parseDimsList(AsmParser &parser, unsigned &mask) {
+  mask = 0;
+  unsigned next = 0; // index into kDimNames of the first dim still allowed
+  return parser.parseCommaSeparatedList(
+      AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        SMLoc loc = parser.getCurrentLocation();
+        StringRef name;
+        if (parser.parseKeyword(&name))
+          return failure();
+        for (unsigned i = next; i < std::size(kDimNames); ++i) {
+          if (name == kDimNames[i].first) {
+            mask |= kDimNames[i].second;
+            next = i + 1;
+            return success();
+          }
+        }
+        return parser.emitError(loc)
+               << "expected dims to be a subset of [b, m, n] in that order, "
+                  "got '"
+               << name << "'";
+      });
+}
+
+std::string mlir::coda::stringifyDims(unsigned mask) {
+  std::string text = "[";
+  for (auto [name, bit] : kDimNames) {
+    if (!(mask & bit))
+      continue;
+    if (text.size() > 1)
+      text += ", ";
+    text += name;
+  }
+  return text + "]";
+}
+
+unsigned DimsAttr::getRank() const { return llvm::popcount(getMask()); }
+
+Attribute DimsAttr::parse(AsmParser &parser, Type) {
+  unsigned mask;
+  if (parser.parseLess() || parseDimsList(parser, mask) ||
+      parser.parseGreater())
+    return {};
+  return DimsAttr::get(parser.getContext(), mask);
+}
+
+void DimsAttr::print(AsmPrinter &printer) const {
+  printer << "<" << stringifyDims(getMask()) << ">";
+}

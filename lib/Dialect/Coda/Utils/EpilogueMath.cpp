@@ -1,0 +1,146 @@
+//===- EpilogueMath.cpp - arith/math expansions of epilogue ops -----------===//
+
+#include "coda/Dialect/Coda/Utils/EpilogueMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+static Value f32Const(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+static Value i32Const(OpBuilder &b, Location loc, uint32_t value) {
+  return arith::ConstantOp::create(
+      b, loc, b.getI32IntegerAttr(static_cast<int32_t>(value)));
+}
+
+Value mlir::coda::buildActivation(OpBuilder &b, Location loc,
+                                  ActivationKind kind, Value x) {
+  Value one = f32Const(b, loc, 1.0);
+  Value half = f32Const(b, loc, 0.5);
+  // x * sigmoid(x) and sigmoid(x) share 1 / (1 + exp(-x)).
+  auto sigmoid = [&] {
+    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+    return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e));
+  };
+  switch (kind) {
+  case ActivationKind::GeluTanh: {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    Value x3 = arith::MulFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value inner = arith::AddFOp::create(
+        b, loc, x,
+        arith::MulFOp::create(b, loc, f32Const(b, loc, 0.044715), x3));
+    Value t = math::TanhOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, f32Const(b, loc, 0.7978845608028654),
+                              inner));
+    return arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, half, x),
+        arith::AddFOp::create(b, loc, one, t));
+  }
+  case ActivationKind::GeluErf: {
+    // 0.5 x (1 + erf(x / sqrt(2)))
+    Value e = math::ErfOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, x, f32Const(b, loc, 0.7071067811865476)));
+    return arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, half, x),
+        arith::AddFOp::create(b, loc, one, e));
+  }
+  case ActivationKind::Relu:
+    return arith::MaximumFOp::create(b, loc, x, f32Const(b, loc, 0.0));
+  case ActivationKind::Silu:
+    return arith::MulFOp::create(b, loc, x, sigmoid());
+  case ActivationKind::Sigmoid:
+    return sigmoid();
+  }
+  llvm_unreachable("unknown activation kind");
+}
+
+std::array<Value, 4> mlir::coda::buildPhilox4x32(OpBuilder &b, Location loc,
+                                                 std::array<Value, 4> counter,
+                                                 std::array<Value, 2> key) {
+  // Salmon et al., "Parallel random numbers: as easy as 1, 2, 3" (SC'11):
+  // ten rounds, the key bumped by the Weyl constants between rounds.
+  Value m0 = i32Const(b, loc, 0xD2511F53u), m1 = i32Const(b, loc, 0xCD9E8D57u);
+  Value w0 = i32Const(b, loc, 0x9E3779B9u), w1 = i32Const(b, loc, 0xBB67AE85u);
+  auto [c0, c1, c2, c3] = counter;
+  auto [k0, k1] = key;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 = arith::AddIOp::create(b, loc, k0, w0);
+      k1 = arith::AddIOp::create(b, loc, k1, w1);
+    }
+    auto p0 = arith::MulUIExtendedOp::create(b, loc, m0, c0);
+    auto p1 = arith::MulUIExtendedOp::create(b, loc, m1, c2);
+    Value n0 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, p1.getHigh(), c1), k0);
+    Value n2 = arith::XOrIOp::create(
+        b, loc, arith::XOrIOp::create(b, loc, p0.getHigh(), c3), k1);
+    c0 = n0;
+    c1 = p1.getLow();
+    c2 = n2;
+    c3 = p0.getLow();
+  }
+  return {c0, c1, c2, c3};
+}
+
+std::array<Value, 2> mlir::coda::buildDropoutKey(OpBuilder &b, Location loc,
+                                                 Value seed) {
+  Type i32 = b.getI32Type();
+  Value lo = arith::TruncIOp::create(b, loc, i32, seed);
+  Value shifted = arith::ShRUIOp::create(
+      b, loc, seed,
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32)));
+  Value hi = arith::TruncIOp::create(b, loc, i32, shifted);
+  return {lo, hi};
+}
+
+Value mlir::coda::buildDropoutBits(OpBuilder &b, Location loc, Value seed,
+                                   int32_t stream, Value batch, Value row,
+                                   Value col) {
+  auto shr = [&](Value v, uint32_t s) {
+    return arith::ShRUIOp::create(b, loc, v, i32Const(b, loc, s));
+  };
+  auto shl = [&](Value v, uint32_t s) {
+    return arith::ShLIOp::create(b, loc, v, i32Const(b, loc, s));
+  };
+  auto andi = [&](Value v, uint32_t m) {
+    return arith::AndIOp::create(b, loc, v, i32Const(b, loc, m));
+  };
+  // group(n) = (n >> 5) * 4 + ((n >> 1) & 3)
+  Value group = arith::OrIOp::create(b, loc, shl(shr(col, 5), 2),
+                                     andi(shr(col, 1), 3));
+  std::array<Value, 4> words =
+      buildPhilox4x32(b, loc, {group, row, i32Const(b, loc, stream), batch},
+                      buildDropoutKey(b, loc, seed));
+  // slot(n) = ((n >> 3) & 3) * 2 + (n & 1): word (n >> 3) & 3, half n & 1.
+  Value wordIndex = andi(shr(col, 3), 3);
+  auto isWord = [&](uint32_t i) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wordIndex,
+                                 i32Const(b, loc, i));
+  };
+  Value word = arith::SelectOp::create(
+      b, loc, isWord(0), words[0],
+      arith::SelectOp::create(
+          b, loc, isWord(1), words[1],
+          arith::SelectOp::create(b, loc, isWord(2), words[2], words[3])));
+  Value halfShift = shl(andi(col, 1), 4);
+  return andi(arith::ShRUIOp::create(b, loc, word, halfShift), 0xFFFF);
+}
+
+Value mlir::coda::buildDropoutApply(OpBuilder &b, Location loc, Value x,
+                                    Value bits, uint32_t threshold) {
+  Value zero = f32Const(b, loc, 0.0);
+  if (threshold >= 65536)
+    return zero;
+  Value scale = f32Const(b, loc, 65536.0 / (65536.0 - threshold));
+  Value keep = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, bits,
+                                     i32Const(b, loc, threshold));
+  return arith::SelectOp::create(b, loc, keep,
+                                 arith::MulFOp::create(b, loc, x, scale), zero);
+}

@@ -1,0 +1,58 @@
+//===- CpuPipeline.cpp - coda programs to LLVM for the host CPU -----------===//
+
+#include "coda/Conversion/Passes.h"
+#include "coda/Pipelines/Pipelines.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::coda::buildCpuPipeline(OpPassManager &pm) {
+  // Reference semantics on tensors, then elementwise fusion so that the
+  // epilogue runs as few loop nests as possible.
+  pm.addPass(coda::createConvertCodaToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCanonicalizerPass());
+
+  // Tensors to buffers; results stay results (callers read and free them).
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::buildBufferDeallocationPipeline(pm);
+
+  // Loops, then LLVM. bf16 conversions are expanded to integer arithmetic
+  // (round to nearest even) since the host may lack them; tanh, erf and exp
+  // call libm.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createSCFToControlFlowPass());
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(LLVM::createLLVMRequestCWrappersPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::coda::registerPipelines() {
+  PassPipelineRegistration<>(
+      "coda-cpu-pipeline",
+      "Lower coda programs to the LLVM dialect for the host CPU through the "
+      "reference lowering (coda-to-linalg, bufferization, loops)",
+      buildCpuPipeline);
+}

@@ -1,0 +1,64 @@
+# -*- Python -*-
+# lit configuration for coda's test suite.
+
+import os
+import shutil
+import subprocess
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "CODA"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".coda", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.coda_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%coda_src", config.coda_src_root))
+config.substitutions.append(
+    ("%testlib", os.path.join(config.coda_src_root, "test", "lib")))
+
+tool_dirs = [config.coda_tools_dir, config.llvm_tools_dir]
+tools = [
+    "coda-opt",
+    ToolSubst("coda-run", unresolved="ignore"),
+    ToolSubst("coda-translate", unresolved="ignore"),
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.coda_tools_dir, append_path=True)
+
+# numpy: the end-to-end tests compare against fp64 numpy references.
+if subprocess.call([config.python_executable, "-c", "import numpy"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("numpy")
+
+# ptxas: PTX produced by the GPU pipeline is assembled for sm_90a.
+if config.ptxas_executable and os.path.exists(config.ptxas_executable):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", config.ptxas_executable))
+
+# cuda-gpu: an NVIDIA GPU and its driver are present. Tests that launch
+# kernels say `REQUIRES: cuda-gpu`. CODA_GPU_TESTS=0 turns them off, =1 on.
+def has_cuda_gpu():
+    forced = os.environ.get("CODA_GPU_TESTS")
+    if forced is not None:
+        return forced == "1"
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+if has_cuda_gpu():
+    config.available_features.add("cuda-gpu")
