@@ -512,9 +512,9 @@ LogicalResult DropoutOp::verify() {
   float p = getP().convertToFloat();
   if (!(p >= 0.0f && p <= 1.0f))
     return emitOpError() << "dropout probability must be in [0, 1], got " << p;
-  if (getStream() < 0)
+  if (getStreamAttr().getInt() < 0)
     return emitOpError() << "dropout stream must be non-negative, got "
-                         << getStream();
+                         << getStreamAttr().getInt();
   return success();
 }
 

@@ -1,0 +1,447 @@
+// RUN: coda-opt %s -split-input-file -verify-diagnostics
+
+func.func @a_type(%a: tensor<4x8xi8>, %b: tensor<8x4xi8>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{operand A has element type 'i8'; expected bf16, f16 or f32}}
+  %0 = coda.gemm %a, %b : tensor<4x8xi8>, tensor<8x4xi8> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @ab_mismatch(%a: tensor<4x8xbf16>, %b: tensor<8x4xf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{operands A and B must have the same element type, got 'bf16' and 'f16'}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @a_rank(%a: tensor<8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{operand A must have rank 2 ([M, K], or [K, M] with transpose_a) or rank 3 (batched), got rank 1}}
+  %0 = coda.gemm %a, %b : tensor<8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @b_rank(%a: tensor<4x8xbf16>, %b: tensor<1x2x8x4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{operand B must have rank 2 ([K, N], or [N, K] with transpose_b) or rank 3 (batched), got rank 4}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<1x2x8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @k_mismatch(%a: tensor<4x8xbf16>, %b: tensor<4x8xbf16>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{contraction size mismatch: op(A) has K = 8 but op(B) has K = 4}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<4x8xbf16> -> (tensor<4x8xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @batch_mismatch(%a: tensor<2x4x8xbf16>, %b: tensor<3x8x4xbf16>) -> tensor<2x4x4xf32> {
+  // expected-error @+1 {{batch size mismatch: A has 2 batches but B has 3}}
+  %0 = coda.gemm %a, %b : tensor<2x4x8xbf16>, tensor<3x8x4xbf16> -> (tensor<2x4x4xf32> [b, m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<2x4x4xf32>
+}
+
+// -----
+
+func.func @c_rank(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %c: tensor<4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{C must span the output space [m, n], got 'tensor<4xbf16>'}}
+  %0 = coda.gemm %a, %b c(%c : tensor<4xbf16>) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @c_type(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %c: tensor<4x4xi32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{C has element type 'i32'; expected f32, bf16 or f16}}
+  %0 = coda.gemm %a, %b c(%c : tensor<4x4xi32>) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @c_size(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %c: tensor<5x4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{C ('tensor<5x4xbf16>') has size 5 along m, but the GEMM has M = 4}}
+  %0 = coda.gemm %a, %b c(%c : tensor<5x4xbf16>) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @beta_without_c(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %beta: f32) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'beta' scales C, but there is no C operand}}
+  %0 = coda.gemm %a, %b beta(%beta) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @input_dims_count(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %s: f32) -> tensor<4x4xf32> {
+  // expected-error @+1 {{has 1 epilogue inputs but 0 input_dims}}
+  %0 = "coda.gemm"(%a, %b, %s) <{input_dims = [], result_dims = [#coda.dims<[m, n]>], operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 1>}> ({
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }) : (tensor<4x8xbf16>, tensor<8x4xbf16>, f32) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @scalar_type(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %s: i32) -> tensor<4x4xf32> {
+  // expected-error @+1 {{epilogue input #0 has type 'i32'; a scalar input must be f32 (or i64 for a dropout seed)}}
+  %0 = coda.gemm %a, %b ins(%s : i32) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: i32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @scalar_dims(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %s: f32) -> tensor<4x4xf32> {
+  // expected-error @+1 {{scalar epilogue input #0 must span [], not [n]}}
+  %0 = "coda.gemm"(%a, %b, %s) <{input_dims = [#coda.dims<[n]>], result_dims = [#coda.dims<[m, n]>], operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 1>}> ({
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }) : (tensor<4x8xbf16>, tensor<8x4xbf16>, f32) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @rank0_input(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %s: tensor<f32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{epilogue input #0 is a rank-0 tensor; pass a scalar f32 value instead}}
+  %0 = coda.gemm %a, %b ins(%s : tensor<f32> []) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @input_type(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %v: tensor<4xi32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{epilogue input #0 has element type 'i32'; expected f32, bf16 or f16}}
+  %0 = coda.gemm %a, %b ins(%v : tensor<4xi32> [n]) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @input_rank(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %v: tensor<4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{epilogue input #0 spans [m, n] but has rank 1}}
+  %0 = coda.gemm %a, %b ins(%v : tensor<4xf32> [m, n]) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @input_batch(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %v: tensor<2x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{epilogue input #0 spans b, but the GEMM is not batched}}
+  %0 = coda.gemm %a, %b ins(%v : tensor<2x4xf32> [b, n]) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @input_size(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %v: tensor<5xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{epilogue input #0 ('tensor<5xf32>') has size 5 along n, but the GEMM has N = 4}}
+  %0 = coda.gemm %a, %b ins(%v : tensor<5xf32> [n]) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @result_dims_count(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{has 1 outputs but 2 result_dims}}
+  %0 = "coda.gemm"(%a, %b) <{input_dims = [], result_dims = [#coda.dims<[m, n]>, #coda.dims<[n]>], operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0>}> ({
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }) : (tensor<4x8xbf16>, tensor<8x4xbf16>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @no_results(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) {
+  // expected-error @+1 {{must have at least one output}}
+  "coda.gemm"(%a, %b) <{input_dims = [], result_dims = [], operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0>}> ({
+  ^bb0(%acc: f32):
+    coda.yield
+  }) : (tensor<4x8xbf16>, tensor<8x4xbf16>) -> ()
+  return
+}
+
+// -----
+
+func.func @result_type(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xi8> {
+  // expected-error @+1 {{output #0 has element type 'i8'; expected f32, bf16 or f16}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xi8> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xi8>
+}
+
+// -----
+
+func.func @result_scalar(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<f32> {
+  // expected-error @+1 {{output #0 spans []; an output must span m, n or both}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<f32> []) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @result_rank(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{output #0 spans [m] but has rank 2}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m]) {
+  ^bb0(%acc: f32):
+    %r = coda.row_reduce sum %acc
+    coda.yield %r : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @batched_result(%a: tensor<2x4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{output #0 of a batched GEMM must span b}}
+  %0 = coda.gemm %a, %b : tensor<2x4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @unbatched_result(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<2x4x4xf32> {
+  // expected-error @+1 {{output #0 spans b, but the GEMM is not batched}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<2x4x4xf32> [b, m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<2x4x4xf32>
+}
+
+// -----
+
+func.func @result_size(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x6xf32> {
+  // expected-error @+1 {{output #0 ('tensor<4x6xf32>') has size 6 along n, but the GEMM has N = 4}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x6xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+func.func @block_args(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %s: f32) -> tensor<4x4xf32> {
+  // expected-error @+1 {{epilogue must have 2 arguments (the accumulator, then one per epilogue input), got 1}}
+  %0 = coda.gemm %a, %b ins(%s : f32) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @acc_type(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{epilogue argument #0 (the accumulator) must be f32, got 'bf16'}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: bf16):
+    %x = arith.extf %acc : bf16 to f32
+    coda.yield %x : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @arg_type(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %v: tensor<4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{epilogue argument #1 must be 'f32' for epilogue input #0 of type 'tensor<4xbf16>', got 'bf16'}}
+  %0 = coda.gemm %a, %b ins(%v : tensor<4xbf16> [n]) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: bf16):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @not_fusible(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'tensor.from_elements' op cannot be fused into a GEMM epilogue: an epilogue may only contain scalar arith, math and coda ops}}
+    %t = tensor.from_elements %acc : tensor<1xf32>
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @non_f32_math(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'arith.truncf' op computes on 'f16', but epilogue math is scalar f32 (and integers for seeds): convert inputs to f32}}
+    %h = arith.truncf %acc : f32 to f16
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @yield_count(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'coda.yield' op yields 2 values, but the coda.gemm has 1 outputs}}
+    coda.yield %acc, %acc : f32, f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @varying_seed(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    %s = arith.fptosi %acc : f32 to i64
+    // expected-error @+1 {{'coda.dropout' op seed varies along [m, n]; the seed must be the same for every element: pass it as a scalar i64 input}}
+    %d = coda.dropout %acc, %s {p = 0.5 : f32}
+    coda.yield %d : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @col_reduce_to_tile(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    %s = coda.col_reduce sum %acc
+    // expected-error @+1 {{'coda.yield' op yields a column reduction to output #0, which spans [m, n]; a column reduction has one value per column: declare the output [n]}}
+    coda.yield %s : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @varies_too_much(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4xf32> {
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4xf32> [m]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'coda.yield' op yields to output #0, which spans [m], a value that varies along [n]; reduce it first (coda.row_reduce over n, coda.col_reduce over m) or declare the output [m, n]}}
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @dropout_p(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %seed: i64) -> tensor<4x4xf32> {
+  %0 = coda.gemm %a, %b ins(%seed : i64) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32, %s: i64):
+    // expected-error @+1 {{dropout probability must be in [0, 1], got 1.5}}
+    %d = coda.dropout %acc, %s {p = 1.5 : f32}
+    coda.yield %d : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @dropout_stream(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>, %seed: i64) -> tensor<4x4xf32> {
+  %0 = coda.gemm %a, %b ins(%seed : i64) : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32, %s: i64):
+    // expected-error @+1 {{dropout stream must be non-negative, got -1}}
+    %d = coda.dropout %acc, %s {p = 0.5 : f32, stream = -1 : i32}
+    coda.yield %d : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @col_reduce_use(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4xf32> {
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4xf32> [n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'coda.col_reduce' op result is used by 'arith.mulf', but a column reduction is complete only after every row has been computed: it can only be yielded to an output}}
+    %s = coda.col_reduce sum %acc
+    %t = arith.mulf %s, %s : f32
+    coda.yield %t : f32
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @outside(%x: f32) -> f32 {
+  // expected-error @+1 {{'coda.activation' op expects parent op 'coda.gemm'}}
+  %0 = coda.activation relu %x
+  return %0 : f32
+}
+
+// -----
+
+func.func @dims_order(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{expected dims to be a subset of [b, m, n] in that order, got 'm'}}
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [n, m]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x4xf32>
+}
