@@ -4,6 +4,7 @@
 import os
 import shutil
 import subprocess
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -20,7 +21,6 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 llvm_config.use_default_substitutions()
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
-config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%coda_src", config.coda_src_root))
 config.substitutions.append(
     ("%testlib", os.path.join(config.coda_src_root, "test", "lib")))
@@ -35,7 +35,8 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.coda_tools_dir, append_path=True)
 
 # numpy: the end-to-end tests compare against fp64 numpy references.
-if subprocess.call([config.python_executable, "-c", "import numpy"],
+# %python (from llvm_config) is the interpreter running lit.
+if subprocess.call([sys.executable, "-c", "import numpy"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("numpy")
 

@@ -34,8 +34,8 @@ void mlir::coda::buildCpuPipeline(OpPassManager &pm) {
   bufferization::buildBufferDeallocationPipeline(pm);
 
   // Loops, then LLVM. bf16 conversions are expanded to integer arithmetic
-  // (round to nearest even) since the host may lack them; tanh, erf and exp
-  // call libm.
+  // (round to nearest even) since the host may lack them; math ops LLVM has
+  // intrinsics for become intrinsics, the others (tanh, erf) calls to libm.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   arith::ArithExpandOpsPassOptions expand;
@@ -43,7 +43,8 @@ void mlir::coda::buildCpuPipeline(OpPassManager &pm) {
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(LLVM::createLLVMRequestCWrappersPass());
+  pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
+  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());

@@ -1,0 +1,79 @@
+//===- ProgramSignature.h - the interface of a coda program -----*- C++ -*-===//
+//
+// A coda program is a func.func whose body is one coda.gemm fed directly by
+// the function's arguments and whose results it returns in order. Argument and
+// result attributes `coda.name` name epilogue inputs and outputs; the dropout
+// seed is the i64 input named "seed". A, B, C, alpha and beta are identified by
+// the gemm operand they feed. ProgramSignature describes that interface to the
+// tools and runtimes that bind data to a program and check its shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CODA_PROGRAM_PROGRAMSIGNATURE_H
+#define CODA_PROGRAM_PROGRAMSIGNATURE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace mlir::coda {
+
+/// What a program argument feeds.
+enum class ArgumentRole { A, B, C, Alpha, Beta, Input };
+
+struct ProgramArgument {
+  /// `coda.name` if present, else the role ("a", "b", "c", "alpha", "beta"),
+  /// else "argN".
+  std::string name;
+  ArgumentRole role;
+  /// A ranked tensor type, or f32 / i64 for scalars.
+  Type type;
+  /// The DimsAttr mask the argument spans (A and B: none, C: the output space).
+  unsigned dims = 0;
+};
+
+struct ProgramOutput {
+  /// `coda.name` if present, else "resultN".
+  std::string name;
+  RankedTensorType type;
+  unsigned dims = 0;
+};
+
+/// The sizes of one problem: batch (1 when not batched), M, N, K.
+struct ProblemShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+};
+
+struct ProgramSignature {
+  std::string functionName;
+  SmallVector<ProgramArgument> arguments;
+  SmallVector<ProgramOutput> outputs;
+  Type operandType;
+  bool transposeA = false, transposeB = false, batched = false;
+
+  /// Describes the program in `module`: the function named `name`, or the only
+  /// function that holds a coda.gemm. Emits an error on the function (or the
+  /// module) and fails when it is not a program.
+  static FailureOr<ProgramSignature> get(ModuleOp module, StringRef name = "");
+
+  /// The index of the argument with `role`, or -1.
+  int findRole(ArgumentRole role) const;
+  /// The index of the epilogue input named `name`, or -1.
+  int findInput(StringRef name) const;
+
+  /// Infers M, N, K (and the batch) from the shapes of the tensor arguments
+  /// (`shapes[i]` for argument i; ignored for scalars) and checks every tensor
+  /// against them and against the static sizes of its type.
+  llvm::Expected<ProblemShape>
+  inferProblemShape(ArrayRef<SmallVector<int64_t>> shapes) const;
+
+  /// The shape of output `index` for `problem`.
+  SmallVector<int64_t> getOutputShape(unsigned index,
+                                      const ProblemShape &problem) const;
+};
+
+} // namespace mlir::coda
+
+#endif // CODA_PROGRAM_PROGRAMSIGNATURE_H

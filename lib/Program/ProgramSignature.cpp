@@ -1,0 +1,230 @@
+//===- ProgramSignature.cpp - the interface of a coda program -------------===//
+
+#include "coda/Program/ProgramSignature.h"
+#include "coda/Dialect/Coda/IR/CodaOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+static StringRef roleName(ArgumentRole role) {
+  switch (role) {
+  case ArgumentRole::A:
+    return "a";
+  case ArgumentRole::B:
+    return "b";
+  case ArgumentRole::C:
+    return "c";
+  case ArgumentRole::Alpha:
+    return "alpha";
+  case ArgumentRole::Beta:
+    return "beta";
+  case ArgumentRole::Input:
+    return "input";
+  }
+  return "?";
+}
+
+FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
+                                                  StringRef name) {
+  func::FuncOp func;
+  if (!name.empty()) {
+    func = module.lookupSymbol<func::FuncOp>(name);
+    if (!func)
+      return module.emitError() << "no function named '" << name << "'";
+  } else {
+    for (auto candidate : module.getOps<func::FuncOp>()) {
+      if (candidate.isExternal() || candidate.getOps<GemmOp>().empty())
+        continue;
+      if (func)
+        return module.emitError()
+               << "several functions hold a coda.gemm ('" << func.getName()
+               << "', '" << candidate.getName() << "'); name the program";
+      func = candidate;
+    }
+    if (!func)
+      return module.emitError() << "no function holds a coda.gemm";
+  }
+
+  auto notProgram = [&](const Twine &why) {
+    return func.emitError() << "'" << func.getName()
+                            << "' is not a coda program: " << why;
+  };
+  if (func.isExternal())
+    return notProgram("it has no body");
+  Block &body = func.getBody().front();
+  auto gemms = body.getOps<GemmOp>();
+  if (std::distance(gemms.begin(), gemms.end()) != 1 ||
+      body.getOperations().size() != 2)
+    return notProgram("its body must be exactly one coda.gemm and a return");
+  GemmOp gemm = *gemms.begin();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getOperands() != gemm.getResults())
+    return notProgram("it must return the coda.gemm results, in order");
+
+  ProgramSignature signature;
+  signature.functionName = func.getName().str();
+  signature.operandType = gemm.getOperandElementType();
+  signature.transposeA = gemm.getTransposeA();
+  signature.transposeB = gemm.getTransposeB();
+  signature.batched = gemm.isBatched();
+  unsigned space = gemm.getOutputSpaceDims().getMask();
+
+  signature.arguments.resize(func.getNumArguments());
+  SmallVector<bool> bound(func.getNumArguments(), false);
+  auto bind = [&](Value operand, ArgumentRole role,
+                  unsigned dims) -> LogicalResult {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg || arg.getOwner() != &body)
+      return notProgram("coda.gemm operand '" + roleName(role) +
+                        "' must be a function argument");
+    if (bound[arg.getArgNumber()])
+      return notProgram("argument #" + Twine(arg.getArgNumber()) +
+                        " feeds two coda.gemm operands");
+    bound[arg.getArgNumber()] = true;
+    ProgramArgument &entry = signature.arguments[arg.getArgNumber()];
+    entry.role = role;
+    entry.type = arg.getType();
+    entry.dims = dims;
+    if (auto attr = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      "coda.name"))
+      entry.name = attr.str();
+    else if (role != ArgumentRole::Input)
+      entry.name = roleName(role).str();
+    else
+      entry.name = "arg" + std::to_string(arg.getArgNumber());
+    return success();
+  };
+  if (failed(bind(gemm.getA(), ArgumentRole::A, 0)) ||
+      failed(bind(gemm.getB(), ArgumentRole::B, 0)) ||
+      (gemm.getC() && failed(bind(gemm.getC(), ArgumentRole::C, space))) ||
+      (gemm.getAlpha() &&
+       failed(bind(gemm.getAlpha(), ArgumentRole::Alpha, 0))) ||
+      (gemm.getBeta() && failed(bind(gemm.getBeta(), ArgumentRole::Beta, 0))))
+    return failure();
+  for (auto [i, input] : llvm::enumerate(gemm.getInputs()))
+    if (failed(bind(input, ArgumentRole::Input,
+                    gemm.getInputDimsAt(i).getMask())))
+      return failure();
+  for (auto [i, isBound] : llvm::enumerate(bound))
+    if (!isBound)
+      return notProgram("argument #" + Twine(i) + " is not used by the coda.gemm");
+
+  for (auto [i, result] : llvm::enumerate(gemm.getResults())) {
+    ProgramOutput output;
+    if (auto attr = func.getResultAttrOfType<StringAttr>(i, "coda.name"))
+      output.name = attr.str();
+    else
+      output.name = "result" + std::to_string(i);
+    output.type = cast<RankedTensorType>(result.getType());
+    output.dims = gemm.getResultDimsAt(i).getMask();
+    signature.outputs.push_back(output);
+  }
+  return signature;
+}
+
+int ProgramSignature::findRole(ArgumentRole role) const {
+  for (auto [i, arg] : llvm::enumerate(arguments))
+    if (arg.role == role)
+      return i;
+  return -1;
+}
+
+int ProgramSignature::findInput(StringRef name) const {
+  for (auto [i, arg] : llvm::enumerate(arguments))
+    if (arg.role == ArgumentRole::Input && arg.name == name)
+      return i;
+  return -1;
+}
+
+/// The sizes of a tensor spanning `dims` for `problem`, in b, m, n order.
+static SmallVector<int64_t> shapeFor(unsigned dims, const ProblemShape &problem) {
+  SmallVector<int64_t> shape;
+  if (dims & DimsAttr::kB)
+    shape.push_back(problem.batch);
+  if (dims & DimsAttr::kM)
+    shape.push_back(problem.m);
+  if (dims & DimsAttr::kN)
+    shape.push_back(problem.n);
+  return shape;
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    text += (i ? ", " : "") + std::to_string(d);
+  return text + "]";
+}
+
+llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
+    ArrayRef<SmallVector<int64_t>> shapes) const {
+  auto error = [](const Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  // Every tensor's rank and static sizes must match its type.
+  for (auto [i, arg] : llvm::enumerate(arguments)) {
+    auto type = dyn_cast<RankedTensorType>(arg.type);
+    if (!type)
+      continue;
+    ArrayRef<int64_t> shape = shapes[i];
+    if (static_cast<int64_t>(shape.size()) != type.getRank())
+      return error("'" + arg.name + "' has shape " + shapeString(shape) +
+                   ", but the program expects a rank-" +
+                   Twine(type.getRank()) + " tensor (" +
+                   Twine(shapeString(type.getShape())) + ")");
+    for (auto [d, expected] : llvm::enumerate(type.getShape()))
+      if (!ShapedType::isDynamic(expected) && expected != shape[d])
+        return error("'" + arg.name + "' has shape " + shapeString(shape) +
+                     ", but the program fixes dim " + Twine(d) + " to " +
+                     Twine(expected));
+  }
+
+  auto matrix = [&](ArgumentRole role, bool transposed, int64_t &rows,
+                    int64_t &cols, int64_t &batch) {
+    ArrayRef<int64_t> shape = shapes[findRole(role)];
+    batch = shape.size() == 3 ? shape[0] : -1;
+    rows = shape[shape.size() - 2];
+    cols = shape[shape.size() - 1];
+    if (transposed)
+      std::swap(rows, cols);
+  };
+  ProblemShape problem;
+  int64_t kOfB, batchOfA, batchOfB;
+  matrix(ArgumentRole::A, transposeA, problem.m, problem.k, batchOfA);
+  matrix(ArgumentRole::B, transposeB, kOfB, problem.n, batchOfB);
+  if (problem.k != kOfB)
+    return error("'a' has K = " + Twine(problem.k) + " but 'b' has K = " +
+                 Twine(kOfB) + " (layouts: a " + (transposeA ? "km" : "mk") +
+                 ", b " + (transposeB ? "nk" : "kn") + ")");
+  if (batchOfA >= 0 && batchOfB >= 0 && batchOfA != batchOfB)
+    return error("'a' has " + Twine(batchOfA) + " batches but 'b' has " +
+                 Twine(batchOfB));
+  problem.batch = batchOfA >= 0 ? batchOfA : batchOfB >= 0 ? batchOfB : 1;
+
+  for (auto [i, arg] : llvm::enumerate(arguments)) {
+    if (!isa<RankedTensorType>(arg.type) || arg.role == ArgumentRole::A ||
+        arg.role == ArgumentRole::B)
+      continue;
+    SmallVector<int64_t> expected = shapeFor(arg.dims, problem);
+    if (ArrayRef<int64_t>(shapes[i]) != ArrayRef<int64_t>(expected))
+      return error("'" + arg.name + "' has shape " + shapeString(shapes[i]) +
+                   ", but for M = " + Twine(problem.m) + ", N = " +
+                   Twine(problem.n) + " it must be " + shapeString(expected));
+  }
+  for (auto [i, output] : llvm::enumerate(outputs)) {
+    SmallVector<int64_t> shape = getOutputShape(i, problem);
+    for (auto [d, expected] : llvm::enumerate(output.type.getShape()))
+      if (!ShapedType::isDynamic(expected) && expected != shape[d])
+        return error("output '" + output.name + "' would have shape " +
+                     shapeString(shape) + ", but the program fixes dim " +
+                     Twine(d) + " to " + Twine(expected));
+  }
+  return problem;
+}
+
+SmallVector<int64_t>
+ProgramSignature::getOutputShape(unsigned index,
+                                 const ProblemShape &problem) const {
+  return shapeFor(outputs[index].dims, problem);
+}
