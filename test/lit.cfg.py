@@ -33,6 +33,7 @@ tools = [
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.coda_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # numpy: the end-to-end tests compare against fp64 numpy references.
 # %python (from llvm_config) is the interpreter running lit.

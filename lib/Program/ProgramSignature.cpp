@@ -38,9 +38,10 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
       if (candidate.isExternal() || candidate.getOps<GemmOp>().empty())
         continue;
       if (func)
-        return module.emitError()
+        return candidate.emitError()
                << "several functions hold a coda.gemm ('" << func.getName()
-               << "', '" << candidate.getName() << "'); name the program";
+               << "', '" << candidate.getName()
+               << "'); name the one to run";
       func = candidate;
     }
     if (!func)
@@ -153,7 +154,8 @@ static SmallVector<int64_t> shapeFor(unsigned dims, const ProblemShape &problem)
 static std::string shapeString(ArrayRef<int64_t> shape) {
   std::string text = "[";
   for (auto [i, d] : llvm::enumerate(shape))
-    text += (i ? ", " : "") + std::to_string(d);
+    text += (i ? ", " : "") +
+            (ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d));
   return text + "]";
 }
 

@@ -49,7 +49,8 @@ cl::list<std::string> args("arg",
 cl::list<std::string> outs("out", cl::desc("write output NAME to FILE.npy"),
                            cl::value_desc("name=file"), cl::cat(category));
 cl::opt<std::string> functionName(
-    "function", cl::desc("the program function (when the file has several)"),
+    "function",
+    cl::desc("the program function, when several functions hold a coda.gemm"),
     cl::cat(category));
 cl::opt<std::string> device("device", cl::desc("where to run: cpu"),
                             cl::init("cpu"), cl::cat(category));

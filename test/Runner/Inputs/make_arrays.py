@@ -1,0 +1,22 @@
+"""Writes the .npy files the coda-run error tests use into a folder."""
+import sys
+
+import numpy as np
+
+folder = sys.argv[1]
+np.save(f"{folder}/a.npy", np.ones((4, 8), np.float32))
+np.save(f"{folder}/b.npy", np.ones((8, 6), np.float32))
+np.save(f"{folder}/b_bad_k.npy", np.ones((7, 6), np.float32))
+np.save(f"{folder}/bias.npy", np.ones((6,), np.float32))
+np.save(f"{folder}/bias_bad.npy", np.ones((5,), np.float32))
+np.save(f"{folder}/matrix.npy", np.ones((4, 6), np.float32))
+np.save(f"{folder}/three.npy", np.ones((3,), np.float32))
+np.save(f"{folder}/half.npy", np.ones((4, 8), np.float16))
+np.save(f"{folder}/f64.npy", np.ones((4, 8), np.float64))
+np.save(f"{folder}/fortran.npy", np.asfortranarray(np.ones((4, 8), np.float32)))
+with open(f"{folder}/short.npy", "wb") as f:
+    f.write(open(f"{folder}/a.npy", "rb").read()[:-4])
+with open(f"{folder}/text.npy", "w") as f:
+    f.write("not numpy\n")
+with open(f"{folder}/v9.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x09\x00\x10\x00{}              \n")
