@@ -52,13 +52,12 @@ func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
 // EXTRA: error: 'f' is not a coda program: its body must be exactly one coda.gemm and a return
 
 //--- order.mlir
-func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?xf32>) {
-  %0, %1 = coda.gemm %a, %b : tensor<?x?xf32>, tensor<?x?xf32> -> (tensor<?x?xf32> [m, n], tensor<?xf32> [n]) {
+func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  %0, %1 = coda.gemm %a, %b : tensor<?x?xf32>, tensor<?x?xf32> -> (tensor<?x?xf32> [m, n], tensor<?x?xf32> [m, n]) {
   ^bb0(%acc: f32):
-    %s = coda.col_reduce sum %acc
-    coda.yield %acc, %s : f32, f32
+    coda.yield %acc, %acc : f32, f32
   }
-  return %0, %0 : tensor<?x?xf32>, tensor<?x?xf32>
+  return %1, %0 : tensor<?x?xf32>, tensor<?x?xf32>
 }
 // ORDER: error: 'f' is not a coda program: it must return the coda.gemm results, in order
 
