@@ -22,6 +22,7 @@ llvm_config.use_default_substitutions()
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%coda_src", config.coda_src_root))
+config.substitutions.append(("%coda_obj", config.coda_obj_root))
 config.substitutions.append(
     ("%testlib", os.path.join(config.coda_src_root, "test", "lib")))
 

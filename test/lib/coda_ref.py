@@ -1,7 +1,7 @@
 """fp64 references for coda programs, written independently of the compiler.
 
-Rounding to the 16-bit operand types, Philox-4x32-10 and coda's dropout mask,
-the activations, and helpers that generate inputs and compare outputs. Tests
+Rounding to the 16-bit operand types, coda's dropout (from the python package),
+the activations, and helpers that compare outputs. Tests
 import this module (lit substitutes %testlib for its folder).
 """
 
@@ -31,58 +31,14 @@ def round_to(x, dtype):
 
 
 # ---------------------------------------------------------------------------
-# Philox-4x32-10 and dropout
+# Dropout: the definition shipped in the python package (python/coda).
 # ---------------------------------------------------------------------------
 
-M0, M1 = 0xD2511F53, 0xCD9E8D57
-W0, W1 = 0x9E3779B9, 0xBB67AE85
-MASK32 = 0xFFFFFFFF
+import os
+import sys
 
-
-def philox4x32(c0, c1, c2, c3, k0, k1):
-    """Philox-4x32-10 on arrays of uint64 holding 32-bit counters and keys."""
-    c = [np.asarray(v, dtype=np.uint64) & MASK32 for v in (c0, c1, c2, c3)]
-    k0 = np.uint64(k0 & MASK32)
-    k1 = np.uint64(k1 & MASK32)
-    for r in range(10):
-        if r:
-            k0 = np.uint64((int(k0) + W0) & MASK32)
-            k1 = np.uint64((int(k1) + W1) & MASK32)
-        p0 = np.uint64(M0) * c[0]
-        p1 = np.uint64(M1) * c[2]
-        hi0, lo0 = p0 >> np.uint64(32), p0 & np.uint64(MASK32)
-        hi1, lo1 = p1 >> np.uint64(32), p1 & np.uint64(MASK32)
-        c = [hi1 ^ c[1] ^ k0, lo1, hi0 ^ c[3] ^ k1, lo0]
-    return c
-
-
-def dropout_bits(seed, stream, batch, rows, cols):
-    """The 16 random bits coda.dropout draws for elements (batch, row, col)."""
-    rows = np.asarray(rows, dtype=np.uint64)
-    cols = np.asarray(cols, dtype=np.uint64)
-    group = ((cols >> np.uint64(5)) << np.uint64(2)) | ((cols >> np.uint64(1)) & np.uint64(3))
-    words = philox4x32(group, rows, np.uint64(stream) + 0 * rows, np.uint64(batch) + 0 * rows,
-                       seed & MASK32, (seed >> 32) & MASK32)
-    word_index = (cols >> np.uint64(3)) & np.uint64(3)
-    word = np.choose(word_index.astype(np.int64), words)
-    return (word >> ((cols & np.uint64(1)) << np.uint64(4))) & np.uint64(0xFFFF)
-
-
-def dropout_threshold(p):
-    """t = round(p * 65536), with p an f32, ties away from zero."""
-    return int(np.floor(float(np.float32(p)) * 65536.0 + 0.5))
-
-
-def dropout(x, p, seed, stream=0, batch=0):
-    """Applies coda's dropout to a [M, N] array (float64)."""
-    m, n = x.shape
-    rows, cols = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
-    bits = dropout_bits(seed, stream, batch, rows, cols)
-    t = dropout_threshold(p)
-    if t >= 65536:
-        return np.zeros_like(x)
-    scale = float(np.float32(65536.0 / (65536.0 - t)))
-    return np.where(bits >= t, x * scale, 0.0)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+from coda.dropout import dropout, dropout_bits, dropout_threshold, philox4x32  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------------------

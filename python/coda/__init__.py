@@ -1,0 +1,12 @@
+"""coda: GEMM + epilogue programs for Transformer training.
+
+This package holds what Python users need next to the compiler:
+
+- ``coda.dropout``: coda's dropout mask (Philox-4x32-10, eight elements per call)
+  in numpy, bit-identical to what compiled programs draw, so a backward pass or a
+  test can regenerate the mask of any forward run from its seed.
+"""
+
+from .dropout import dropout, dropout_bits, dropout_mask, dropout_threshold, philox4x32
+
+__all__ = ["dropout", "dropout_bits", "dropout_mask", "dropout_threshold", "philox4x32"]

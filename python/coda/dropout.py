@@ -1,0 +1,71 @@
+"""coda's dropout, exactly as compiled programs compute it (see docs/design.md).
+
+    keep = dropout_mask(seed, (M, N), p)             # bool [M, N]
+    y = dropout(x, p, seed)                          # float64, inverted dropout
+
+The element (b, m, n) of stream s is kept iff its 16 random bits are >= t, with
+t = round(p * 65536); kept elements are scaled by f32(65536 / (65536 - t)).
+"""
+
+import numpy as np
+
+_M0, _M1 = 0xD2511F53, 0xCD9E8D57
+_W0, _W1 = 0x9E3779B9, 0xBB67AE85
+_MASK32 = 0xFFFFFFFF
+
+
+def philox4x32(c0, c1, c2, c3, k0, k1):
+    """Philox-4x32-10 on arrays of 32-bit counters (as uint64) and a 2x32-bit key.
+
+    Returns the four 32-bit output words as uint64 arrays.
+    """
+    c = [np.asarray(v, dtype=np.uint64) & np.uint64(_MASK32) for v in (c0, c1, c2, c3)]
+    k0, k1 = int(k0) & _MASK32, int(k1) & _MASK32
+    for r in range(10):
+        if r:
+            k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
+        p0 = np.uint64(_M0) * c[0]
+        p1 = np.uint64(_M1) * c[2]
+        hi0, lo0 = p0 >> np.uint64(32), p0 & np.uint64(_MASK32)
+        hi1, lo1 = p1 >> np.uint64(32), p1 & np.uint64(_MASK32)
+        c = [hi1 ^ c[1] ^ np.uint64(k0), lo1, hi0 ^ c[3] ^ np.uint64(k1), lo0]
+    return c
+
+
+def dropout_threshold(p):
+    """t = round(p * 65536) for p given as an f32 (ties away from zero)."""
+    p = float(np.float32(p))
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    return int(np.floor(p * 65536.0 + 0.5))
+
+
+def dropout_bits(seed, stream, batch, rows, cols):
+    """The 16 random bits (as uint64) drawn for elements (batch, rows, cols)."""
+    rows = np.asarray(rows, dtype=np.uint64)
+    cols = np.asarray(cols, dtype=np.uint64)
+    rows, cols = np.broadcast_arrays(rows, cols)
+    group = ((cols >> np.uint64(5)) << np.uint64(2)) | ((cols >> np.uint64(1)) & np.uint64(3))
+    fill = np.zeros_like(rows)
+    seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+    words = philox4x32(group, rows, fill + np.uint64(stream), fill + np.uint64(batch),
+                       seed & _MASK32, seed >> 32)
+    word = np.choose(((cols >> np.uint64(3)) & np.uint64(3)).astype(np.int64), words)
+    return (word >> ((cols & np.uint64(1)) << np.uint64(4))) & np.uint64(0xFFFF)
+
+
+def dropout_mask(seed, shape, p, stream=0, batch=0):
+    """The keep mask (bool array of `shape` = (M, N)) of one dropout."""
+    m, n = shape
+    rows, cols = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    return dropout_bits(seed, stream, batch, rows, cols) >= dropout_threshold(p)
+
+
+def dropout(x, p, seed, stream=0, batch=0):
+    """Applies coda's inverted dropout to a 2-D array; returns float64."""
+    x = np.asarray(x, dtype=np.float64)
+    t = dropout_threshold(p)
+    if t >= 65536:
+        return np.zeros_like(x)
+    scale = float(np.float32(65536.0 / (65536.0 - t)))
+    return np.where(dropout_mask(seed, x.shape, p, stream, batch), x * scale, 0.0)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine to build and test coda, idempotently:
+#  - installs the Debian packages coda builds with (LLVM/MLIR 22.1.8, cmake, ninja, g++),
+#  - creates .venv with numpy (the end-to-end tests compare against numpy),
+#  - configures the build in build/ and builds the tools.
+# Run it again at any time; it only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build g++ python3 python3-venv zlib1g-dev libzstd-dev
+          llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy" 2>/dev/null; then
+  echo "setup: creating .venv with numpy"
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q numpy
+fi
+
+if [ ! -f build/build.ninja ]; then
+  cmake -G Ninja -S . -B build \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DPython3_EXECUTABLE="$PWD/.venv/bin/python"
+fi
+cmake --build build
