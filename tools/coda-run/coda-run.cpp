@@ -2,7 +2,7 @@
 //
 // coda-run PROGRAM --a A.npy --b B.npy [--c C.npy] [--alpha X] [--beta X]
 //          [--arg NAME=FILE.npy|NUMBER]... [--out NAME=FILE.npy]... [--seed S]
-//          [--device cpu]
+//          [--device cpu|cuda] [--check] [--bench N]
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,16 +10,22 @@
 #include "coda/Registration/Registration.h"
 #include "coda/Runner/Bindings.h"
 #include "coda/Runner/CpuRunner.h"
+#ifdef CODA_HAVE_CUDA
+#include "coda/Runtime/HostRun.h"
+#endif
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
 #include <chrono>
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -52,8 +58,18 @@ cl::opt<std::string> functionName(
     "function",
     cl::desc("the program function, when several functions hold a coda.gemm"),
     cl::cat(category));
-cl::opt<std::string> device("device", cl::desc("where to run: cpu"),
+cl::opt<std::string> device("device",
+                            cl::desc("where to run: cpu (the reference "
+                                     "lowering) or cuda (the fused kernel)"),
                             cl::init("cpu"), cl::cat(category));
+cl::opt<bool> check("check",
+                    cl::desc("with --device cuda: also run the CPU reference "
+                             "and compare each output (relative norm)"),
+                    cl::cat(category));
+cl::opt<int> bench("bench",
+                   cl::desc("with --device cuda: time N launches with CUDA "
+                            "events after 5 warm-up ones, report the median"),
+                   cl::init(0), cl::cat(category));
 
 int fail(const Twine &message) {
   llvm::WithColor::error(llvm::errs(), "coda-run") << message << "\n";
@@ -70,6 +86,33 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
                                        start)
       .count();
 }
+
+/// The relative-norm error tolerance of an output of `type` compared with
+/// the CPU reference.
+double tolerance(ElementType type) {
+  switch (type) {
+  case ElementType::BF16:
+    return 8e-3;
+  case ElementType::F16:
+    return 1e-3;
+  case ElementType::F32:
+    return 1e-3; // f32 operands multiply as tf32 on the GPU
+  }
+  return 0;
+}
+
+/// ||got - want|| / ||want||, infinite when `got` holds a NaN or an infinity.
+double relativeError(const HostArray &got, const HostArray &want) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0, e = want.getNumElements(); i < e; ++i) {
+    double g = got.getAsFloat(i), w = want.getAsFloat(i);
+    if (!std::isfinite(g))
+      return INFINITY;
+    diff += (g - w) * (g - w);
+    norm += w * w;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -77,8 +120,10 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Run a coda program on .npy data\n");
 
-  if (device != "cpu")
-    return fail("unknown --device '" + device + "'; expected cpu");
+  if (device != "cpu" && device != "cuda")
+    return fail("unknown --device '" + device + "'; expected cpu or cuda");
+  if ((check || bench) && device != "cuda")
+    return fail("--check and --bench need --device cuda");
 
   DialectRegistry registry;
   registerDialects(registry);
@@ -133,19 +178,74 @@ int main(int argc, char **argv) {
   if (!bound)
     return fail(bound.takeError());
 
-  auto start = std::chrono::steady_clock::now();
-  llvm::Expected<std::unique_ptr<CpuExecutable>> executable =
-      CpuExecutable::create(std::move(module), *signature);
-  if (!executable)
-    return fail(executable.takeError());
-  double compileSeconds = secondsSince(start);
+  // The CPU reference runs for --device cpu and for --check.
+  std::vector<HostArray> reference;
+  double compileSeconds = 0, runSeconds = 0;
+  std::string timing;
+  auto runReference = [&]() -> llvm::Error {
+    auto start = std::chrono::steady_clock::now();
+    llvm::Expected<std::unique_ptr<CpuExecutable>> executable =
+        CpuExecutable::create(std::move(module), *signature);
+    if (!executable)
+      return executable.takeError();
+    compileSeconds = secondsSince(start);
+    start = std::chrono::steady_clock::now();
+    llvm::Expected<std::vector<HostArray>> outputs =
+        (*executable)->run(bound->values);
+    if (!outputs)
+      return outputs.takeError();
+    runSeconds = secondsSince(start);
+    reference = std::move(*outputs);
+    return llvm::Error::success();
+  };
 
-  start = std::chrono::steady_clock::now();
-  llvm::Expected<std::vector<HostArray>> outputs =
-      (*executable)->run(bound->values);
-  if (!outputs)
-    return fail(outputs.takeError());
-  double runSeconds = secondsSince(start);
+  std::vector<HostArray> results;
+  if (device == "cpu") {
+    if (llvm::Error error = runReference())
+      return fail(std::move(error));
+    results = reference;
+    timing = llvm::formatv("compile {0:f3} s, run {1:f3} s", compileSeconds,
+                           runSeconds);
+  } else {
+#ifdef CODA_HAVE_CUDA
+    auto runtime = GpuRuntime::create(0);
+    if (!runtime)
+      return fail(runtime.takeError());
+    auto buffer = llvm::MemoryBuffer::getFile(programPath);
+    auto program = (*runtime)->loadProgram(
+        buffer ? (*buffer)->getBuffer() : "", signature->functionName);
+    if (!program)
+      return fail(program.takeError());
+    if (llvm::Error error = (*program)->prepare())
+      return fail(std::move(error));
+    auto start = std::chrono::steady_clock::now();
+    llvm::Expected<HostRunResult> run = runOnHost(
+        **runtime, **program, bound->values, bound->problem, bench);
+    if (!run)
+      return fail(run.takeError());
+    runSeconds = secondsSince(start);
+    const GpuCompileStats &stats = (*program)->getCompileStats();
+    timing = llvm::formatv("{0}: {1}, load {2:f3} s, run {3:f3} s",
+                           (*runtime)->getDeviceDescription(),
+                           stats.fromDiskCache
+                               ? std::string("kernel from the disk cache")
+                               : llvm::formatv("compile {0:f3} s",
+                                               stats.compileSeconds)
+                                     .str(),
+                           stats.loadSeconds, runSeconds);
+    if (run->medianMs)
+      timing += llvm::formatv("\n  kernel {0:f4} ms (median of {1}, L2 "
+                              "flushed)",
+                              *run->medianMs, bench.getValue());
+    results = std::move(run->outputs);
+    if (check)
+      if (llvm::Error error = runReference())
+        return fail(std::move(error));
+#else
+    return fail("this coda-run was built without the CUDA headers: "
+                "--device cuda is not available");
+#endif
+  }
 
   const ProblemShape &p = bound->problem;
   llvm::outs() << "coda-run: " << signature->functionName << " on " << device
@@ -158,11 +258,19 @@ int main(int argc, char **argv) {
                << (signature->transposeB ? "nk" : "kn") << ")\n";
   for (const std::string &note : bound->notes)
     llvm::outs() << "  note: " << note << "\n";
-  llvm::outs() << llvm::format("  compile %.3f s, run %.3f s\n",
-                               compileSeconds, runSeconds);
-  for (auto [output, array] : llvm::zip(signature->outputs, *outputs)) {
+  llvm::outs() << "  " << timing << "\n";
+  bool checkFailed = false;
+  for (auto [i, output, array] : llvm::enumerate(signature->outputs, results)) {
     llvm::outs() << "  " << output.name << " " << array.getShapeString()
                  << " " << getElementTypeName(array.elementType);
+    if (check) {
+      double error = relativeError(array, reference[i]);
+      bool ok = error <= tolerance(array.elementType);
+      checkFailed |= !ok;
+      llvm::outs() << llvm::formatv(
+          ", vs CPU reference: relative error {0:e2} ({1})", error,
+          ok ? "ok" : "FAILED");
+    }
     for (const auto &[name, file] : outputFiles) {
       if (name != output.name)
         continue;
@@ -173,5 +281,7 @@ int main(int argc, char **argv) {
     }
     llvm::outs() << "\n";
   }
+  if (checkFailed)
+    return fail("the GPU result differs from the CPU reference");
   return 0;
 }

@@ -1,0 +1,176 @@
+//===- Runtime.h - compile and launch coda programs on a GPU ----*- C++ -*-===//
+//
+// The C++ API of coda's GPU runtime, on the CUDA Driver API:
+//
+//   auto runtime = GpuRuntime::create(/*device=*/0);
+//   auto program = (*runtime)->loadProgram(mlirText);
+//   (*program)->launch(arguments, outputs, stream);   // compiles on first use
+//
+// Programs are compiled when first launched, through coda-gpu-pipeline in this
+// process, and cached in memory and on disk (keyed by the program text, the
+// compile options, the GPU architecture and the compiler version). Kernels run
+// on device memory and a CUDA stream that the caller owns; nothing is
+// allocated or synchronized behind the caller's back. Every failure is an
+// llvm::Error naming the program, the CUDA call and the driver's message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CODA_RUNTIME_RUNTIME_H
+#define CODA_RUNTIME_RUNTIME_H
+
+#include "coda/Program/ProgramSignature.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mlir::coda {
+
+/// A tensor in device memory: a CUdeviceptr to dense row-major data.
+struct DeviceTensor {
+  uint64_t pointer = 0;
+  SmallVector<int64_t, 3> shape;
+};
+
+/// The value bound to one program argument: `tensor` for tensor arguments,
+/// `f32` or `i64` for scalars.
+struct DeviceValue {
+  DeviceTensor tensor;
+  float f32 = 0.0f;
+  int64_t i64 = 0;
+};
+
+/// How a program is compiled for the GPU.
+struct GpuCompileOptions {
+  /// Output columns per block (64, 128 or 256) and shared-memory stages; 0
+  /// picks the compiler's default.
+  int64_t tileN = 0, stages = 0;
+};
+
+/// What happened when a program was prepared for its first launch.
+struct GpuCompileStats {
+  /// Seconds spent compiling (0 when the kernel came from a cache).
+  double compileSeconds = 0.0;
+  /// Seconds spent loading the module into the driver.
+  double loadSeconds = 0.0;
+  /// Whether the kernel came from the on-disk cache.
+  bool fromDiskCache = false;
+  /// The cache key.
+  std::string key;
+};
+
+class GpuRuntime;
+
+/// A program loaded into a runtime.
+class GpuProgram {
+public:
+  ~GpuProgram();
+
+  const ProgramSignature &getSignature() const { return signature; }
+
+  /// Compiles the program (or fetches it from a cache) and loads it, if that
+  /// has not happened yet.
+  llvm::Error prepare();
+  const GpuCompileStats &getCompileStats() const { return stats; }
+  /// The PTX of the kernel (after prepare()).
+  llvm::StringRef getPtx() const { return ptx; }
+
+  /// Launches the program on `stream` (a CUstream; null is the default
+  /// stream): `arguments` in the signature's order, `outputs` in result
+  /// order, all on the runtime's device. Checks every shape and alignment
+  /// first.
+  llvm::Error launch(ArrayRef<DeviceValue> arguments,
+                     ArrayRef<DeviceTensor> outputs, void *stream);
+
+  /// Times the kernel with CUDA events on the default stream: `warmup`
+  /// launches, then `iterations` timed ones, each after a write of a 256 MiB
+  /// buffer that evicts the inputs from L2. Returns the median in
+  /// milliseconds.
+  llvm::Expected<double> benchmark(ArrayRef<DeviceValue> arguments,
+                                   ArrayRef<DeviceTensor> outputs, int warmup,
+                                   int iterations);
+
+private:
+  friend class GpuRuntime;
+  struct Loaded;
+  GpuProgram(GpuRuntime &runtime, std::string source, ProgramSignature signature,
+             GpuCompileOptions options);
+
+  GpuRuntime &runtime;
+  std::string source;
+  ProgramSignature signature;
+  GpuCompileOptions options;
+  GpuCompileStats stats;
+  std::string ptx;
+  std::unique_ptr<Loaded> loaded;
+};
+
+/// Device memory owned by the caller of the runtime (tools, tests).
+class DeviceBuffer {
+public:
+  /// Allocates `bytes` on the runtime's device.
+  static llvm::Expected<DeviceBuffer> allocate(GpuRuntime &runtime,
+                                               size_t bytes);
+  DeviceBuffer(DeviceBuffer &&other);
+  DeviceBuffer &operator=(DeviceBuffer &&other) = delete;
+  ~DeviceBuffer();
+
+  uint64_t get() const { return pointer; }
+  size_t size() const { return bytes; }
+  llvm::Error upload(const void *data);
+  llvm::Error download(void *data) const;
+  /// Sets every byte to `value` (0xFF poisons floats with NaN).
+  llvm::Error fill(uint8_t value);
+
+private:
+  DeviceBuffer(GpuRuntime &runtime, uint64_t pointer, size_t bytes)
+      : runtime(&runtime), pointer(pointer), bytes(bytes) {}
+  GpuRuntime *runtime;
+  uint64_t pointer;
+  size_t bytes;
+};
+
+/// A CUDA device with coda's compiler and caches.
+class GpuRuntime {
+public:
+  /// Opens `device` and makes its primary context (the one CUDA runtime
+  /// users such as PyTorch share) current on this thread.
+  static llvm::Expected<std::unique_ptr<GpuRuntime>> create(int device = 0);
+  ~GpuRuntime();
+
+  /// Parses and verifies a program written in coda IR; `function` names it
+  /// when the module holds several.
+  llvm::Expected<std::unique_ptr<GpuProgram>>
+  loadProgram(llvm::StringRef mlirSource, llvm::StringRef function = "",
+              GpuCompileOptions options = {});
+
+  /// Waits for all work on the device.
+  llvm::Error synchronize();
+
+  /// "NVIDIA H200 (sm_90)".
+  const std::string &getDeviceDescription() const { return description; }
+  /// The compute capability as 10 * major + minor (90 for Hopper).
+  int getComputeCapability() const { return computeCapability; }
+
+  /// The folder of the on-disk cache: $CODA_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/coda, else ~/.cache/coda; empty disables it.
+  const std::string &getCacheDirectory() const { return cacheDirectory; }
+
+private:
+  friend class GpuProgram;
+  friend class DeviceBuffer;
+  struct Impl;
+  GpuRuntime();
+
+  std::unique_ptr<Impl> impl;
+  std::string description;
+  int computeCapability = 0;
+  std::string cacheDirectory;
+};
+
+} // namespace mlir::coda
+
+#endif // CODA_RUNTIME_RUNTIME_H

@@ -1,0 +1,100 @@
+/*===- coda_runtime.h - the C API of coda's GPU runtime -----------*- C -*-===*\
+|*                                                                            *|
+|* Compile coda programs for a CUDA GPU and launch them on device memory and *|
+|* a stream the caller owns. Every function returns CODA_OK or CODA_ERROR;   *|
+|* coda_last_error() then describes the failure (per thread).                *|
+|*                                                                            *|
+|*   coda_runtime *rt;        coda_runtime_create(0, &rt);                    *|
+|*   coda_program *program;   coda_program_load(rt, text, len, NULL, &program);*|
+|*   coda_program_launch(program, args, nargs, outs, nouts, stream);         *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef CODA_RUNTIME_CODA_RUNTIME_H
+#define CODA_RUNTIME_CODA_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum coda_status { CODA_OK = 0, CODA_ERROR = 1 } coda_status;
+
+typedef struct coda_runtime coda_runtime;
+typedef struct coda_program coda_program;
+
+/* A tensor in device memory: a CUdeviceptr to dense row-major data. */
+typedef struct coda_tensor {
+  uint64_t data;
+  int32_t rank;
+  int64_t shape[3];
+} coda_tensor;
+
+/* The value of one program argument: `tensor` for tensors, `f32` or `i64`
+   for scalars. */
+typedef struct coda_value {
+  coda_tensor tensor;
+  float f32;
+  int64_t i64;
+} coda_value;
+
+/* What a program argument is. */
+typedef enum coda_argument_kind {
+  CODA_ARGUMENT_TENSOR = 0,
+  CODA_ARGUMENT_F32 = 1,
+  CODA_ARGUMENT_I64 = 2
+} coda_argument_kind;
+
+/* How a program is compiled; NULL selects the defaults (all zero). */
+typedef struct coda_compile_options {
+  /* Output columns per block (64, 128, 256) and pipeline stages; 0: default. */
+  int64_t tile_n;
+  int64_t stages;
+  /* The function that is the program, when the module holds several. */
+  const char *function;
+} coda_compile_options;
+
+/* The message of the last failed call on this thread ("" if none). */
+const char *coda_last_error(void);
+
+/* Opens CUDA device `device` (its primary context, which the CUDA runtime and
+   PyTorch share). */
+coda_status coda_runtime_create(int device, coda_runtime **runtime);
+void coda_runtime_destroy(coda_runtime *runtime);
+
+/* Parses and verifies a program in coda IR (MLIR text). It is compiled when
+   first launched, and cached in memory and on disk. */
+coda_status coda_program_load(coda_runtime *runtime, const char *source,
+                              size_t length,
+                              const coda_compile_options *options,
+                              coda_program **program);
+void coda_program_destroy(coda_program *program);
+
+/* The program's interface: its arguments and outputs, in order. */
+int32_t coda_program_num_arguments(const coda_program *program);
+const char *coda_program_argument_name(const coda_program *program,
+                                       int32_t index);
+coda_argument_kind coda_program_argument_kind(const coda_program *program,
+                                              int32_t index);
+int32_t coda_program_num_outputs(const coda_program *program);
+const char *coda_program_output_name(const coda_program *program,
+                                     int32_t index);
+
+/* Compiles or fetches the kernel now instead of at the first launch. */
+coda_status coda_program_prepare(coda_program *program);
+
+/* Launches the program on `stream` (a CUstream, NULL for the default stream).
+   Shapes, alignment and counts are checked before anything is launched. */
+coda_status coda_program_launch(coda_program *program,
+                                const coda_value *arguments,
+                                size_t num_arguments,
+                                const coda_tensor *outputs, size_t num_outputs,
+                                void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CODA_RUNTIME_CODA_RUNTIME_H */

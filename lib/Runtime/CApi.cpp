@@ -1,0 +1,136 @@
+//===- CApi.cpp - the C API of coda's GPU runtime -------------------------===//
+
+#include "coda/Runtime/coda_runtime.h"
+#include "coda/Runtime/Runtime.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace mlir::coda;
+
+struct coda_runtime {
+  std::unique_ptr<GpuRuntime> runtime;
+};
+
+struct coda_program {
+  std::unique_ptr<GpuProgram> program;
+};
+
+static thread_local std::string lastError;
+
+/// Records `error` for coda_last_error and returns the status it means.
+static coda_status status(llvm::Error error) {
+  if (!error) {
+    lastError.clear();
+    return CODA_OK;
+  }
+  lastError = llvm::toString(std::move(error));
+  return CODA_ERROR;
+}
+
+static coda_status fail(const std::string &message) {
+  lastError = message;
+  return CODA_ERROR;
+}
+
+static DeviceTensor toTensor(const coda_tensor &tensor) {
+  DeviceTensor result;
+  result.pointer = tensor.data;
+  int32_t rank = std::max(0, std::min(tensor.rank, 3));
+  result.shape.assign(tensor.shape, tensor.shape + rank);
+  return result;
+}
+
+extern "C" {
+
+const char *coda_last_error(void) { return lastError.c_str(); }
+
+coda_status coda_runtime_create(int device, coda_runtime **runtime) {
+  if (!runtime)
+    return fail("coda_runtime_create: runtime is null");
+  auto created = GpuRuntime::create(device);
+  if (!created)
+    return status(created.takeError());
+  *runtime = new coda_runtime{std::move(*created)};
+  return CODA_OK;
+}
+
+void coda_runtime_destroy(coda_runtime *runtime) { delete runtime; }
+
+coda_status coda_program_load(coda_runtime *runtime, const char *source,
+                              size_t length,
+                              const coda_compile_options *options,
+                              coda_program **program) {
+  if (!runtime || !source || !program)
+    return fail("coda_program_load: null argument");
+  GpuCompileOptions compile;
+  const char *function = "";
+  if (options) {
+    compile.tileN = options->tile_n;
+    compile.stages = options->stages;
+    if (options->function)
+      function = options->function;
+  }
+  auto loaded = runtime->runtime->loadProgram(StringRef(source, length),
+                                              function, compile);
+  if (!loaded)
+    return status(loaded.takeError());
+  *program = new coda_program{std::move(*loaded)};
+  return CODA_OK;
+}
+
+void coda_program_destroy(coda_program *program) { delete program; }
+
+int32_t coda_program_num_arguments(const coda_program *program) {
+  return program ? program->program->getSignature().arguments.size() : 0;
+}
+
+const char *coda_program_argument_name(const coda_program *program,
+                                       int32_t index) {
+  if (index < 0 || index >= coda_program_num_arguments(program))
+    return nullptr;
+  return program->program->getSignature().arguments[index].name.c_str();
+}
+
+coda_argument_kind coda_program_argument_kind(const coda_program *program,
+                                              int32_t index) {
+  Type type = program->program->getSignature().arguments[index].type;
+  if (isa<RankedTensorType>(type))
+    return CODA_ARGUMENT_TENSOR;
+  return type.isF32() ? CODA_ARGUMENT_F32 : CODA_ARGUMENT_I64;
+}
+
+int32_t coda_program_num_outputs(const coda_program *program) {
+  return program ? program->program->getSignature().outputs.size() : 0;
+}
+
+const char *coda_program_output_name(const coda_program *program,
+                                     int32_t index) {
+  if (index < 0 || index >= coda_program_num_outputs(program))
+    return nullptr;
+  return program->program->getSignature().outputs[index].name.c_str();
+}
+
+coda_status coda_program_prepare(coda_program *program) {
+  if (!program)
+    return fail("coda_program_prepare: program is null");
+  return status(program->program->prepare());
+}
+
+coda_status coda_program_launch(coda_program *program,
+                                const coda_value *arguments,
+                                size_t num_arguments,
+                                const coda_tensor *outputs, size_t num_outputs,
+                                void *stream) {
+  if (!program || (num_arguments && !arguments) || (num_outputs && !outputs))
+    return fail("coda_program_launch: null argument");
+  SmallVector<DeviceValue> values;
+  for (const coda_value &value : ArrayRef(arguments, num_arguments))
+    values.push_back({toTensor(value.tensor), value.f32, value.i64});
+  SmallVector<DeviceTensor> results;
+  for (const coda_tensor &tensor : ArrayRef(outputs, num_outputs))
+    results.push_back(toTensor(tensor));
+  return status(program->program->launch(values, results, stream));
+}
+
+} // extern "C"

@@ -1,0 +1,80 @@
+//===- CudaDriver.cpp - the CUDA Driver API, loaded at run time -----------===//
+
+#include "CudaDriver.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <dlfcn.h>
+#include <mutex>
+
+using namespace mlir::coda::runtime;
+
+static llvm::Error driverError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Loads libcuda.so.1 and every entry point coda uses.
+static llvm::Error load(CudaDriver &driver) {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!library)
+    return driverError(llvm::Twine("cannot load the CUDA driver (libcuda.so.1): ") +
+                       dlerror() +
+                       "; --device cuda needs an NVIDIA GPU and its driver");
+  using GetProcAddress = CUresult (*)(const char *, void **, int, cuuint64_t,
+                                      CUdriverProcAddressQueryResult *);
+  using DriverGetVersion = CUresult (*)(int *);
+  auto getProcAddress = reinterpret_cast<GetProcAddress>(
+      dlsym(library, "cuGetProcAddress_v2"));
+  auto getVersion = reinterpret_cast<DriverGetVersion>(
+      dlsym(library, "cuDriverGetVersion"));
+  int version = 0;
+  if (!getProcAddress || !getVersion || getVersion(&version) != CUDA_SUCCESS ||
+      version < 12000)
+    return driverError("the CUDA driver is too old: coda needs a driver for "
+                       "CUDA 12.0 or newer (found " +
+                       llvm::Twine(version / 1000) + "." +
+                       llvm::Twine(version % 1000 / 10) + ")");
+  // Ask for the entry points as this build's headers declare them.
+  int requested = std::min(version, CUDA_VERSION);
+#define CODA_LOAD_ENTRY(name)                                                  \
+  {                                                                            \
+    void *pointer = nullptr;                                                   \
+    CUdriverProcAddressQueryResult status;                                     \
+    if (getProcAddress(#name, &pointer, requested,                             \
+                       CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || \
+        !pointer)                                                              \
+      return driverError("the CUDA driver has no entry point " #name);        \
+    driver.name = reinterpret_cast<decltype(driver.name)>(pointer);            \
+  }
+  CODA_CUDA_DRIVER_FUNCTIONS(CODA_LOAD_ENTRY)
+#undef CODA_LOAD_ENTRY
+  return driver.check(driver.cuInit(0), "cuInit", "initializing the driver");
+}
+
+llvm::Expected<const CudaDriver &> CudaDriver::get() {
+  static CudaDriver driver;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (llvm::Error error = load(driver))
+      failure = llvm::toString(std::move(error));
+  });
+  if (!failure.empty())
+    return driverError(failure);
+  return driver;
+}
+
+llvm::Error CudaDriver::check(CUresult result, llvm::StringRef call,
+                              const llvm::Twine &context) const {
+  if (result == CUDA_SUCCESS)
+    return llvm::Error::success();
+  const char *name = nullptr, *description = nullptr;
+  if (cuGetErrorName)
+    cuGetErrorName(result, &name);
+  if (cuGetErrorString)
+    cuGetErrorString(result, &description);
+  return driverError(context + ": " + call + " failed with " +
+                     (name ? name : "CUDA error " + std::to_string(result)) +
+                     (description ? llvm::Twine(" (") + description + ")"
+                                  : llvm::Twine()));
+}

@@ -1,0 +1,68 @@
+//===- HostRun.cpp - run a GPU program on host arrays ---------------------===//
+
+#include "coda/Runtime/HostRun.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+llvm::Expected<HostRunResult>
+mlir::coda::runOnHost(GpuRuntime &runtime, GpuProgram &program,
+                      ArrayRef<ArgumentValue> arguments,
+                      const ProblemShape &problem, int benchmarkIterations) {
+  const ProgramSignature &signature = program.getSignature();
+  std::vector<DeviceBuffer> buffers;
+  SmallVector<DeviceValue> values;
+  for (auto [arg, value] : llvm::zip(signature.arguments, arguments)) {
+    DeviceValue device;
+    device.f32 = value.f32;
+    device.i64 = value.i64;
+    if (isa<RankedTensorType>(arg.type)) {
+      llvm::Expected<DeviceBuffer> buffer =
+          DeviceBuffer::allocate(runtime, value.array.data.size());
+      if (!buffer)
+        return buffer.takeError();
+      if (auto e = buffer->upload(value.array.data.data()))
+        return std::move(e);
+      device.tensor.pointer = buffer->get();
+      device.tensor.shape.assign(value.array.shape.begin(),
+                                 value.array.shape.end());
+      buffers.push_back(std::move(*buffer));
+    }
+    values.push_back(device);
+  }
+
+  HostRunResult result;
+  SmallVector<DeviceTensor> outputs;
+  for (auto [i, output] : llvm::enumerate(signature.outputs)) {
+    HostArray array(*getHostElementType(output.type.getElementType()),
+                    signature.getOutputShape(i, problem));
+    llvm::Expected<DeviceBuffer> buffer =
+        DeviceBuffer::allocate(runtime, array.data.size());
+    if (!buffer)
+      return buffer.takeError();
+    if (auto e = buffer->fill(0xFF))
+      return std::move(e);
+    outputs.push_back({buffer->get(), SmallVector<int64_t, 3>(array.shape.begin(),
+                                                               array.shape.end())});
+    result.outputs.push_back(std::move(array));
+    buffers.push_back(std::move(*buffer));
+  }
+
+  if (auto e = program.launch(values, outputs, /*stream=*/nullptr))
+    return std::move(e);
+  if (auto e = runtime.synchronize())
+    return std::move(e);
+  size_t firstOutput = buffers.size() - outputs.size();
+  for (auto [i, array] : llvm::enumerate(result.outputs))
+    if (auto e = buffers[firstOutput + i].download(array.data.data()))
+      return std::move(e);
+
+  if (benchmarkIterations > 0) {
+    llvm::Expected<double> ms =
+        program.benchmark(values, outputs, /*warmup=*/5, benchmarkIterations);
+    if (!ms)
+      return ms.takeError();
+    result.medianMs = *ms;
+  }
+  return std::move(result);
+}

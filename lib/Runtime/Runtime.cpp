@@ -1,0 +1,620 @@
+//===- Runtime.cpp - compile and launch coda programs on a GPU ------------===//
+
+#include "coda/Runtime/Runtime.h"
+#include "CudaDriver.h"
+
+#include "coda/Conversion/CodaToGPU/KernelABI.h"
+#include "coda/Pipelines/Pipelines.h"
+#include "coda/Registration/Registration.h"
+#include "coda/Runtime/Version.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::coda;
+using runtime::CudaDriver;
+
+static llvm::Error error(const Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+namespace {
+/// A kernel compiled and loaded into the driver, shared by every program with
+/// the same cache key.
+struct Kernel {
+  std::string ptx;
+  KernelABI abi;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+};
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
+/// Collects diagnostics as text, for compile errors.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext &context)
+      : handler(context.getDiagEngine().registerHandler([this](Diagnostic &d) {
+          llvm::raw_string_ostream os(text);
+          os << d.getLocation() << ": " << d << "\n";
+          for (Diagnostic &note : d.getNotes())
+            os << note.getLocation() << ": note: " << note << "\n";
+          return success();
+        })),
+        context(context) {}
+  ~DiagnosticCollector() { context.getDiagEngine().eraseHandler(handler); }
+  std::string text;
+
+private:
+  DiagnosticEngine::HandlerID handler;
+  MLIRContext &context;
+};
+} // namespace
+
+struct GpuRuntime::Impl {
+  const CudaDriver *driver = nullptr;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  std::unique_ptr<MLIRContext> mlir;
+  std::mutex mutex;
+  llvm::StringMap<std::shared_ptr<Kernel>> kernels;
+
+  ~Impl() {
+    for (auto &entry : kernels)
+      if (entry.second->module)
+        driver->cuModuleUnload(entry.second->module);
+    if (context)
+      driver->cuDevicePrimaryCtxRelease(device);
+  }
+};
+
+struct GpuProgram::Loaded {
+  std::shared_ptr<Kernel> kernel;
+};
+
+//===----------------------------------------------------------------------===//
+// GpuRuntime
+//===----------------------------------------------------------------------===//
+
+GpuRuntime::GpuRuntime() : impl(std::make_unique<Impl>()) {}
+GpuRuntime::~GpuRuntime() = default;
+
+static std::string defaultCacheDirectory() {
+  if (std::optional<std::string> dir = llvm::sys::Process::GetEnv("CODA_CACHE_DIR"))
+    return *dir;
+  llvm::SmallString<256> path;
+  if (std::optional<std::string> xdg =
+          llvm::sys::Process::GetEnv("XDG_CACHE_HOME")) {
+    path = *xdg;
+  } else if (std::optional<std::string> home =
+                 llvm::sys::Process::GetEnv("HOME")) {
+    path = *home;
+    llvm::sys::path::append(path, ".cache");
+  } else {
+    return "";
+  }
+  llvm::sys::path::append(path, "coda");
+  return std::string(path);
+}
+
+llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
+  llvm::Expected<const CudaDriver &> driver = CudaDriver::get();
+  if (!driver)
+    return driver.takeError();
+  std::unique_ptr<GpuRuntime> runtime(new GpuRuntime());
+  Impl &impl = *runtime->impl;
+  impl.driver = &*driver;
+  int count = 0;
+  if (auto e = driver->check(driver->cuDeviceGetCount(&count),
+                             "cuDeviceGetCount", "looking for GPUs"))
+    return std::move(e);
+  if (device < 0 || device >= count)
+    return error("there is no CUDA device " + Twine(device) + " (found " +
+                 Twine(count) + ")");
+  if (auto e = driver->check(driver->cuDeviceGet(&impl.device, device),
+                             "cuDeviceGet", "opening device " + Twine(device)))
+    return std::move(e);
+  if (auto e = driver->check(
+          driver->cuDevicePrimaryCtxRetain(&impl.context, impl.device),
+          "cuDevicePrimaryCtxRetain", "opening device " + Twine(device)))
+    return std::move(e);
+  if (auto e = driver->check(driver->cuCtxSetCurrent(impl.context),
+                             "cuCtxSetCurrent",
+                             "opening device " + Twine(device)))
+    return std::move(e);
+
+  int major = 0, minor = 0;
+  char name[256] = {0};
+  driver->cuDeviceGetAttribute(
+      &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, impl.device);
+  driver->cuDeviceGetAttribute(
+      &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, impl.device);
+  driver->cuDeviceGetName(name, sizeof(name), impl.device);
+  runtime->computeCapability = major * 10 + minor;
+  runtime->description = std::string(name) + " (sm_" +
+                         std::to_string(runtime->computeCapability) + ")";
+  if (runtime->computeCapability != 90)
+    return error("coda's GPU kernels need a Hopper GPU (sm_90); device " +
+                 Twine(device) + " is " + runtime->description);
+  runtime->cacheDirectory = defaultCacheDirectory();
+
+  DialectRegistry registry;
+  registerDialects(registry);
+  impl.mlir = std::make_unique<MLIRContext>(registry);
+  impl.mlir->printOpOnDiagnostic(false);
+  impl.mlir->loadAllAvailableDialects();
+  return std::move(runtime);
+}
+
+llvm::Expected<std::unique_ptr<GpuProgram>>
+GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
+                        GpuCompileOptions options) {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  DiagnosticCollector diagnostics(*impl->mlir);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(mlirSource, impl->mlir.get(), "program");
+  if (!module)
+    return error("cannot parse the program:\n" + diagnostics.text);
+  FailureOr<ProgramSignature> signature =
+      ProgramSignature::get(*module, function);
+  if (failed(signature))
+    return error(diagnostics.text);
+  return std::unique_ptr<GpuProgram>(new GpuProgram(
+      *this, mlirSource.str() + "\n// function: " + function.str(),
+      std::move(*signature), options));
+}
+
+//===----------------------------------------------------------------------===//
+// Compilation and caches
+//===----------------------------------------------------------------------===//
+
+GpuProgram::GpuProgram(GpuRuntime &runtime, std::string source,
+                       ProgramSignature signature, GpuCompileOptions options)
+    : runtime(runtime), source(std::move(source)),
+      signature(std::move(signature)), options(options) {}
+
+GpuProgram::~GpuProgram() = default;
+
+/// Compiles `source` with coda-gpu-pipeline into PTX and the kernel's ABI.
+static llvm::Error compile(MLIRContext &context, StringRef source,
+                           StringRef function, const GpuPipelineOptions &pipeline,
+                           Kernel &kernel) {
+  DiagnosticCollector diagnostics(context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(source, &context, "program");
+  if (!module)
+    return error("cannot parse the program:\n" + diagnostics.text);
+  PassManager pm(&context);
+  buildGpuPipeline(pm, pipeline);
+  if (failed(pm.run(*module)))
+    return error("compiling '" + function + "' for the GPU failed:\n" +
+                 diagnostics.text);
+
+  std::optional<KernelABI> abi;
+  module->walk([&](func::FuncOp func) {
+    if (auto attr = func->getAttrOfType<DictionaryAttr>(KernelABI::kAttrName))
+      abi = KernelABI::fromAttr(attr);
+  });
+  if (!abi)
+    return error("compiling '" + function +
+                 "' for the GPU produced no kernel description");
+  auto binary = module->lookupSymbol<gpu::BinaryOp>(abi->module);
+  if (!binary)
+    return error("compiling '" + function + "' produced no gpu.binary '" +
+                 abi->module + "'");
+  for (Attribute attr : binary.getObjects()) {
+    auto object = cast<gpu::ObjectAttr>(attr);
+    if (object.getFormat() == gpu::CompilationTarget::Assembly)
+      kernel.ptx = object.getObject().str();
+  }
+  if (kernel.ptx.empty())
+    return error("compiling '" + function + "' produced no PTX");
+  kernel.abi = std::move(*abi);
+  return llvm::Error::success();
+}
+
+/// Reads a cached kernel: <key>.ptx and <key>.abi (the ABI dictionary).
+static bool readCache(MLIRContext &context, StringRef directory, StringRef key,
+                      Kernel &kernel) {
+  if (directory.empty())
+    return false;
+  llvm::SmallString<256> base(directory);
+  llvm::sys::path::append(base, key);
+  auto ptx = llvm::MemoryBuffer::getFile(base + ".ptx");
+  auto abiText = llvm::MemoryBuffer::getFile(base + ".abi");
+  if (!ptx || !abiText)
+    return false;
+  auto attr = dyn_cast_or_null<DictionaryAttr>(
+      parseAttribute((*abiText)->getBuffer(), &context));
+  std::optional<KernelABI> abi =
+      attr ? KernelABI::fromAttr(attr) : std::nullopt;
+  if (!abi)
+    return false;
+  kernel.ptx = (*ptx)->getBuffer().str();
+  kernel.abi = std::move(*abi);
+  return true;
+}
+
+/// Writes a kernel to the cache; failures only cost a recompilation later.
+static void writeCache(MLIRContext &context, StringRef directory, StringRef key,
+                       const Kernel &kernel) {
+  if (directory.empty() || llvm::sys::fs::create_directories(directory))
+    return;
+  llvm::SmallString<256> base(directory);
+  llvm::sys::path::append(base, key);
+  auto write = [](const Twine &path, StringRef contents) {
+    // Write to a temporary file, then rename, so readers never see half a file.
+    std::string temporary = (path + ".tmp" +
+                             Twine(llvm::sys::Process::getProcessId()))
+                                .str();
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream os(temporary, ec);
+      if (ec)
+        return;
+      os << contents;
+    }
+    llvm::sys::fs::rename(temporary, path);
+  };
+  std::string abiText;
+  llvm::raw_string_ostream os(abiText);
+  os << kernel.abi.toAttr(&context);
+  write(base + ".abi", abiText);
+  write(base + ".ptx", kernel.ptx);
+}
+
+llvm::Error GpuProgram::prepare() {
+  if (loaded)
+    return llvm::Error::success();
+  GpuRuntime::Impl &impl = *runtime.impl;
+  std::lock_guard<std::mutex> lock(impl.mutex);
+
+  GpuPipelineOptions pipeline;
+  pipeline.chip = "sm_" + std::to_string(runtime.computeCapability) + "a";
+  if (options.tileN)
+    pipeline.tileN = options.tileN;
+  if (options.stages)
+    pipeline.stages = options.stages;
+
+  // The key covers everything the kernel depends on.
+  llvm::SHA256 hash;
+  for (StringRef part : {StringRef(kCodaCompilerVersion),
+                         StringRef(pipeline.chip.getValue()),
+                         StringRef(source)})
+    hash.update(part), hash.update(StringRef("\0", 1));
+  hash.update(std::to_string(pipeline.tileN) + "/" +
+              std::to_string(pipeline.stages));
+  stats.key = llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
+
+  std::shared_ptr<Kernel> &kernel = impl.kernels[stats.key];
+  if (!kernel) {
+    auto fresh = std::make_shared<Kernel>();
+    auto start = std::chrono::steady_clock::now();
+    if (readCache(*impl.mlir, runtime.cacheDirectory, stats.key, *fresh)) {
+      stats.fromDiskCache = true;
+    } else {
+      if (auto e = compile(*impl.mlir, source, signature.functionName,
+                           pipeline, *fresh))
+        return e;
+      stats.compileSeconds = secondsSince(start);
+      writeCache(*impl.mlir, runtime.cacheDirectory, stats.key, *fresh);
+    }
+
+    start = std::chrono::steady_clock::now();
+    const CudaDriver &driver = *impl.driver;
+    std::string what = "loading the kernel of '" + signature.functionName + "'";
+    if (auto e = driver.check(driver.cuCtxSetCurrent(impl.context),
+                              "cuCtxSetCurrent", what))
+      return e;
+    if (auto e = driver.check(driver.cuModuleLoadDataEx(&fresh->module,
+                                                        fresh->ptx.c_str(), 0,
+                                                        nullptr, nullptr),
+                              "cuModuleLoadDataEx", what))
+      return e;
+    if (auto e = driver.check(
+            driver.cuModuleGetFunction(&fresh->function, fresh->module,
+                                       fresh->abi.kernel.c_str()),
+            "cuModuleGetFunction", what))
+      return e;
+    if (fresh->abi.sharedMemoryBytes > 48 * 1024)
+      if (auto e = driver.check(
+              driver.cuFuncSetAttribute(
+                  fresh->function,
+                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                  static_cast<int>(fresh->abi.sharedMemoryBytes)),
+              "cuFuncSetAttribute", what))
+        return e;
+    stats.loadSeconds = secondsSince(start);
+    kernel = std::move(fresh);
+  }
+  ptx = kernel->ptx;
+  loaded = std::make_unique<Loaded>(Loaded{kernel});
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Launch
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The storage behind one kernel parameter.
+struct alignas(64) ParamStorage {
+  union {
+    CUtensorMap tensorMap;
+    CUdeviceptr pointer;
+    float f32;
+    int64_t i64;
+    int32_t i32;
+  };
+};
+} // namespace
+
+static std::optional<CUtensorMapDataType> tensorMapType(Type type) {
+  if (type.isBF16())
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  if (type.isF16())
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  if (type.isF32())
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  return std::nullopt;
+}
+
+llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
+                               ArrayRef<DeviceTensor> outputs, void *stream) {
+  if (auto e = prepare())
+    return e;
+  const Kernel &kernel = *loaded->kernel;
+  const KernelABI &abi = kernel.abi;
+  const CudaDriver &driver = *runtime.impl->driver;
+  const std::string &name = signature.functionName;
+
+  if (arguments.size() != signature.arguments.size())
+    return error("'" + name + "' takes " + Twine(signature.arguments.size()) +
+                 " arguments, got " + Twine(arguments.size()));
+  if (outputs.size() != signature.outputs.size())
+    return error("'" + name + "' has " + Twine(signature.outputs.size()) +
+                 " outputs, got " + Twine(outputs.size()));
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (const DeviceValue &value : arguments)
+    shapes.emplace_back(value.tensor.shape.begin(), value.tensor.shape.end());
+  llvm::Expected<ProblemShape> problem = signature.inferProblemShape(shapes);
+  if (!problem)
+    return problem.takeError();
+  for (auto [i, output] : llvm::enumerate(outputs)) {
+    SmallVector<int64_t> expected = signature.getOutputShape(i, *problem);
+    if (ArrayRef<int64_t>(output.shape) != ArrayRef<int64_t>(expected))
+      return error("output '" + signature.outputs[i].name +
+                   "' must have shape " +
+                   Twine(llvm::join(llvm::map_range(expected,
+                                                    [](int64_t d) {
+                                                      return std::to_string(d);
+                                                    }),
+                                    "x")));
+    if (!output.pointer && problem->m && problem->n)
+      return error("output '" + signature.outputs[i].name + "' is a null pointer");
+  }
+  if (problem->m == 0 || problem->n == 0)
+    return llvm::Error::success();
+  if (problem->k == 0)
+    return error("'" + name + "': K = 0 is not supported on the GPU");
+  if (abi.maxN && problem->n > abi.maxN)
+    return error("'" + name + "' reduces rows over N = " + Twine(problem->n) +
+                 ", but its GPU kernel holds at most " + Twine(abi.maxN) +
+                 " columns per row: rows longer than one tile are not supported "
+                 "yet");
+  for (int64_t size : {problem->m, problem->n, problem->k, problem->batch})
+    if (size > INT32_MAX)
+      return error("'" + name + "': sizes above 2^31 - 1 are not supported");
+
+  SmallVector<ParamStorage> storage(abi.params.size());
+  SmallVector<void *> params;
+  for (auto [param, slot] : llvm::zip(abi.params, storage)) {
+    params.push_back(&slot);
+    switch (param.kind) {
+    case KernelParamKind::TensorMap: {
+      const ProgramArgument &arg = signature.arguments[param.index];
+      const DeviceTensor &tensor = arguments[param.index].tensor;
+      auto type = cast<RankedTensorType>(arg.type);
+      unsigned elementBytes = type.getElementTypeBitWidth() / 8;
+      size_t rank = tensor.shape.size();
+      SmallVector<cuuint64_t> dims, strides;
+      SmallVector<cuuint32_t> box, elementStrides(rank, 1);
+      uint64_t stride = elementBytes;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t size = tensor.shape[rank - 1 - d];
+        dims.push_back(size);
+        if (d > 0)
+          strides.push_back(stride);
+        stride *= size;
+      }
+      for (int64_t b : param.box)
+        box.push_back(static_cast<cuuint32_t>(b));
+      if (tensor.pointer % 16 != 0)
+        return error("'" + arg.name +
+                     "' must start at a 16-byte aligned address to be read "
+                     "with TMA");
+      uint64_t rowBytes = tensor.shape[rank - 1] * elementBytes;
+      if (rowBytes % 16 != 0)
+        return error("'" + arg.name + "' has rows of " +
+                     Twine(tensor.shape[rank - 1]) + " " +
+                     Twine(type.getElementTypeBitWidth()) + "-bit elements (" +
+                     Twine(rowBytes) +
+                     " bytes): the GPU kernel reads it with TMA, which needs "
+                     "rows that are a multiple of 16 bytes; pad the last "
+                     "dimension to a multiple of " +
+                     Twine(16 / elementBytes));
+      if (auto e = driver.check(
+              driver.cuTensorMapEncodeTiled(
+                  &slot.tensorMap, *tensorMapType(type.getElementType()), rank,
+                  reinterpret_cast<void *>(tensor.pointer), dims.data(),
+                  strides.data(), box.data(), elementStrides.data(),
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+              "cuTensorMapEncodeTiled",
+              "describing '" + arg.name + "' for '" + name + "'"))
+        return e;
+      break;
+    }
+    case KernelParamKind::GlobalPtr:
+      slot.pointer = param.role == KernelParamRole::Output
+                         ? outputs[param.index].pointer
+                         : arguments[param.index].tensor.pointer;
+      break;
+    case KernelParamKind::F32:
+      slot.f32 = arguments[param.index].f32;
+      break;
+    case KernelParamKind::I64:
+      slot.i64 = arguments[param.index].i64;
+      break;
+    case KernelParamKind::I32: {
+      int64_t size = param.role == KernelParamRole::M   ? problem->m
+                     : param.role == KernelParamRole::N ? problem->n
+                     : param.role == KernelParamRole::K ? problem->k
+                                                        : problem->batch;
+      slot.i32 = static_cast<int32_t>(size);
+      break;
+    }
+    }
+  }
+
+  std::array<int64_t, 3> grid =
+      abi.getGridDims(problem->m, problem->n, problem->batch);
+  return driver.check(
+      driver.cuLaunchKernel(kernel.function, grid[0], grid[1], grid[2],
+                            abi.blockDims[0], abi.blockDims[1],
+                            abi.blockDims[2], abi.sharedMemoryBytes,
+                            static_cast<CUstream>(stream), params.data(),
+                            nullptr),
+      "cuLaunchKernel", "launching '" + name + "'");
+}
+
+//===----------------------------------------------------------------------===//
+// Timing, device memory
+//===----------------------------------------------------------------------===//
+
+llvm::Error GpuRuntime::synchronize() {
+  return impl->driver->check(impl->driver->cuCtxSynchronize(),
+                             "cuCtxSynchronize", "waiting for the GPU");
+}
+
+llvm::Expected<double> GpuProgram::benchmark(ArrayRef<DeviceValue> arguments,
+                                             ArrayRef<DeviceTensor> outputs,
+                                             int warmup, int iterations) {
+  const CudaDriver &driver = *runtime.impl->driver;
+  std::string what = "timing '" + signature.functionName + "'";
+  llvm::Expected<DeviceBuffer> flush =
+      DeviceBuffer::allocate(runtime, size_t(256) << 20);
+  if (!flush)
+    return flush.takeError();
+  CUevent start = nullptr, stop = nullptr;
+  auto destroy = llvm::make_scope_exit([&] {
+    if (start)
+      driver.cuEventDestroy(start);
+    if (stop)
+      driver.cuEventDestroy(stop);
+  });
+  if (auto e = driver.check(driver.cuEventCreate(&start, CU_EVENT_DEFAULT),
+                            "cuEventCreate", what))
+    return std::move(e);
+  if (auto e = driver.check(driver.cuEventCreate(&stop, CU_EVENT_DEFAULT),
+                            "cuEventCreate", what))
+    return std::move(e);
+  for (int i = 0; i < warmup; ++i)
+    if (auto e = launch(arguments, outputs, nullptr))
+      return std::move(e);
+  std::vector<float> times;
+  for (int i = 0; i < iterations; ++i) {
+    if (auto e = flush->fill(static_cast<uint8_t>(i)))
+      return std::move(e);
+    if (auto e = driver.check(driver.cuEventRecord(start, nullptr),
+                              "cuEventRecord", what))
+      return std::move(e);
+    if (auto e = launch(arguments, outputs, nullptr))
+      return std::move(e);
+    if (auto e = driver.check(driver.cuEventRecord(stop, nullptr),
+                              "cuEventRecord", what))
+      return std::move(e);
+    if (auto e = driver.check(driver.cuEventSynchronize(stop),
+                              "cuEventSynchronize", what))
+      return std::move(e);
+    float ms = 0;
+    if (auto e = driver.check(driver.cuEventElapsedTime(&ms, start, stop),
+                              "cuEventElapsedTime", what))
+      return std::move(e);
+    times.push_back(ms);
+  }
+  if (times.empty())
+    return 0.0;
+  std::nth_element(times.begin(), times.begin() + times.size() / 2,
+                   times.end());
+  return times[times.size() / 2];
+}
+
+llvm::Expected<DeviceBuffer> DeviceBuffer::allocate(GpuRuntime &runtime,
+                                                    size_t bytes) {
+  const CudaDriver &driver = *runtime.impl->driver;
+  CUdeviceptr pointer = 0;
+  if (bytes)
+    if (auto e = driver.check(driver.cuMemAlloc(&pointer, bytes), "cuMemAlloc",
+                              "allocating " + Twine(bytes) + " bytes"))
+      return std::move(e);
+  return DeviceBuffer(runtime, pointer, bytes);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer &&other)
+    : runtime(other.runtime), pointer(other.pointer), bytes(other.bytes) {
+  other.pointer = 0;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (pointer)
+    runtime->impl->driver->cuMemFree(pointer);
+}
+
+llvm::Error DeviceBuffer::upload(const void *data) {
+  if (!bytes)
+    return llvm::Error::success();
+  const CudaDriver &driver = *runtime->impl->driver;
+  return driver.check(driver.cuMemcpyHtoD(pointer, data, bytes),
+                      "cuMemcpyHtoD", "copying to the GPU");
+}
+
+llvm::Error DeviceBuffer::download(void *data) const {
+  if (!bytes)
+    return llvm::Error::success();
+  const CudaDriver &driver = *runtime->impl->driver;
+  return driver.check(driver.cuMemcpyDtoH(data, pointer, bytes),
+                      "cuMemcpyDtoH", "copying from the GPU");
+}
+
+llvm::Error DeviceBuffer::fill(uint8_t value) {
+  if (!bytes)
+    return llvm::Error::success();
+  const CudaDriver &driver = *runtime->impl->driver;
+  return driver.check(driver.cuMemsetD8(pointer, value, bytes), "cuMemsetD8",
+                      "filling GPU memory");
+}
