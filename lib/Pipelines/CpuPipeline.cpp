@@ -11,7 +11,6 @@
 #include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -48,12 +47,4 @@ void mlir::coda::buildCpuPipeline(OpPassManager &pm) {
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-}
-
-void mlir::coda::registerPipelines() {
-  PassPipelineRegistration<>(
-      "coda-cpu-pipeline",
-      "Lower coda programs to the LLVM dialect for the host CPU through the "
-      "reference lowering (coda-to-linalg, bufferization, loops)",
-      buildCpuPipeline);
 }

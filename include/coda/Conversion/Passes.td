@@ -5,6 +5,60 @@
 
 include "mlir/Pass/PassBase.td"
 
+def CodaGridConstantTensorMaps : Pass<"coda-grid-constant-tensor-maps",
+                                      "::mlir::ModuleOp"> {
+  let summary = "Pass the tensor maps of coda kernels by value, as grid constants";
+  let description = [{
+    Runs after `convert-gpu-to-nvvm` on the kernels `coda-to-gpu` generated.
+    Every kernel parameter that the module's `coda.kernel_abi` calls a
+    `tensor_map` becomes a 128-byte, 64-byte aligned `llvm.byval` parameter
+    with `nvvm.grid_constant`: the runtime passes the `CUtensorMap` itself,
+    and the TMA instructions read it through the parameter's address.
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
+def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Generate one fused sm_90a GEMM + epilogue kernel per coda program";
+  let description = [{
+    Replaces every coda program (a top-level `func.func` whose body is one
+    `coda.gemm` fed by its arguments, returning its results) by:
+
+    - a `gpu.module @<program>_kernels` holding one kernel `gpu.func
+      @<program>` built from gpu, nvvm, llvm, arith, math and scf ops: A and
+      B tiles stream through a multi-stage shared-memory pipeline by TMA
+      (128-byte swizzle, mbarriers), two warpgroups multiply them with
+      asynchronous wgmma instructions into fp32 accumulator registers, and
+      the epilogue region runs on those registers (one Philox call per 8
+      dropout decisions, row reductions by warp shuffles) before each output
+      element is written to global memory once, with bounds checks;
+    - a private declaration of the program that keeps its signature and
+      argument names.
+
+    Both carry `coda.kernel_abi`, the launch contract (parameters, grid,
+    block, shared memory; see KernelABI.h). Programs the kernel cannot run
+    (target, layouts wgmma cannot read, TMA row alignment, column
+    reductions, row reductions wider than a tile, shared-memory budget) are
+    rejected with an error and the module is left unchanged.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The GPU the kernels are generated for (sm_90a)">,
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"128",
+           "Output columns per block: 64, 128 or 256">,
+    Option<"stages", "stages", "int64_t", /*default=*/"4",
+           "Shared-memory pipeline depth (K steps in flight), at least 2">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def ConvertCodaToLinalg : Pass<"coda-to-linalg"> {
   let summary = "Lower coda.gemm to linalg on tensors (the reference semantics)";
   let description = [{

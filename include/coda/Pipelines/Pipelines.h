@@ -4,6 +4,7 @@
 #define CODA_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 
 namespace mlir::coda {
 
@@ -14,7 +15,52 @@ namespace mlir::coda {
 /// memref descriptors.
 void buildCpuPipeline(OpPassManager &pm);
 
-/// Registers the named pipelines with the pass registry: coda-cpu-pipeline.
+/// Options of coda-gpu-pipeline.
+struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("The GPU to compile for (sm_90a)"),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features (the PTX ISA version)"),
+      llvm::cl::init("+ptx80")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu.binary holds: isa (PTX text), bin (a cubin, "
+                     "assembled by ptxas) or fatbin"),
+      llvm::cl::init("isa")};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("The CUDA toolkit to take ptxas and libdevice from "
+                     "(default: CUDA_ROOT, CUDA_HOME, CUDA_PATH, then PATH)"),
+      llvm::cl::init("")};
+  Option<int64_t> tileN{*this, "tile-n",
+                        llvm::cl::desc("Output columns per block: 64, 128 or "
+                                       "256"),
+                        llvm::cl::init(128)};
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("Shared-memory pipeline depth"),
+                         llvm::cl::init(4)};
+};
+
+/// Adds the passes that turn each coda program into one fused GEMM +
+/// epilogue kernel for an sm_90a GPU, compiled to PTX (or a cubin), next to a
+/// host declaration of the program that carries the kernel's launch contract
+/// (coda.kernel_abi, see KernelABI.h):
+///  1. coda-to-gpu: the kernel as a gpu.module of gpu/nvvm/llvm/arith/math/scf
+///     ops, then canonicalize and cse;
+///  2. nvvm-attach-target: the NVVM target (chip, features, -O3);
+///  3. in each gpu.module: convert-scf-to-cf, then convert-gpu-to-nvvm
+///     (gpu, arith, math to NVVM/LLVM; math through libdevice);
+///  4. coda-grid-constant-tensor-maps: tensor maps become byval grid-constant
+///     parameters;
+///  5. convert-nvvm-to-llvm (inline PTX for the nvvm ops without LLVM
+///     intrinsics), canonicalize, cse, reconcile-unrealized-casts;
+///  6. gpu-module-to-binary: each gpu.module becomes a gpu.binary holding the
+///     PTX (format=isa) or a cubin (format=bin).
+void buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options);
+
+/// Registers the named pipelines with the pass registry: coda-cpu-pipeline
+/// and coda-gpu-pipeline.
 void registerPipelines();
 
 } // namespace mlir::coda

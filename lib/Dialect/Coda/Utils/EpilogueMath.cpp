@@ -100,26 +100,41 @@ std::array<Value, 2> mlir::coda::buildDropoutKey(OpBuilder &b, Location loc,
   return {lo, hi};
 }
 
-Value mlir::coda::buildDropoutBits(OpBuilder &b, Location loc, Value seed,
-                                   int32_t stream, Value batch, Value row,
-                                   Value col) {
-  auto shr = [&](Value v, uint32_t s) {
+namespace {
+/// Shift and mask helpers on i32 values.
+struct I32Bits {
+  OpBuilder &b;
+  Location loc;
+  Value shr(Value v, uint32_t s) {
     return arith::ShRUIOp::create(b, loc, v, i32Const(b, loc, s));
-  };
-  auto shl = [&](Value v, uint32_t s) {
+  }
+  Value shl(Value v, uint32_t s) {
     return arith::ShLIOp::create(b, loc, v, i32Const(b, loc, s));
-  };
-  auto andi = [&](Value v, uint32_t m) {
+  }
+  Value andi(Value v, uint32_t m) {
     return arith::AndIOp::create(b, loc, v, i32Const(b, loc, m));
-  };
+  }
+};
+} // namespace
+
+std::array<Value, 4> mlir::coda::buildDropoutWords(OpBuilder &b, Location loc,
+                                                   Value seed, int32_t stream,
+                                                   Value batch, Value row,
+                                                   Value col) {
+  I32Bits bits{b, loc};
   // group(n) = (n >> 5) * 4 + ((n >> 1) & 3)
-  Value group = arith::OrIOp::create(b, loc, shl(shr(col, 5), 2),
-                                     andi(shr(col, 1), 3));
-  std::array<Value, 4> words =
-      buildPhilox4x32(b, loc, {group, row, i32Const(b, loc, stream), batch},
-                      buildDropoutKey(b, loc, seed));
+  Value group = arith::OrIOp::create(b, loc, bits.shl(bits.shr(col, 5), 2),
+                                     bits.andi(bits.shr(col, 1), 3));
+  return buildPhilox4x32(b, loc,
+                         {group, row, i32Const(b, loc, stream), batch},
+                         buildDropoutKey(b, loc, seed));
+}
+
+Value mlir::coda::buildDropoutSlice(OpBuilder &b, Location loc,
+                                    std::array<Value, 4> words, Value col) {
+  I32Bits bits{b, loc};
   // slot(n) = ((n >> 3) & 3) * 2 + (n & 1): word (n >> 3) & 3, half n & 1.
-  Value wordIndex = andi(shr(col, 3), 3);
+  Value wordIndex = bits.andi(bits.shr(col, 3), 3);
   auto isWord = [&](uint32_t i) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wordIndex,
                                  i32Const(b, loc, i));
@@ -129,8 +144,15 @@ Value mlir::coda::buildDropoutBits(OpBuilder &b, Location loc, Value seed,
       arith::SelectOp::create(
           b, loc, isWord(1), words[1],
           arith::SelectOp::create(b, loc, isWord(2), words[2], words[3])));
-  Value halfShift = shl(andi(col, 1), 4);
-  return andi(arith::ShRUIOp::create(b, loc, word, halfShift), 0xFFFF);
+  Value halfShift = bits.shl(bits.andi(col, 1), 4);
+  return bits.andi(arith::ShRUIOp::create(b, loc, word, halfShift), 0xFFFF);
+}
+
+Value mlir::coda::buildDropoutBits(OpBuilder &b, Location loc, Value seed,
+                                   int32_t stream, Value batch, Value row,
+                                   Value col) {
+  return buildDropoutSlice(
+      b, loc, buildDropoutWords(b, loc, seed, stream, batch, row, col), col);
 }
 
 Value mlir::coda::buildDropoutApply(OpBuilder &b, Location loc, Value x,

@@ -28,6 +28,20 @@ std::array<Value, 4> buildPhilox4x32(OpBuilder &b, Location loc,
 /// The Philox key of a dropout seed (i64): its low and high 32-bit halves.
 std::array<Value, 2> buildDropoutKey(OpBuilder &b, Location loc, Value seed);
 
+/// Builds the four Philox output words that decide dropout for the group of
+/// 8 elements of row (`batch`, `row`) that column `col` belongs to (i32
+/// values), as coda.dropout defines them: every column of one group gives the
+/// same words.
+std::array<Value, 4> buildDropoutWords(OpBuilder &b, Location loc, Value seed,
+                                       int32_t stream, Value batch, Value row,
+                                       Value col);
+
+/// Picks the 16 random bits (an i32 in [0, 65536)) of column `col` out of the
+/// words of its group. Only bits 0, 3 and 4 of `col` matter: a caller that
+/// knows them statically may pass them as a constant.
+Value buildDropoutSlice(OpBuilder &b, Location loc, std::array<Value, 4> words,
+                        Value col);
+
 /// Builds the 16 random bits (an i32 in [0, 65536)) that decide dropout for
 /// the element at (`batch`, `row`, `col`) (i32 values), as coda.dropout
 /// defines them.

@@ -1,0 +1,139 @@
+//===- KernelABI.h - how coda's GPU kernels are launched --------*- C++ -*-===//
+//
+// The contract between the kernels that coda-to-gpu generates and the runtime
+// that loads and launches them (CUDA Driver API). coda-to-gpu records it as a
+// `coda.kernel_abi` dictionary on each generated gpu.module and on the host
+// declaration of the program it replaces (which survives gpu-module-to-binary);
+// KernelABI reads and writes that dictionary.
+//
+// Launching a kernel described by a KernelABI:
+//
+//  - Load the PTX (or cubin) of the gpu.binary named `module`, get the entry
+//    `kernel` (the PTX `.entry` of that name).
+//  - Grid: (ceildiv(N, tileN), ceildiv(M, tileM), batch), batch = 1 for an
+//    unbatched GEMM. Skip the launch when M or N is 0.
+//  - Block: `blockDims` threads (the kernel is compiled for exactly that
+//    many: `.reqntid`).
+//  - Dynamic shared memory: `sharedMemoryBytes`. Above 48 KiB, first raise
+//    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it.
+//  - Parameters, in the order of `params`; `kernelParams[i]` points at:
+//      TensorMap: a CUtensorMap (128 bytes, 64-byte aligned) passed by value.
+//                 Build it with cuTensorMapEncodeTiled over the program
+//                 argument `index` as a dense row-major tensor: rank = the
+//                 tensor's rank, dims innermost first (the tensor's shape
+//                 reversed), strides of the outer dims in bytes, box = `box`
+//                 (innermost first), element strides 1, no interleave,
+//                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+//                 (out-of-bounds elements read as zero: this is how ragged M,
+//                 N and K are handled), any L2 promotion.
+//      GlobalPtr: a CUdeviceptr to the dense row-major tensor of program
+//                 argument `index` (A/B/C/input roles) or program result
+//                 `index` (output role), which the kernel reads or writes
+//                 element by element with bounds checks.
+//      F32, I64:  the scalar program argument `index` (alpha, beta, scalar
+//                 epilogue inputs; a dropout seed is i64).
+//      I32:       a size of the GEMM: M, N, K or the batch count (1 when
+//                 unbatched).
+//  - Requirements the runtime must check before launching (the compiler
+//    rejects them when the sizes are static): every tensor passed as a
+//    TensorMap must have a 16-byte aligned base and rows (and batch strides)
+//    that are a multiple of 16 bytes long; when `maxN` is not 0 (row
+//    reductions are fused), N must not exceed it (the kernel traps if it
+//    does, rather than computing a wrong answer).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CODA_CONVERSION_CODATOGPU_KERNELABI_H
+#define CODA_CONVERSION_CODATOGPU_KERNELABI_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlir::coda {
+
+/// What a kernel parameter holds.
+enum class KernelParamKind : uint32_t {
+  /// A CUtensorMap passed by value (a grid-constant kernel parameter).
+  TensorMap,
+  /// A 64-bit device pointer to a dense row-major tensor.
+  GlobalPtr,
+  /// A 32-bit float.
+  F32,
+  /// A 64-bit integer.
+  I64,
+  /// A 32-bit integer.
+  I32,
+};
+
+/// What a kernel parameter stands for in the program.
+enum class KernelParamRole : uint32_t {
+  A,
+  B,
+  C,
+  Alpha,
+  Beta,
+  /// An epilogue input.
+  Input,
+  /// An output.
+  Output,
+  M,
+  N,
+  K,
+  Batch,
+};
+
+/// The spelling of `kind` in the ABI dictionary ("tensor_map", "global_ptr",
+/// "f32", "i64", "i32").
+llvm::StringRef stringifyKernelParamKind(KernelParamKind kind);
+/// The spelling of `role` in the ABI dictionary ("a", "b", "c", "alpha",
+/// "beta", "input", "output", "m", "n", "k", "batch").
+llvm::StringRef stringifyKernelParamRole(KernelParamRole role);
+
+/// One kernel parameter.
+struct KernelParam {
+  KernelParamKind kind;
+  KernelParamRole role;
+  /// The program argument (A, B, C, alpha, beta, inputs) or program result
+  /// (outputs) this parameter is made from; -1 for the sizes.
+  int64_t index = -1;
+  /// For TensorMap parameters: the box, in elements, innermost dim first.
+  llvm::SmallVector<int64_t> box;
+};
+
+/// Everything the runtime needs to launch one generated kernel.
+struct KernelABI {
+  /// The name of the dictionary attribute that holds the ABI.
+  static constexpr llvm::StringLiteral kAttrName = "coda.kernel_abi";
+
+  /// The gpu.module (later gpu.binary) that holds the kernel.
+  std::string module;
+  /// The kernel's entry name.
+  std::string kernel;
+  /// Threads per block.
+  std::array<int64_t, 3> blockDims = {1, 1, 1};
+  /// Output rows and columns per block, and the K step of the main loop.
+  int64_t tileM = 0, tileN = 0, tileK = 0;
+  /// Dynamic shared memory per block, in bytes.
+  int64_t sharedMemoryBytes = 0;
+  /// The largest N the kernel supports; 0 when there is no limit.
+  int64_t maxN = 0;
+  llvm::SmallVector<KernelParam> params;
+
+  /// The grid for a GEMM of the given sizes (batch = 1 when unbatched).
+  std::array<int64_t, 3> getGridDims(int64_t m, int64_t n,
+                                     int64_t batch) const;
+
+  /// The ABI as a dictionary attribute.
+  DictionaryAttr toAttr(MLIRContext *context) const;
+  /// Reads an ABI dictionary; std::nullopt when it is malformed.
+  static std::optional<KernelABI> fromAttr(DictionaryAttr attr);
+};
+
+} // namespace mlir::coda
+
+#endif // CODA_CONVERSION_CODATOGPU_KERNELABI_H

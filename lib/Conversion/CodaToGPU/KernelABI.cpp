@@ -1,0 +1,153 @@
+//===- KernelABI.cpp - the launch contract of coda's GPU kernels ----------===//
+
+#include "coda/Conversion/CodaToGPU/KernelABI.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+namespace {
+constexpr KernelParamKind kKinds[] = {
+    KernelParamKind::TensorMap, KernelParamKind::GlobalPtr,
+    KernelParamKind::F32, KernelParamKind::I64, KernelParamKind::I32};
+constexpr KernelParamRole kRoles[] = {
+    KernelParamRole::A,      KernelParamRole::B,     KernelParamRole::C,
+    KernelParamRole::Alpha,  KernelParamRole::Beta,  KernelParamRole::Input,
+    KernelParamRole::Output, KernelParamRole::M,     KernelParamRole::N,
+    KernelParamRole::K,      KernelParamRole::Batch};
+
+/// The enumerator of `all` whose spelling is `name`.
+template <typename Enum, size_t N>
+std::optional<Enum> parseEnum(const Enum (&all)[N], StringRef name,
+                              StringRef (*stringify)(Enum)) {
+  for (Enum e : all)
+    if (stringify(e) == name)
+      return e;
+  return std::nullopt;
+}
+} // namespace
+
+StringRef mlir::coda::stringifyKernelParamKind(KernelParamKind kind) {
+  switch (kind) {
+  case KernelParamKind::TensorMap:
+    return "tensor_map";
+  case KernelParamKind::GlobalPtr:
+    return "global_ptr";
+  case KernelParamKind::F32:
+    return "f32";
+  case KernelParamKind::I64:
+    return "i64";
+  case KernelParamKind::I32:
+    return "i32";
+  }
+  llvm_unreachable("unknown kernel parameter kind");
+}
+
+StringRef mlir::coda::stringifyKernelParamRole(KernelParamRole role) {
+  switch (role) {
+  case KernelParamRole::A:
+    return "a";
+  case KernelParamRole::B:
+    return "b";
+  case KernelParamRole::C:
+    return "c";
+  case KernelParamRole::Alpha:
+    return "alpha";
+  case KernelParamRole::Beta:
+    return "beta";
+  case KernelParamRole::Input:
+    return "input";
+  case KernelParamRole::Output:
+    return "output";
+  case KernelParamRole::M:
+    return "m";
+  case KernelParamRole::N:
+    return "n";
+  case KernelParamRole::K:
+    return "k";
+  case KernelParamRole::Batch:
+    return "batch";
+  }
+  llvm_unreachable("unknown kernel parameter role");
+}
+
+std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
+                                              int64_t batch) const {
+  return {llvm::divideCeil(n, tileN), llvm::divideCeil(m, tileM), batch};
+}
+
+DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  SmallVector<Attribute> paramAttrs;
+  for (const KernelParam &param : params) {
+    SmallVector<NamedAttribute> fields{
+        b.getNamedAttr("kind",
+                       b.getStringAttr(stringifyKernelParamKind(param.kind))),
+        b.getNamedAttr("role",
+                       b.getStringAttr(stringifyKernelParamRole(param.role))),
+        b.getNamedAttr("index", b.getI64IntegerAttr(param.index))};
+    if (!param.box.empty())
+      fields.push_back(
+          b.getNamedAttr("box", b.getDenseI64ArrayAttr(param.box)));
+    paramAttrs.push_back(b.getDictionaryAttr(fields));
+  }
+  return b.getDictionaryAttr({
+      b.getNamedAttr("module", b.getStringAttr(module)),
+      b.getNamedAttr("kernel", b.getStringAttr(kernel)),
+      b.getNamedAttr("block", b.getDenseI64ArrayAttr(blockDims)),
+      b.getNamedAttr("tile", b.getDenseI64ArrayAttr({tileM, tileN, tileK})),
+      b.getNamedAttr("shared_memory_bytes",
+                     b.getI64IntegerAttr(sharedMemoryBytes)),
+      b.getNamedAttr("max_n", b.getI64IntegerAttr(maxN)),
+      b.getNamedAttr("params", b.getArrayAttr(paramAttrs)),
+  });
+}
+
+std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
+  if (!attr)
+    return std::nullopt;
+  auto module = attr.getAs<StringAttr>("module");
+  auto kernel = attr.getAs<StringAttr>("kernel");
+  auto block = attr.getAs<DenseI64ArrayAttr>("block");
+  auto tile = attr.getAs<DenseI64ArrayAttr>("tile");
+  auto smem = attr.getAs<IntegerAttr>("shared_memory_bytes");
+  auto maxN = attr.getAs<IntegerAttr>("max_n");
+  auto params = attr.getAs<ArrayAttr>("params");
+  if (!module || !kernel || !block || block.size() != 3 || !tile ||
+      tile.size() != 3 || !smem || !maxN || !params)
+    return std::nullopt;
+  KernelABI abi;
+  abi.module = module.str();
+  abi.kernel = kernel.str();
+  llvm::copy(block.asArrayRef(), abi.blockDims.begin());
+  abi.tileM = tile[0];
+  abi.tileN = tile[1];
+  abi.tileK = tile[2];
+  abi.sharedMemoryBytes = smem.getInt();
+  abi.maxN = maxN.getInt();
+  for (Attribute paramAttr : params) {
+    auto dict = dyn_cast<DictionaryAttr>(paramAttr);
+    if (!dict)
+      return std::nullopt;
+    auto kindName = dict.getAs<StringAttr>("kind");
+    auto roleName = dict.getAs<StringAttr>("role");
+    auto index = dict.getAs<IntegerAttr>("index");
+    if (!kindName || !roleName || !index)
+      return std::nullopt;
+    std::optional<KernelParamKind> kind =
+        parseEnum(kKinds, kindName.getValue(), stringifyKernelParamKind);
+    std::optional<KernelParamRole> role =
+        parseEnum(kRoles, roleName.getValue(), stringifyKernelParamRole);
+    if (!kind || !role)
+      return std::nullopt;
+    KernelParam param{*kind, *role, index.getInt(), {}};
+    if (auto box = dict.getAs<DenseI64ArrayAttr>("box"))
+      param.box.assign(box.asArrayRef().begin(), box.asArrayRef().end());
+    if ((*kind == KernelParamKind::TensorMap) == param.box.empty())
+      return std::nullopt;
+    abi.params.push_back(std::move(param));
+  }
+  return abi;
+}

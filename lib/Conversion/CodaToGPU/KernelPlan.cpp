@@ -1,0 +1,124 @@
+//===- KernelPlan.cpp - the shape of one generated GEMM kernel ------------===//
+//
+// Chooses the kernel shape of a coda.gemm and checks, with user-facing
+// errors, that the GEMM can run that way: the target, the tile options, the
+// shared-memory budget, the operand layouts wgmma can read, the 16-byte row
+// alignment TMA needs (when sizes are static) and the epilogue reductions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelPlan.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+SmallVector<int64_t> OperandPlan::getBox() const {
+  SmallVector<int64_t> box = kMajor
+                                 ? SmallVector<int64_t>{tileK, extent}
+                                 : SmallVector<int64_t>{getSwizzleElems(),
+                                                        tileK};
+  if (batched)
+    box.push_back(1);
+  return box;
+}
+
+NVVM::WGMMATypes KernelPlan::getMmaType() const {
+  if (elementType.isBF16())
+    return NVVM::WGMMATypes::bf16;
+  if (elementType.isF16())
+    return NVVM::WGMMATypes::f16;
+  return NVVM::WGMMATypes::tf32;
+}
+
+/// Checks that the rows of `operand` (its contiguous dim) are a multiple of
+/// 16 bytes long when their length is static.
+static LogicalResult checkRowAlignment(GemmOp op, StringRef name,
+                                       Value operand, StringRef dimName) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  int64_t row = type.getShape().back();
+  unsigned bytes = type.getElementTypeBitWidth() / 8;
+  if (ShapedType::isDynamic(row) || (row * bytes) % 16 == 0)
+    return success();
+  return op.emitOpError()
+         << "cannot run on the GPU: " << name
+         << " is read with TMA, which needs every row to be a multiple of 16 "
+            "bytes long, but its rows hold "
+         << dimName << " = " << row << " " << type.getElementType()
+         << " elements (" << row * bytes << " bytes); pad " << dimName
+         << " to a multiple of " << 16 / bytes;
+}
+
+FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &tile,
+                                        StringRef chip) {
+  if (chip != "sm_90a")
+    return op.emitOpError()
+           << "cannot run on chip '" << chip
+           << "': the GPU lowering emits wgmma and TMA instructions, which "
+              "need chip sm_90a";
+  if (tile.tileN != 64 && tile.tileN != 128 && tile.tileN != 256)
+    return op.emitOpError() << "tile-n must be 64, 128 or 256, got "
+                            << tile.tileN;
+  if (tile.stages < 2)
+    return op.emitOpError()
+           << "stages must be at least 2 (one slot is refilled while the "
+              "next is read), got "
+           << tile.stages;
+
+  KernelPlan plan;
+  plan.op = op;
+  plan.tile = tile;
+  plan.elementType = op.getOperandElementType();
+  int64_t elementBytes = plan.elementType.getIntOrFloatBitWidth() / 8;
+  plan.tileK = 128 / elementBytes;
+  plan.mmaK = 32 / elementBytes;
+  auto rank = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank();
+  };
+  plan.a = {/*kMajor=*/!op.getTransposeA(), rank(op.getA()) == 3, kTileM,
+            plan.tileK, elementBytes};
+  plan.b = {/*kMajor=*/op.getTransposeB(), rank(op.getB()) == 3, tile.tileN,
+            plan.tileK, elementBytes};
+
+  if (plan.elementType.isF32() && (!plan.a.kMajor || !plan.b.kMajor))
+    return op.emitOpError()
+           << "cannot run on the GPU: f32 operands are multiplied as tf32 by "
+              "wgmma, which reads them only with K contiguous; store A as "
+              "[M, K] (no transpose_a) and B as [N, K] (transpose_b)";
+  if (failed(checkRowAlignment(op, "A", op.getA(),
+                               plan.a.kMajor ? "K" : "M")) ||
+      failed(checkRowAlignment(op, "B", op.getB(),
+                               plan.b.kMajor ? "K" : "N")))
+    return failure();
+
+  if (plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
+    return op.emitOpError()
+           << "needs " << plan.getSharedMemoryBytes()
+           << " bytes of shared memory per block (" << tile.stages
+           << " stages of " << plan.getStageBytes()
+           << " bytes), more than the " << kMaxSharedMemoryBytes
+           << " bytes sm_90a gives a block; use fewer stages or a smaller "
+              "tile-n";
+
+  for (Operation &inner : op.getEpilogueBlock()) {
+    if (isa<ColReduceOp>(inner))
+      return inner.emitOpError()
+             << "is not supported by the GPU lowering yet: a column "
+                "reduction spans every row tile; compute it in a separate "
+                "reduction";
+    if (isa<RowReduceOp>(inner))
+      plan.hasRowReduction = true;
+  }
+  if (plan.hasRowReduction) {
+    auto type = cast<RankedTensorType>(op.getB().getType());
+    int64_t n = type.getDimSize(type.getRank() - (plan.b.kMajor ? 2 : 1));
+    if (!ShapedType::isDynamic(n) && n > tile.tileN)
+      return op.emitOpError()
+             << "cannot fuse a row reduction on the GPU: a whole row must "
+                "fit one tile, but N = "
+             << n << " is more than tile-n = " << tile.tileN
+             << " (tile-n can be up to 256)";
+  }
+  return plan;
+}

@@ -1,0 +1,45 @@
+//===- GpuPipeline.cpp - coda programs to fused sm_90a kernels ------------===//
+
+#include "coda/Conversion/Passes.h"
+#include "coda/Pipelines/Pipelines.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::coda::buildGpuPipeline(OpPassManager &pm,
+                                  const GpuPipelineOptions &options) {
+  ConvertCodaToGPUOptions kernels;
+  kernels.chip = options.chip;
+  kernels.tileN = options.tileN;
+  kernels.stages = options.stages;
+  pm.addPass(createConvertCodaToGPU(kernels));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createSCFToControlFlowPass());
+  device.addPass(createConvertGpuOpsToNVVMOps());
+  pm.addPass(createCodaGridConstantTensorMaps());
+  OpPassManager &lowered = pm.nest<gpu::GPUModuleOp>();
+  lowered.addPass(createConvertNVVMToLLVMPass());
+  lowered.addPass(createCanonicalizerPass());
+  lowered.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  binary.toolkitPath = options.toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}

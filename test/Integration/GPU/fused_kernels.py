@@ -1,0 +1,516 @@
+"""Checks the kernels coda-gpu-pipeline generates against fp64 references on
+an NVIDIA GPU (sm_90a), on ragged shapes, with poisoned and guarded outputs.
+
+  fused_kernels.py --coda-opt PATH --work DIR [--phase compile|run|all]
+
+`compile` runs coda-opt on every case (no GPU needed) and writes DIR/<case>.mlir;
+`run` loads those with the CUDA driver, launches them on random inputs (torch)
+and compares every output with a float64 reference: relative error by norm
+under a per-dtype tolerance, no NaN, every element written, nothing written
+past the end, dropout masks identical to coda.dropout's definition. Cases
+marked `timed` are also timed against cuBLAS (torch) with CUDA events.
+"""
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'lib'))
+import coda_gpu  # noqa: E402
+import coda_reference  # noqa: E402
+
+SEED = 0x1234ABCD5678EF01
+
+# --- The programs ------------------------------------------------------------
+
+
+def mlp(m, n, k, dyn_m=True):
+    md = '?' if dyn_m else str(m)
+    return f'''
+func.func @mlp(%x: tensor<{md}x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
+               %bias: tensor<{n}xf32> {{coda.name = "bias"}},
+               %res: tensor<{md}x{n}xbf16> {{coda.name = "residual"}},
+               %seed: i64 {{coda.name = "seed"}})
+    -> (tensor<{md}x{n}xbf16>, tensor<{md}x{n}xf32>, tensor<{md}x{n}xf32>) {{
+  %out, %pre, %drop = coda.gemm %x, %w transpose_b
+      ins(%bias : tensor<{n}xf32> [n], %res : tensor<{md}x{n}xbf16> [m, n], %seed : i64)
+      : tensor<{md}x{k}xbf16>, tensor<{n}x{k}xbf16>
+      -> (tensor<{md}x{n}xbf16> [m, n], tensor<{md}x{n}xf32> [m, n], tensor<{md}x{n}xf32> [m, n]) {{
+  ^bb0(%acc: f32, %b: f32, %r: f32, %s: i64):
+    %0 = arith.addf %acc, %b : f32
+    %1 = coda.activation gelu_tanh %0
+    %2 = coda.dropout %1, %s {{p = 0.1 : f32}}
+    %3 = arith.addf %2, %r : f32
+    coda.yield %3, %1, %2 : f32, f32, f32
+  }}
+  return %out, %pre, %drop : tensor<{md}x{n}xbf16>, tensor<{md}x{n}xf32>, tensor<{md}x{n}xf32>
+}}'''
+
+
+def fc1_chain(m, n, k):
+    return f'''
+func.func @fc1(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>, %bias: tensor<{n}xf32>,
+               %res: tensor<?x{n}xbf16>, %seed: i64) -> tensor<?x{n}xbf16> {{
+  %out = coda.gemm %x, %w transpose_b
+      ins(%bias : tensor<{n}xf32> [n], %res : tensor<?x{n}xbf16> [m, n], %seed : i64)
+      : tensor<?x{k}xbf16>, tensor<{n}x{k}xbf16> -> (tensor<?x{n}xbf16> [m, n]) {{
+  ^bb0(%acc: f32, %b: f32, %r: f32, %s: i64):
+    %0 = arith.addf %acc, %b : f32
+    %1 = coda.activation gelu_tanh %0
+    %2 = coda.dropout %1, %s {{p = 0.1 : f32}}
+    %3 = arith.addf %2, %r : f32
+    coda.yield %3 : f32
+  }}
+  return %out : tensor<?x{n}xbf16>
+}}'''
+
+
+def gemm_only(m, n, k):
+    return f'''
+func.func @gemm(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>) -> tensor<?x{n}xbf16> {{
+  %out = coda.gemm %x, %w transpose_b : tensor<?x{k}xbf16>, tensor<{n}x{k}xbf16>
+      -> (tensor<?x{n}xbf16> [m, n]) {{
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }}
+  return %out : tensor<?x{n}xbf16>
+}}'''
+
+
+NN_F16 = '''
+func.func @nn(%a: tensor<100x264xf16>, %b: tensor<100x328xf16>, %c: tensor<264x328xf32>,
+              %alpha: f32, %beta: f32, %rs: tensor<264xf32>, %s: f32) -> tensor<264x328xf16> {
+  %o = coda.gemm %a, %b transpose_a c(%c : tensor<264x328xf32>) alpha(%alpha) beta(%beta)
+      ins(%rs : tensor<264xf32> [m], %s : f32)
+      : tensor<100x264xf16>, tensor<100x328xf16> -> (tensor<264x328xf16> [m, n]) {
+  ^bb0(%acc: f32, %r: f32, %sc: f32):
+    %0 = coda.activation relu %acc
+    %1 = arith.mulf %0, %r : f32
+    %2 = arith.addf %1, %sc : f32
+    coda.yield %2 : f32
+  }
+  return %o : tensor<264x328xf16>
+}'''
+
+TN_MIXED = '''
+func.func @tn(%a: tensor<150x200xbf16>, %b: tensor<200x72xbf16>)
+    -> (tensor<150x72xf32>, tensor<150x72xbf16>) {
+  %s, %o = coda.gemm %a, %b : tensor<150x200xbf16>, tensor<200x72xbf16>
+      -> (tensor<150x72xf32> [m, n], tensor<150x72xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    %0 = coda.activation silu %acc
+    coda.yield %0, %acc : f32, f32
+  }
+  return %s, %o : tensor<150x72xf32>, tensor<150x72xbf16>
+}'''
+
+TF32 = '''
+func.func @tf32(%a: tensor<130x52xf32>, %b: tensor<136x52xf32>, %bias: tensor<136xbf16>)
+    -> tensor<130x136xf32> {
+  %o = coda.gemm %a, %b transpose_b ins(%bias : tensor<136xbf16> [n])
+      : tensor<130x52xf32>, tensor<136x52xf32> -> (tensor<130x136xf32> [m, n]) {
+  ^bb0(%acc: f32, %bi: f32):
+    %0 = arith.addf %acc, %bi : f32
+    %1 = coda.activation sigmoid %0
+    %2 = coda.activation gelu_erf %acc
+    %3 = arith.addf %1, %2 : f32
+    coda.yield %3 : f32
+  }
+  return %o : tensor<130x136xf32>
+}'''
+
+LAYERNORM = '''
+func.func @ln(%a: tensor<200x72xbf16>, %b: tensor<96x72xbf16>, %g: tensor<96xf32>)
+    -> (tensor<200x96xf16>, tensor<200xf32>, tensor<200xf32>) {
+  %y, %mu, %mx = coda.gemm %a, %b transpose_b ins(%g : tensor<96xf32> [n])
+      : tensor<200x72xbf16>, tensor<96x72xbf16>
+      -> (tensor<200x96xf16> [m, n], tensor<200xf32> [m], tensor<200xf32> [m]) {
+  ^bb0(%acc: f32, %gamma: f32):
+    %mean = coda.row_reduce mean %acc
+    %d = arith.subf %acc, %mean : f32
+    %sq = arith.mulf %d, %d : f32
+    %var = coda.row_reduce mean %sq
+    %eps = arith.constant 1.0e-05 : f32
+    %v = arith.addf %var, %eps : f32
+    %r = math.rsqrt %v : f32
+    %nrm = arith.mulf %d, %r : f32
+    %o = arith.mulf %nrm, %gamma : f32
+    %max = coda.row_reduce max %acc
+    coda.yield %o, %mean, %max : f32, f32, f32
+  }
+  return %y, %mu, %mx : tensor<200x96xf16>, tensor<200xf32>, tensor<200xf32>
+}'''
+
+BATCHED_A = '''
+func.func @batched(%a: tensor<3x70x64xbf16>, %b: tensor<130x64xbf16>, %bias: tensor<130xbf16>,
+                   %res: tensor<3x70x130xf32>, %seed: i64)
+    -> (tensor<3x70x130xbf16>, tensor<3x70x130xf32>, tensor<3x70x130xf32>) {
+  %o, %pre, %drop = coda.gemm %a, %b transpose_b
+      ins(%bias : tensor<130xbf16> [n], %res : tensor<3x70x130xf32> [b, m, n], %seed : i64)
+      : tensor<3x70x64xbf16>, tensor<130x64xbf16>
+      -> (tensor<3x70x130xbf16> [b, m, n], tensor<3x70x130xf32> [b, m, n],
+          tensor<3x70x130xf32> [b, m, n]) {
+  ^bb0(%acc: f32, %bi: f32, %r: f32, %s: i64):
+    %0 = arith.addf %acc, %bi : f32
+    %1 = coda.dropout %0, %s {p = 0.25 : f32, stream = 1 : i32}
+    %2 = arith.addf %1, %r : f32
+    coda.yield %2, %0, %1 : f32, f32, f32
+  }
+  return %o, %pre, %drop : tensor<3x70x130xbf16>, tensor<3x70x130xf32>, tensor<3x70x130xf32>
+}'''
+
+BATCHED_B = '''
+func.func @batched_b(%a: tensor<70x40xf16>, %b: tensor<2x40x136xf16>) -> tensor<2x70x136xf32> {
+  %o = coda.gemm %a, %b : tensor<70x40xf16>, tensor<2x40x136xf16>
+      -> (tensor<2x70x136xf32> [b, m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %o : tensor<2x70x136xf32>
+}'''
+
+
+class Case:
+    def __init__(self, name, program, options='', timed=False):
+        self.name, self.program, self.options, self.timed = (
+            name, program, options, timed)
+
+
+CASES = [
+    Case('mlp', mlp(300, 200, 136)),
+    Case('mlp_n64_s2', mlp(300, 200, 136), 'tile-n=64 stages=2'),
+    Case('mlp_n256_s3', mlp(300, 200, 136), 'tile-n=256 stages=3'),
+    Case('nn_f16', NN_F16),
+    Case('tn_mixed', TN_MIXED),
+    Case('tf32', TF32),
+    Case('layernorm', LAYERNORM),
+    Case('batched_a', BATCHED_A),
+    Case('batched_b', BATCHED_B),
+    Case('deep', mlp(1000, 1000, 1000)),
+    Case('fc1', fc1_chain(8192, 3072, 768), timed=True),
+    Case('gemm', gemm_only(8192, 3072, 768), timed=True),
+]
+
+
+def compile_cases(coda_opt, work):
+    os.makedirs(work, exist_ok=True)
+    for case in CASES:
+        pipeline = '--coda-gpu-pipeline=%s' % case.options if case.options \
+            else '--coda-gpu-pipeline'
+        out = subprocess.run([coda_opt, pipeline], input=case.program,
+                             capture_output=True, text=True)
+        if out.returncode:
+            sys.exit('%s: coda-opt failed:\n%s' % (case.name, out.stderr))
+        with open(os.path.join(work, case.name + '.mlir'), 'w') as f:
+            f.write(out.stdout)
+
+
+# --- Running -----------------------------------------------------------------
+
+
+class Checker:
+    def __init__(self, torch):
+        self.torch = torch
+        self.rows = []
+        self.failed = False
+
+    def poisoned(self, shape, dtype):
+        """An output poisoned with NaN, followed by a NaN guard region."""
+        numel = math.prod(shape)
+        buf = self.torch.full((numel + 4096,), float('nan'), dtype=dtype,
+                              device='cuda')
+        return buf[:numel].view(shape), buf[numel:]
+
+    def compare(self, case, what, out, guard, ref, tol):
+        torch = self.torch
+        o = out.double()
+        unwritten = int(torch.isnan(o).sum())
+        overrun = int((~torch.isnan(guard.double())).sum())
+        err = float(torch.linalg.norm((o - ref).nan_to_num(1e30)) /
+                    torch.linalg.norm(ref))
+        ok = unwritten == 0 and overrun == 0 and err <= tol
+        self.failed |= not ok
+        self.rows.append((case, what, '%.2e' % err, '%.0e' % tol,
+                          unwritten, overrun, 'ok' if ok else 'FAIL'))
+
+    def coverage(self, case, what, out, guard):
+        """Every element written, nothing past the end."""
+        torch = self.torch
+        unwritten = int(torch.isnan(out.double()).sum())
+        overrun = int((~torch.isnan(guard.double())).sum())
+        ok = unwritten == 0 and overrun == 0
+        self.failed |= not ok
+        self.rows.append((case, what, '-', '-', unwritten, overrun,
+                          'ok' if ok else 'FAIL'))
+
+    def mask(self, case, pre, dropped, keep, scale):
+        """Dropout decisions identical to the definition, kept values
+        scaled."""
+        torch = self.torch
+        keep = torch.from_numpy(keep).cuda()
+        valid = pre != 0
+        got = dropped != 0
+        mismatches = int(((got != keep) & valid).sum())
+        scaled = (dropped.double() - pre.double() * scale).abs()
+        bad_scale = int(((scaled > 1e-5 * pre.double().abs() + 1e-30) &
+                         keep & valid).sum())
+        ok = mismatches == 0 and bad_scale == 0
+        self.failed |= not ok
+        self.rows.append((case, 'dropout mask', '%d/%d differ' % (
+            mismatches, int(valid.sum())), '0', '-', '-',
+            'ok' if ok else 'FAIL'))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + (0.7978845608028654 * (x + 0.044715 * x ** 3)).tanh())
+
+
+def run_cases(work, names):
+    import torch
+    torch.manual_seed(0)
+    driver = coda_gpu.Driver()
+    check = Checker(torch)
+    timings = []
+
+    def load(name):
+        text = open(os.path.join(work, name + '.mlir')).read()
+        ptx = coda_gpu.extract_ptx(text)
+        abi = next(iter(coda_gpu.extract_abis(text).values()))
+        return coda_gpu.Kernel(driver, ptx[abi['module']], abi)
+
+    def rand(*shape, dtype=torch.bfloat16, scale=1.0):
+        return (torch.randn(*shape, device='cuda') * scale).to(dtype)
+
+    def keep_mask(seed, stream, p, b, m, n, first_row=0):
+        import numpy as np
+        bb, mm, nn = np.meshgrid(np.arange(b), np.arange(first_row,
+                                                         first_row + m),
+                                 np.arange(n), indexing='ij')
+        keep, scale = coda_reference.dropout_keep(seed, stream, p, bb, mm, nn)
+        return keep.reshape((m, n) if b == 1 else (b, m, n)), scale
+
+    def run_mlp(name, m, n, k):
+        kern = load(name)
+        x, w = rand(m, k), rand(n, k, scale=0.1)
+        bias, res = rand(n, dtype=torch.float32), rand(m, n)
+        out, g0 = check.poisoned((m, n), torch.bfloat16)
+        pre, g1 = check.poisoned((m, n), torch.float32)
+        drop, g2 = check.poisoned((m, n), torch.float32)
+        kern({0: x, 1: w, 2: bias, 3: res, 4: SEED}, {0: out, 1: pre, 2: drop},
+             m, n, k)
+        driver.synchronize()
+        acc = x.double() @ w.double().T
+        ref_pre = gelu_tanh(acc + bias.double())
+        keep, scale = keep_mask(SEED, 0, 0.1, 1, m, n)
+        keep_t = torch.from_numpy(keep).cuda()
+        ref_drop = torch.where(keep_t, ref_pre * scale, torch.zeros_like(ref_pre))
+        check.compare(name, 'pre (f32)', pre, g1, ref_pre, 1e-4)
+        check.compare(name, 'dropped (f32)', drop, g2, ref_drop, 1e-4)
+        check.compare(name, 'output (bf16)', out, g0, ref_drop + res.double(),
+                      1e-2)
+        check.mask(name, pre, drop, keep, scale)
+
+    def run_nn_f16():
+        kern = load('nn_f16')
+        m, n, k = 264, 328, 100
+        a, b = rand(k, m, dtype=torch.float16), rand(k, n, dtype=torch.float16)
+        c, rs = rand(m, n, dtype=torch.float32), rand(m, dtype=torch.float32)
+        alpha, beta, s = 0.5, -1.5, 0.25
+        out, g = check.poisoned((m, n), torch.float16)
+        kern({0: a, 1: b, 2: c, 3: alpha, 4: beta, 5: rs, 6: s}, {0: out},
+             m, n, k)
+        driver.synchronize()
+        acc = alpha * (a.double().T @ b.double()) + beta * c.double()
+        ref = acc.clamp(min=0) * rs.double()[:, None] + s
+        check.compare('nn_f16', 'output (f16)', out, g, ref, 5e-3)
+
+    def run_tn_mixed():
+        kern = load('tn_mixed')
+        m, n, k = 150, 72, 200
+        a, b = rand(m, k), rand(k, n)
+        s, gs = check.poisoned((m, n), torch.float32)
+        o, go = check.poisoned((m, n), torch.bfloat16)
+        kern({0: a, 1: b}, {0: s, 1: o}, m, n, k)
+        driver.synchronize()
+        acc = a.double() @ b.double()
+        check.compare('tn_mixed', 'silu (f32)', s, gs, acc * acc.sigmoid(),
+                      1e-4)
+        check.compare('tn_mixed', 'acc (bf16)', o, go, acc, 1e-2)
+
+    def run_tf32():
+        kern = load('tf32')
+        m, n, k = 130, 136, 52
+        a, b = rand(m, k, dtype=torch.float32), rand(n, k, dtype=torch.float32)
+        bias = rand(n)
+        out, g = check.poisoned((m, n), torch.float32)
+        kern({0: a, 1: b, 2: bias}, {0: out}, m, n, k)
+        driver.synchronize()
+        acc = a.double() @ b.double().T
+        ref = (acc + bias.double()).sigmoid() + 0.5 * acc * (
+            1 + torch.special.erf(acc / math.sqrt(2)))
+        check.compare('tf32', 'output (f32, tf32 operands)', out, g, ref, 5e-3)
+
+    def run_layernorm():
+        kern = load('layernorm')
+        m, n, k = 200, 96, 72
+        a, b, gamma = rand(m, k), rand(n, k), rand(n, dtype=torch.float32)
+        y, gy = check.poisoned((m, n), torch.float16)
+        mu, gm = check.poisoned((m,), torch.float32)
+        mx, gx = check.poisoned((m,), torch.float32)
+        kern({0: a, 1: b, 2: gamma}, {0: y, 1: mu, 2: mx}, m, n, k)
+        driver.synchronize()
+        acc = a.double() @ b.double().T
+        mean = acc.mean(dim=1, keepdim=True)
+        var = ((acc - mean) ** 2).mean(dim=1, keepdim=True)
+        ref = (acc - mean) / (var + 1e-5).sqrt() * gamma.double()
+        check.compare('layernorm', 'y (f16)', y, gy, ref, 5e-3)
+        check.compare('layernorm', 'row mean (f32)', mu, gm, mean[:, 0], 1e-4)
+        check.compare('layernorm', 'row max (f32)', mx, gx,
+                      acc.max(dim=1).values, 1e-5)
+
+    def run_batched_a():
+        kern = load('batched_a')
+        bt, m, n, k = 3, 70, 130, 64
+        a, b = rand(bt, m, k), rand(n, k)
+        bias, res = rand(n), rand(bt, m, n, dtype=torch.float32)
+        o, go = check.poisoned((bt, m, n), torch.bfloat16)
+        pre, gp = check.poisoned((bt, m, n), torch.float32)
+        drop, gd = check.poisoned((bt, m, n), torch.float32)
+        kern({0: a, 1: b, 2: bias, 3: res, 4: SEED}, {0: o, 1: pre, 2: drop},
+             m, n, k, bt)
+        driver.synchronize()
+        ref_pre = a.double() @ b.double().T + bias.double()
+        keep, scale = keep_mask(SEED, 1, 0.25, bt, m, n)
+        keep_t = torch.from_numpy(keep).cuda()
+        dropped = torch.where(keep_t, ref_pre * scale, torch.zeros_like(ref_pre))
+        check.compare('batched_a', 'pre (f32)', pre, gp, ref_pre, 1e-5)
+        check.compare('batched_a', 'dropped (f32)', drop, gd, dropped, 1e-5)
+        check.compare('batched_a', 'output (bf16)', o, go,
+                      dropped + res.double(), 1e-2)
+        check.mask('batched_a', pre, drop, keep, scale)
+
+    def run_batched_b():
+        kern = load('batched_b')
+        bt, m, n, k = 2, 70, 136, 40
+        a, b = rand(m, k, dtype=torch.float16), rand(bt, k, n,
+                                                     dtype=torch.float16)
+        o, g = check.poisoned((bt, m, n), torch.float32)
+        kern({0: a, 1: b}, {0: o}, m, n, k, bt)
+        driver.synchronize()
+        check.compare('batched_b', 'output (f32)', o, g,
+                      a.double() @ b.double(), 1e-5)
+
+    def time_kernel(launch, reps=10, launches=20):
+        """Median over `reps` of the mean time of `launches` back-to-back
+        launches, in ms."""
+        for _ in range(5):
+            launch()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(launches):
+                launch()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / launches)
+        times.sort()
+        return times[len(times) // 2]
+
+    def run_fc1():
+        m, n, k = 8192, 3072, 768
+        chain, gemm = load('fc1'), load('gemm')
+        x, w = rand(m, k), rand(n, k, scale=0.05)
+        bias, res = rand(n, dtype=torch.float32), rand(m, n)
+        out, g = check.poisoned((m, n), torch.bfloat16)
+        plain, g2 = check.poisoned((m, n), torch.bfloat16)
+        stream = torch.cuda.current_stream().cuda_stream
+        run_chain = chain.prepare({0: x, 1: w, 2: bias, 3: res, 4: SEED},
+                                  {0: out}, m, n, k, stream=stream)
+        run_gemm = gemm.prepare({0: x, 1: w}, {0: plain}, m, n, k,
+                                stream=stream)
+        run_chain()
+        run_gemm()
+        torch.cuda.synchronize()
+        acc = x.double() @ w.double().T
+        check.compare('gemm', 'output (bf16)', plain, g2, acc, 1e-2)
+        # The chain's reference on the first and last rows (the dropout
+        # reference is computed on the host).
+        for first, rows in ((0, 1024), (m - 256, 256)):
+            part = slice(first, first + rows)
+            pre = gelu_tanh(acc[part] + bias.double())
+            keep, scale = keep_mask(SEED, 0, 0.1, 1, rows, n, first)
+            keep_t = torch.from_numpy(keep).cuda()
+            ref = torch.where(keep_t, pre * scale,
+                              torch.zeros_like(pre)) + res[part].double()
+            check.compare('fc1', 'output rows %d+ (bf16)' % first, out[part],
+                          g[:0], ref, 1e-2)
+        del acc
+        check.coverage('fc1', 'every output element', out, g)
+
+        F = torch.nn.functional
+        bias16 = bias.to(torch.bfloat16)
+        t_chain = time_kernel(run_chain)
+        t_gemm = time_kernel(run_gemm)
+        t_cublas = time_kernel(lambda: F.linear(x, w))
+        t_eager = time_kernel(lambda: F.dropout(
+            F.gelu(F.linear(x, w, bias16), approximate='tanh'), 0.1) + res)
+        flops = 2 * m * n * k
+        for what, t in (('coda fused chain', t_chain),
+                        ('coda GEMM only', t_gemm),
+                        ('cuBLAS F.linear', t_cublas),
+                        ('eager chain (torch)', t_eager)):
+            timings.append((what, '%.4f ms' % t,
+                            '%.0f TFLOP/s' % (flops / t / 1e9)))
+
+    runners = {
+        'mlp': lambda: run_mlp('mlp', 300, 200, 136),
+        'mlp_n64_s2': lambda: run_mlp('mlp_n64_s2', 300, 200, 136),
+        'mlp_n256_s3': lambda: run_mlp('mlp_n256_s3', 300, 200, 136),
+        'nn_f16': run_nn_f16,
+        'tn_mixed': run_tn_mixed,
+        'tf32': run_tf32,
+        'layernorm': run_layernorm,
+        'batched_a': run_batched_a,
+        'batched_b': run_batched_b,
+        'deep': lambda: run_mlp('deep', 1000, 1000, 1000),
+        'fc1': run_fc1,
+    }
+    for name, runner in runners.items():
+        if names and name not in names:
+            continue
+        try:
+            runner()
+        except Exception as e:  # report and go on to the next case
+            check.failed = True
+            check.rows.append((name, 'exception', str(e)[:120], '', '', '',
+                               'FAIL'))
+    print('%-12s %-28s %-16s %-6s %-9s %-7s %s' % (
+        'case', 'output', 'rel err', 'tol', 'unwritten', 'overrun', ''))
+    for row in check.rows:
+        print('%-12s %-28s %-16s %-6s %-9s %-7s %s' % row)
+    for row in timings:
+        print('%-24s %-12s %s' % row)
+    return 1 if check.failed else 0
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--coda-opt', default='coda-opt')
+    parser.add_argument('--work', required=True)
+    parser.add_argument('--phase', choices=['compile', 'run', 'all'],
+                        default='all')
+    parser.add_argument('cases', nargs='*')
+    args = parser.parse_args()
+    if args.phase in ('compile', 'all'):
+        compile_cases(args.coda_opt, args.work)
+    if args.phase in ('run', 'all'):
+        sys.exit(run_cases(args.work, args.cases))
+
+
+if __name__ == '__main__':
+    main()
