@@ -8,6 +8,7 @@
 #include "coda/Registration/Registration.h"
 #include "coda/Runtime/Version.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AsmState.h"
@@ -17,6 +18,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -406,13 +408,13 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   for (auto [i, output] : llvm::enumerate(outputs)) {
     SmallVector<int64_t> expected = signature.getOutputShape(i, *problem);
     if (ArrayRef<int64_t>(output.shape) != ArrayRef<int64_t>(expected))
-      return error("output '" + signature.outputs[i].name +
-                   "' must have shape " +
-                   Twine(llvm::join(llvm::map_range(expected,
-                                                    [](int64_t d) {
-                                                      return std::to_string(d);
-                                                    }),
-                                    "x")));
+      return error("output '" + signature.outputs[i].name + "' must have " +
+                   Twine(expected.size()) + " dims of sizes " +
+                   llvm::join(llvm::map_range(expected,
+                                              [](int64_t d) {
+                                                return std::to_string(d);
+                                              }),
+                              ", "));
     if (!output.pointer && problem->m && problem->n)
       return error("output '" + signature.outputs[i].name + "' is a null pointer");
   }
@@ -429,7 +431,7 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
     if (size > INT32_MAX)
       return error("'" + name + "': sizes above 2^31 - 1 are not supported");
 
-  SmallVector<ParamStorage> storage(abi.params.size());
+  std::vector<ParamStorage> storage(abi.params.size());
   SmallVector<void *> params;
   for (auto [param, slot] : llvm::zip(abi.params, storage)) {
     params.push_back(&slot);
