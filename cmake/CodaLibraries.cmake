@@ -39,20 +39,39 @@ function(_coda_static_archives out)
   set(${out} ${keep} PARENT_SCOPE)
 endfunction()
 
+# In static mode, links `target` against the MLIR/LLVM archives.
+function(_coda_link_static_mlir target)
+  if(CODA_STATIC_TOOLS)
+    _coda_static_archives(archives)
+    find_library(CODA_ZSTD NAMES libzstd.so.1 zstd REQUIRED)
+    target_link_libraries(${target} PRIVATE
+      -Wl,--start-group ${archives} -Wl,--end-group
+      -Wl,--gc-sections ${CODA_ZSTD} -lz -lrt -ldl -lm -lpthread)
+  endif()
+endfunction()
+
 # coda_add_tool(name src... [LINK_LIBS coda-libs...])
 function(coda_add_tool name)
   cmake_parse_arguments(ARG "" "" "LINK_LIBS" ${ARGN})
   add_executable(${name} ${ARG_UNPARSED_ARGUMENTS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CODA_BINARY_DIR}/bin)
   target_link_libraries(${name} PRIVATE ${ARG_LINK_LIBS})
-  if(CODA_STATIC_TOOLS)
-    _coda_static_archives(archives)
-    find_library(CODA_ZSTD NAMES libzstd.so.1 zstd REQUIRED)
-    target_link_libraries(${name} PRIVATE
-      -Wl,--start-group ${archives} -Wl,--end-group
-      -Wl,--gc-sections ${CODA_ZSTD} -lz -lrt -ldl -lm -lpthread)
-  endif()
+  _coda_link_static_mlir(${name})
   install(TARGETS ${name} RUNTIME DESTINATION bin)
+endfunction()
+
+# coda_add_shared_library(name src... EXPORTS version-script [LINK_LIBS ...]):
+# a shared library that exports only what the version script lists; in static
+# mode it carries MLIR and LLVM inside, so it loads on machines without them.
+function(coda_add_shared_library name)
+  cmake_parse_arguments(ARG "" "EXPORTS" "LINK_LIBS" ${ARGN})
+  add_library(${name} SHARED ${ARG_UNPARSED_ARGUMENTS})
+  set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CODA_BINARY_DIR}/lib)
+  target_link_libraries(${name} PRIVATE ${ARG_LINK_LIBS}
+    -Wl,--version-script=${ARG_EXPORTS} -Wl,--exclude-libs,ALL)
+  set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS ${ARG_EXPORTS})
+  _coda_link_static_mlir(${name})
+  install(TARGETS ${name} LIBRARY DESTINATION lib)
 endfunction()
 
 if(CODA_STATIC_TOOLS)

@@ -94,10 +94,65 @@ const char *coda_program_argument_name(const coda_program *program,
 
 coda_argument_kind coda_program_argument_kind(const coda_program *program,
                                               int32_t index) {
+  if (index < 0 || index >= coda_program_num_arguments(program))
+    return CODA_ARGUMENT_TENSOR;
   Type type = program->program->getSignature().arguments[index].type;
   if (isa<RankedTensorType>(type))
     return CODA_ARGUMENT_TENSOR;
   return type.isF32() ? CODA_ARGUMENT_F32 : CODA_ARGUMENT_I64;
+}
+
+const char *coda_program_argument_role(const coda_program *program,
+                                       int32_t index) {
+  static const char *const kRoles[] = {"a", "b", "c", "alpha", "beta", "input"};
+  if (index < 0 || index >= coda_program_num_arguments(program))
+    return nullptr;
+  return kRoles[static_cast<int>(
+      program->program->getSignature().arguments[index].role)];
+}
+
+/// "bf16", "f16", "f32" or "i64": the element type of a tensor type, or the
+/// type itself.
+static const char *typeName(Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    type = tensor.getElementType();
+  return type.isBF16() ? "bf16" : type.isF16() ? "f16" : type.isF32() ? "f32" : "i64";
+}
+
+const char *coda_program_argument_type(const coda_program *program,
+                                       int32_t index) {
+  if (index < 0 || index >= coda_program_num_arguments(program))
+    return nullptr;
+  return typeName(program->program->getSignature().arguments[index].type);
+}
+
+int32_t coda_program_argument_dims(const coda_program *program,
+                                   int32_t index) {
+  if (index < 0 || index >= coda_program_num_arguments(program))
+    return 0;
+  return program->program->getSignature().arguments[index].dims;
+}
+
+const char *coda_program_output_type(const coda_program *program,
+                                     int32_t index) {
+  if (index < 0 || index >= coda_program_num_outputs(program))
+    return nullptr;
+  return typeName(program->program->getSignature().outputs[index].type);
+}
+
+int32_t coda_program_output_dims(const coda_program *program, int32_t index) {
+  if (index < 0 || index >= coda_program_num_outputs(program))
+    return 0;
+  return program->program->getSignature().outputs[index].dims;
+}
+
+void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
+                          int32_t *transpose_b) {
+  const ProgramSignature &signature = program->program->getSignature();
+  if (transpose_a)
+    *transpose_a = signature.transposeA;
+  if (transpose_b)
+    *transpose_b = signature.transposeB;
 }
 
 int32_t coda_program_num_outputs(const coda_program *program) {

@@ -2,11 +2,15 @@
 
 This package holds what Python users need next to the compiler:
 
+- ``coda.Program``: compile a coda program and run it on PyTorch CUDA tensors,
+  on PyTorch's current stream (``coda.runtime``, over libcoda_runtime.so);
 - ``coda.dropout``: coda's dropout mask (Philox-4x32-10, eight elements per call)
   in numpy, bit-identical to what compiled programs draw, so a backward pass or a
   test can regenerate the mask of any forward run from its seed.
 """
 
 from .dropout import dropout, dropout_bits, dropout_mask, dropout_threshold, philox4x32
+from .runtime import CodaError, Program
 
-__all__ = ["dropout", "dropout_bits", "dropout_mask", "dropout_threshold", "philox4x32"]
+__all__ = ["CodaError", "Program", "dropout", "dropout_bits", "dropout_mask",
+           "dropout_threshold", "philox4x32"]

@@ -72,15 +72,34 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
                               coda_program **program);
 void coda_program_destroy(coda_program *program);
 
-/* The program's interface: its arguments and outputs, in order. */
+/* The program's interface: its arguments and outputs, in order. Names are
+   NULL and kinds CODA_ARGUMENT_TENSOR for an index out of range. */
 int32_t coda_program_num_arguments(const coda_program *program);
 const char *coda_program_argument_name(const coda_program *program,
                                        int32_t index);
 coda_argument_kind coda_program_argument_kind(const coda_program *program,
                                               int32_t index);
+/* "a", "b", "c", "alpha", "beta" or "input". */
+const char *coda_program_argument_role(const coda_program *program,
+                                       int32_t index);
+/* The element type of a tensor argument, or the type of a scalar one:
+   "bf16", "f16", "f32" or "i64". */
+const char *coda_program_argument_type(const coda_program *program,
+                                       int32_t index);
+/* The dims a tensor argument spans: bit 2 batch, bit 1 m, bit 0 n (0 for A,
+   B and scalars). */
+int32_t coda_program_argument_dims(const coda_program *program, int32_t index);
 int32_t coda_program_num_outputs(const coda_program *program);
 const char *coda_program_output_name(const coda_program *program,
                                      int32_t index);
+/* "bf16", "f16" or "f32". */
+const char *coda_program_output_type(const coda_program *program,
+                                     int32_t index);
+/* The dims an output spans (bits as for arguments). */
+int32_t coda_program_output_dims(const coda_program *program, int32_t index);
+/* Whether A is stored [K, M] and B [N, K]. */
+void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
+                          int32_t *transpose_b);
 
 /* Compiles or fetches the kernel now instead of at the first launch. */
 coda_status coda_program_prepare(coda_program *program);

@@ -1,0 +1,187 @@
+"""coda's fused GEMM + epilogue kernels next to cuBLAS, eager PyTorch and torch.compile.
+
+One process, the same bf16 inputs for everyone, M = 8192 tokens, CUDA-event
+medians with L2 flushed between runs (triton.testing.do_bench), for the
+Transformer shapes (K -> N) of ../shared/bench (GPT-2, BERT-L, LLaMA-7B):
+
+  gemm        cuBLAS GEMM alone (F.linear)
+  eager       the chain: bias + GELU(tanh) + dropout(0.1) + residual, eager
+  lt          cuBLASLt bias+GELU (torch._addmm_activation) + eager dropout and residual
+  inductor    torch.compile (default) of the chain
+  ma          torch.compile max-autotune-no-cudagraphs of the chain (some shapes)
+  coda_gemm   coda's kernel with the identity epilogue
+  coda        coda's fused kernel for the whole chain
+
+Before timing, coda's outputs are checked against PyTorch (relative error of
+the GEMM alone; the fused chain against the unfused math with coda's own mask).
+Writes bench.json, bench.md (the table) and bench.png (bar chart) to $OUT.
+
+    python3 bench/bench.py [--shapes gpt2_fc1,...] [--max-autotune gpt2_fc1,...]
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import coda  # noqa: E402
+
+M = 8192
+SHAPES = {"gpt2_fc1": (768, 3072), "gpt2_fc2": (3072, 768), "bertL_fc1": (1024, 4096),
+          "llama7b_up": (4096, 11008), "llama7b_down": (11008, 4096)}
+
+FUSED = """
+func.func @chain(%x: tensor<?x?xbf16>, %w: tensor<?x?xbf16>,
+                 %bias: tensor<?xbf16> {coda.name = "bias"},
+                 %res: tensor<?x?xbf16> {coda.name = "residual"},
+                 %seed: i64 {coda.name = "seed"})
+    -> (tensor<?x?xbf16> {coda.name = "output"}) {
+  %0 = coda.gemm %x, %w transpose_b
+      ins(%bias : tensor<?xbf16> [n], %res : tensor<?x?xbf16> [m, n], %seed : i64)
+      : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xbf16> [m, n]) {
+  ^bb0(%acc: f32, %b: f32, %r: f32, %s: i64):
+    %0 = arith.addf %acc, %b : f32
+    %1 = coda.activation gelu_tanh %0
+    %2 = coda.dropout %1, %s {p = 0.1 : f32}
+    %3 = arith.addf %2, %r : f32
+    coda.yield %3 : f32
+  }
+  return %0 : tensor<?x?xbf16>
+}
+"""
+
+GEMM = """
+func.func @gemm(%x: tensor<?x?xbf16>, %w: tensor<?x?xbf16>)
+    -> (tensor<?x?xbf16> {coda.name = "output"}) {
+  %0 = coda.gemm %x, %w transpose_b : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<?x?xbf16>
+}
+"""
+
+
+def chain(X, W, bias, R):
+    return F.dropout(F.gelu(F.linear(X, W, bias), approximate="tanh"), 0.1, training=True) + R
+
+
+def chain_lt(X, W, bias, R):
+    h = torch._addmm_activation(bias, X, W.t(), use_gelu=True)
+    return F.dropout(h, 0.1, training=True) + R
+
+
+def bench(fn):
+    return do_bench(fn, warmup=50, rep=300, return_mode="median")  # ms
+
+
+def rel(got, want):
+    got, want = got.double(), want.double()
+    return float((got - want).norm() / want.norm())
+
+
+def check(name, X, W, bias, R, fused, gemm, seed, rows=64):
+    """coda's outputs against PyTorch, before anything is timed: the GEMM alone
+    everywhere, the fused chain on the first `rows` rows with coda's own mask."""
+    want = F.linear(X, W).float()
+    gemm_error = rel(gemm(X, W)["output"].float(), want)
+    out = fused(X, W, bias=bias, residual=R, seed=seed)["output"][:rows].float()
+    keep = torch.from_numpy(coda.dropout_mask(seed, (rows, W.shape[0]), 0.1)).to(out.device)
+    h = F.gelu(want[:rows] + bias.float(), approximate="tanh")
+    ref = torch.where(keep, h * (65536.0 / (65536 - 6554)), 0.0) + R[:rows].float()
+    fused_error = rel(out, ref)
+    ok = gemm_error < 8e-3 and fused_error < 8e-3
+    print(f"{name}: check gemm rel err {gemm_error:.2e}, fused rel err {fused_error:.2e} "
+          f"-> {'ok' if ok else 'FAILED'}", flush=True)
+    return {"gemm_rel_error": gemm_error, "fused_rel_error": fused_error, "ok": ok}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--max-autotune", default="gpt2_fc1,llama7b_up")
+    parser.add_argument("--budget-s", type=float, default=480)
+    args = parser.parse_args()
+    t0 = time.time()
+    torch.manual_seed(0)
+    dev = "cuda"
+    fused = coda.Program(FUSED)
+    gemm = coda.Program(GEMM)
+    t = time.time()
+    fused.prepare()
+    gemm.prepare()
+    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "date": time.strftime("%Y-%m-%d"), "compile_s": time.time() - t, "rows": {}}
+    comp = torch.compile(chain)
+    os.environ.setdefault("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS", "ATEN,TRITON")
+    ma = torch.compile(chain, mode="max-autotune-no-cudagraphs")
+    for name in args.shapes.split(","):
+        K, N = SHAPES[name]
+        X = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+        W = torch.randn(N, K, device=dev, dtype=torch.bfloat16) / K**0.5
+        bias = torch.randn(N, device=dev, dtype=torch.bfloat16)
+        R = torch.randn(M, N, device=dev, dtype=torch.bfloat16)
+        r = {"check": check(name, X, W, bias, R, fused, gemm, seed=1234)}
+        r["gemm"] = bench(lambda: F.linear(X, W))
+        r["coda_gemm"] = bench(lambda: gemm(X, W))
+        r["coda"] = bench(lambda: fused(X, W, bias=bias, residual=R, seed=1234))
+        r["eager"] = bench(lambda: chain(X, W, bias, R))
+        r["lt"] = bench(lambda: chain_lt(X, W, bias, R))
+        r["inductor"] = bench(lambda: comp(X, W, bias, R))
+        if name in args.max_autotune.split(",") and time.time() - t0 < args.budget_s:
+            ma(X, W, bias, R)
+            r["ma"] = bench(lambda: ma(X, W, bias, R))
+        flops = 2 * M * N * K
+        r["gemm_TFLOPs"] = flops / r["gemm"] / 1e9
+        r["coda_gemm_TFLOPs"] = flops / r["coda_gemm"] / 1e9
+        res["rows"][name] = r
+        print(name, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()
+                     if k != "check"}, flush=True)
+
+    out = os.environ.get("OUT", ".")
+    json.dump(res, open(os.path.join(out, "bench.json"), "w"), indent=1)
+    cols = ["gemm", "coda_gemm", "coda", "eager", "lt", "inductor", "ma"]
+    lines = [f"{res['device']}, torch {res['torch']}, {res['date']}; ms (median, L2 flushed), M = {M}",
+             "",
+             "| shape (K->N) | " + " | ".join(cols) + " | coda_gemm / gemm throughput | coda / gemm time | eager / coda |",
+             "|---" * (len(cols) + 4) + "|"]
+    for name, r in res["rows"].items():
+        K, N = SHAPES[name]
+        cells = [f"{r[c]:.3f}" if c in r else "" for c in cols]
+        lines.append(f"| {name} {K}->{N} | " + " | ".join(cells) +
+                     f" | {r['gemm'] / r['coda_gemm']:.2f} | {r['coda'] / r['gemm']:.2f}"
+                     f" | {r['eager'] / r['coda']:.2f} |")
+    table = "\n".join(lines)
+    open(os.path.join(out, "bench.md"), "w").write(table + "\n")
+    print(table)
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        names = list(res["rows"])
+        fig, ax = plt.subplots(figsize=(12, 5))
+        width = 0.8 / len(cols)
+        for i, c in enumerate(cols):
+            ys = [res["rows"][n].get(c, 0) / res["rows"][n]["gemm"] for n in names]
+            ax.bar([j + i * width for j in range(len(names))], ys, width, label=c)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))])
+        ax.set_xticklabels([f"{n}\n{SHAPES[n][0]}->{SHAPES[n][1]}" for n in names])
+        ax.set_ylabel("time / cuBLAS GEMM alone")
+        ax.set_title(f"GEMM + bias + GELU + dropout + residual, M = {M}, bf16 ({res['date']})")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "bench.png"), dpi=110)
+    except Exception as ex:  # the table is the result; the chart is a view of it
+        print("no chart:", ex)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""Run coda programs on PyTorch CUDA tensors.
+
+    import torch, coda
+    program = coda.Program(open("mlp.mlir").read())
+    out = program(x, w, bias=b, residual=r, seed=1234)     # dict of outputs
+    out["output"]                                         # a torch tensor
+
+The program is compiled when first called (and cached in memory and on disk),
+then launched on PyTorch's current stream, on the tensors' memory: nothing is
+copied. Inputs must be contiguous CUDA tensors of the dtypes the program
+declares; outputs are allocated with torch.empty. The library is
+libcoda_runtime.so, found through $CODA_RUNTIME_LIBRARY or in the build
+folders of the source tree.
+"""
+
+import ctypes
+import os
+
+_DIMS_B, _DIMS_M, _DIMS_N = 4, 2, 1
+
+
+class CodaError(RuntimeError):
+    """A failure reported by coda's runtime (compilation, checks, CUDA)."""
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64), ("rank", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * 3)]
+
+
+class _Value(ctypes.Structure):
+    _fields_ = [("tensor", _Tensor), ("f32", ctypes.c_float), ("i64", ctypes.c_int64)]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("tile_n", ctypes.c_int64), ("stages", ctypes.c_int64),
+                ("function", ctypes.c_char_p)]
+
+
+def _find_library():
+    explicit = os.environ.get("CODA_RUNTIME_LIBRARY")
+    if explicit:
+        return explicit
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for build in ("build", "build-static"):
+        path = os.path.join(root, build, "lib", "libcoda_runtime.so")
+        if os.path.exists(path):
+            return path
+    return "libcoda_runtime.so"
+
+
+_lib = None
+
+
+def _library():
+    global _lib
+    if _lib is None:
+        lib = ctypes.CDLL(_find_library())
+        P, I, C = ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p
+        sig = {
+            "coda_last_error": (C, []),
+            "coda_runtime_create": (I, [ctypes.c_int, ctypes.POINTER(P)]),
+            "coda_runtime_destroy": (None, [P]),
+            "coda_program_load": (I, [P, C, ctypes.c_size_t, ctypes.POINTER(_Options),
+                                      ctypes.POINTER(P)]),
+            "coda_program_destroy": (None, [P]),
+            "coda_program_num_arguments": (I, [P]),
+            "coda_program_argument_name": (C, [P, I]),
+            "coda_program_argument_role": (C, [P, I]),
+            "coda_program_argument_type": (C, [P, I]),
+            "coda_program_argument_dims": (I, [P, I]),
+            "coda_program_argument_kind": (I, [P, I]),
+            "coda_program_num_outputs": (I, [P]),
+            "coda_program_output_name": (C, [P, I]),
+            "coda_program_output_type": (C, [P, I]),
+            "coda_program_output_dims": (I, [P, I]),
+            "coda_program_layouts": (None, [P, ctypes.POINTER(I), ctypes.POINTER(I)]),
+            "coda_program_prepare": (I, [P]),
+            "coda_program_launch": (I, [P, ctypes.POINTER(_Value), ctypes.c_size_t,
+                                        ctypes.POINTER(_Tensor), ctypes.c_size_t, P]),
+        }
+        for name, (restype, argtypes) in sig.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        _lib = lib
+    return _lib
+
+
+def _check(status):
+    if status != 0:
+        raise CodaError(_library().coda_last_error().decode())
+
+
+_runtimes = {}
+
+
+def _runtime(device):
+    if device not in _runtimes:
+        handle = ctypes.c_void_p()
+        _check(_library().coda_runtime_create(device, ctypes.byref(handle)))
+        _runtimes[device] = handle
+    return _runtimes[device]
+
+
+class Program:
+    """A coda program (coda IR text) bound to a CUDA device."""
+
+    def __init__(self, source, function="", device=0, tile_n=0, stages=0):
+        import torch
+
+        torch.cuda.init()  # the runtime shares PyTorch's primary context
+        self.device = device
+        lib = _library()
+        options = _Options(tile_n, stages, function.encode() or None)
+        handle = ctypes.c_void_p()
+        text = source.encode()
+        _check(lib.coda_program_load(_runtime(device), text, len(text),
+                                     ctypes.byref(options), ctypes.byref(handle)))
+        self._handle = handle
+        self.arguments = []
+        for i in range(lib.coda_program_num_arguments(handle)):
+            self.arguments.append({
+                "name": lib.coda_program_argument_name(handle, i).decode(),
+                "role": lib.coda_program_argument_role(handle, i).decode(),
+                "type": lib.coda_program_argument_type(handle, i).decode(),
+                "dims": lib.coda_program_argument_dims(handle, i),
+                "tensor": lib.coda_program_argument_kind(handle, i) == 0,
+            })
+        self.outputs = []
+        for i in range(lib.coda_program_num_outputs(handle)):
+            self.outputs.append({
+                "name": lib.coda_program_output_name(handle, i).decode(),
+                "type": lib.coda_program_output_type(handle, i).decode(),
+                "dims": lib.coda_program_output_dims(handle, i),
+            })
+        ta, tb = ctypes.c_int32(), ctypes.c_int32()
+        lib.coda_program_layouts(handle, ctypes.byref(ta), ctypes.byref(tb))
+        self.transpose_a, self.transpose_b = bool(ta.value), bool(tb.value)
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            _library().coda_program_destroy(self._handle)
+
+    def prepare(self):
+        """Compiles (or fetches from a cache) now rather than at the first call."""
+        _check(_library().coda_program_prepare(self._handle))
+
+    def __call__(self, a, b, c=None, *, alpha=None, beta=None, seed=None, out=None, **inputs):
+        """Launches the program; returns {output name: tensor}.
+
+        Epilogue inputs are keyword arguments by name; `out` may give
+        preallocated outputs by name.
+        """
+        import torch
+
+        dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+        given = {"a": a, "b": b, "c": c, "alpha": alpha, "beta": beta}
+        values = (_Value * len(self.arguments))()
+        for i, arg in enumerate(self.arguments):
+            if arg["role"] == "input":
+                if arg["name"] == "seed" and arg["type"] == "i64" and "seed" not in inputs:
+                    value = 0 if seed is None else seed
+                else:
+                    if arg["name"] not in inputs:
+                        raise CodaError(f"missing epilogue input '{arg['name']}'")
+                    value = inputs.pop(arg["name"])
+            else:
+                value = given[arg["role"]]
+                if value is None:
+                    if arg["role"] in ("alpha", "beta"):
+                        value = 1.0
+                    else:
+                        raise CodaError(f"missing '{arg['role']}'")
+            if arg["tensor"]:
+                values[i].tensor = self._tensor(arg, value, dtypes[arg["type"]])
+            elif arg["type"] == "i64":
+                # A 64-bit seed, passed as the signed integer with its bits.
+                bits = int(value) & 0xFFFFFFFFFFFFFFFF
+                values[i].i64 = bits - (1 << 64) if bits >= 1 << 63 else bits
+            else:
+                values[i].f32 = float(value)
+        if inputs:
+            raise CodaError(f"the program has no epilogue inputs named {sorted(inputs)}")
+
+        ta, tb = self.transpose_a, self.transpose_b
+        m = a.shape[-1] if ta else a.shape[-2]
+        n = b.shape[-2] if tb else b.shape[-1]
+        batch = a.shape[0] if a.dim() == 3 else (b.shape[0] if b.dim() == 3 else None)
+        results = {}
+        tensors = (_Tensor * len(self.outputs))()
+        for i, output in enumerate(self.outputs):
+            shape = [size for bit, size in ((_DIMS_B, batch), (_DIMS_M, m), (_DIMS_N, n))
+                     if output["dims"] & bit]
+            tensor = (out or {}).get(output["name"])
+            if tensor is None:
+                tensor = torch.empty(shape, dtype=dtypes[output["type"]], device=a.device)
+            tensors[i] = self._tensor(output, tensor, dtypes[output["type"]])
+            results[output["name"]] = tensor
+        stream = torch.cuda.current_stream(a.device).cuda_stream
+        _check(_library().coda_program_launch(self._handle, values, len(self.arguments),
+                                              tensors, len(self.outputs),
+                                              ctypes.c_void_p(stream)))
+        return results
+
+    def _tensor(self, spec, tensor, dtype):
+        import torch
+
+        name = spec["name"]
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_cuda:
+            raise CodaError(f"'{name}' must be a CUDA tensor")
+        if tensor.dtype != dtype:
+            raise CodaError(f"'{name}' must be {dtype}, got {tensor.dtype}")
+        if not tensor.is_contiguous():
+            raise CodaError(f"'{name}' must be contiguous")
+        if tensor.dim() > 3:
+            raise CodaError(f"'{name}' has {tensor.dim()} dims; at most 3 are supported")
+        t = _Tensor()
+        t.data = tensor.data_ptr()
+        t.rank = tensor.dim()
+        for d, size in enumerate(tensor.shape):
+            t.shape[d] = size
+        return t
