@@ -12,7 +12,9 @@ function(coda_add_library name)
   add_library(${name} STATIC ${ARG_UNPARSED_ARGUMENTS})
   add_dependencies(${name} mlir-headers ${ARG_DEPENDS})
   target_link_libraries(${name} PUBLIC ${ARG_LINK_LIBS})
-  if(NOT CODA_STATIC_TOOLS)
+  if(CODA_STATIC_TOOLS)
+    target_link_libraries(${name} PUBLIC CodaStaticMLIR)
+  else()
     target_link_libraries(${name} PUBLIC MLIR LLVM)
   endif()
   target_include_directories(${name} PUBLIC
@@ -39,14 +41,22 @@ function(_coda_static_archives out)
   set(${out} ${keep} PARENT_SCOPE)
 endfunction()
 
-# In static mode, links `target` against the MLIR/LLVM archives.
+# In static mode, every coda library links CodaStaticMLIR, the MLIR/LLVM
+# archives in one group, so that the group follows all of coda's libraries on
+# the link line of a tool or shared library.
+if(CODA_STATIC_TOOLS)
+  _coda_static_archives(archives)
+  find_library(CODA_ZSTD NAMES libzstd.so.1 zstd REQUIRED)
+  add_library(CodaStaticMLIR INTERFACE)
+  target_link_libraries(CodaStaticMLIR INTERFACE
+    -Wl,--start-group ${archives} -Wl,--end-group
+    ${CODA_ZSTD} -lz -lrt -ldl -lm -lpthread)
+  install(TARGETS CodaStaticMLIR EXPORT CodaTargets)
+endif()
+
 function(_coda_link_static_mlir target)
   if(CODA_STATIC_TOOLS)
-    _coda_static_archives(archives)
-    find_library(CODA_ZSTD NAMES libzstd.so.1 zstd REQUIRED)
-    target_link_libraries(${target} PRIVATE
-      -Wl,--start-group ${archives} -Wl,--end-group
-      -Wl,--gc-sections ${CODA_ZSTD} -lz -lrt -ldl -lm -lpthread)
+    target_link_libraries(${target} PRIVATE CodaStaticMLIR -Wl,--gc-sections)
   endif()
 endfunction()
 
