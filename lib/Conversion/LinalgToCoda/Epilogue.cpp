@@ -111,6 +111,18 @@ static bool isIdentity(ReductionKind kind, const APFloat &value) {
                                     : value.isInfinity() && value.isNegative();
 }
 
+/// The dim that `use` asks the size of, if it is a tensor.dim by a constant.
+static std::optional<unsigned> getShapeQuery(OpOperand &use) {
+  auto dimOp = dyn_cast<tensor::DimOp>(use.getOwner());
+  if (!dimOp)
+    return std::nullopt;
+  std::optional<int64_t> index = dimOp.getConstantIndex();
+  if (!index || *index < 0 ||
+      *index >= cast<RankedTensorType>(use.get().getType()).getRank())
+    return std::nullopt;
+  return static_cast<unsigned>(*index);
+}
+
 namespace {
 /// Builds the coda.gemm for one contraction and its fusible consumers.
 class ContractionRaiser {
@@ -173,6 +185,8 @@ private:
   FailureOr<Translated> lookup(DenseMap<Value, Translated> &values, Block &body,
                                Value value);
   Value materializeInput(const Input &input);
+  /// The size of output-space dim `axis` (1 for a unit dim), from A and B.
+  Value outputSize(Location loc, unsigned axis);
   GemmOp rewrite(ArrayRef<Value> outputs, const DenseSet<Operation *> &gone);
 
   RewriterBase &rewriter;
@@ -278,6 +292,11 @@ ContractionRaiser::readOperand(const ResolvedOperand &operand,
   auto type = dyn_cast<RankedTensorType>(operand.source.getType());
   if (!type)
     return readScalar(operand.source);
+  // A splat constant (StableHLO broadcasts its scalar constants) is read as
+  // the scalar.
+  if (std::optional<UniformFill> fill = getUniformFill(operand.source);
+      fill && !fill->scalar)
+    return readConstant(FloatAttr::get(type.getElementType(), *fill->constant));
   if (!isEpilogueTensorElement(type.getElementType()))
     return fail(Twine("reads a tensor of ") + print(type.getElementType()) +
                 "; epilogue inputs are f32, bf16 or f16");
@@ -649,7 +668,7 @@ GemmOp ContractionRaiser::rewrite(ArrayRef<Value> outputs,
   SmallVector<Type> resultTypes;
   SmallVector<DimsAttr> resultDims;
   for (Value output : outputs) {
-    const FusedTensor &tensor = fused.lookup(output);
+    const FusedTensor &tensor = fused.find(output)->second;
     results.push_back(tensor.scalar);
     resultTypes.push_back(
         dropUnitDims(cast<RankedTensorType>(output.getType()), tensor.layout));
@@ -675,12 +694,33 @@ GemmOp ContractionRaiser::rewrite(ArrayRef<Value> outputs,
           SmallVector<Attribute>(resultDims.begin(), resultDims.end())));
   gemmOp.getEpilogue().push_back(epilogue.release());
 
+  // Sizes queried from epilogue values are the sizes of A and B.
+  for (auto &[value, tensor] : fused) {
+    for (OpOperand &use : llvm::make_early_inc_range(value.getUses())) {
+      std::optional<unsigned> dim = getShapeQuery(use);
+      if (!dim)
+        continue;
+      Operation *query = use.getOwner();
+      rewriter.setInsertionPoint(query);
+      rewriter.replaceOp(query,
+                         outputSize(query->getLoc(), tensor.layout[*dim]));
+    }
+  }
+
+  rewriter.setInsertionPointAfter(gemmOp);
   for (auto [output, result] : llvm::zip(outputs, gemmOp.getResults())) {
     Value replacement = result;
-    if (result.getType() != output.getType())
-      replacement = tensor::ExpandShapeOp::create(
-          rewriter, loc, output.getType(), result,
-          unitFolding(fused.lookup(output).layout));
+    if (result.getType() != output.getType()) {
+      auto type = cast<RankedTensorType>(output.getType());
+      ArrayRef<unsigned> layout = fused.find(output)->second.layout;
+      SmallVector<OpFoldResult> sizes;
+      for (auto [size, axis] : llvm::zip(type.getShape(), layout))
+        sizes.push_back(ShapedType::isDynamic(size)
+                            ? OpFoldResult(outputSize(loc, axis))
+                            : OpFoldResult(rewriter.getIndexAttr(size)));
+      replacement = tensor::ExpandShapeOp::create(rewriter, loc, type, result,
+                                                  unitFolding(layout), sizes);
+    }
     rewriter.replaceUsesWithIf(output, replacement, [&](OpOperand &use) {
       return !gone.contains(use.getOwner());
     });
@@ -702,10 +742,7 @@ GemmOp ContractionRaiser::rewrite(ArrayRef<Value> outputs,
     rewriter.eraseOp(op);
   while (!producers.empty()) {
     Operation *op = producers.pop_back_val();
-    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-    if (!(isa<tensor::EmptyOp, arith::ConstantOp>(op) ||
-          (linalgOp && isDataMovement(linalgOp))) ||
-        !isOpTriviallyDead(op))
+    if (!isOpTriviallyDead(op))
       continue;
     for (Value operand : op->getOperands())
       if (Operation *def = operand.getDefiningOp())
@@ -713,6 +750,23 @@ GemmOp ContractionRaiser::rewrite(ArrayRef<Value> outputs,
     rewriter.eraseOp(op);
   }
   return gemmOp;
+}
+
+Value ContractionRaiser::outputSize(Location loc, unsigned axis) {
+  if (axis == kUnit)
+    return arith::ConstantIndexOp::create(rewriter, loc, 1);
+  auto size = [&](Value operand, bool lastDim) -> Value {
+    int64_t rank = cast<RankedTensorType>(operand.getType()).getRank();
+    return tensor::DimOp::create(rewriter, loc, operand,
+                                 lastDim ? rank - 1 : rank - 2);
+  };
+  if (axis == DimsAttr::kM)
+    return size(gemm.a, gemm.transposeA);
+  if (axis == DimsAttr::kN)
+    return size(gemm.b, !gemm.transposeB);
+  Value batched =
+      cast<RankedTensorType>(gemm.a.getType()).getRank() == 3 ? gemm.a : gemm.b;
+  return tensor::DimOp::create(rewriter, loc, batched, 0);
 }
 
 FailureOr<GemmOp> ContractionRaiser::run() {
@@ -759,8 +813,9 @@ FailureOr<GemmOp> ContractionRaiser::run() {
   }
   SmallVector<Value> outputs;
   for (auto &[value, tensor] : fused)
-    if (llvm::any_of(value.getUsers(),
-                     [&](Operation *user) { return !gone.contains(user); }))
+    if (llvm::any_of(value.getUses(), [&](OpOperand &use) {
+          return !gone.contains(use.getOwner()) && !getShapeQuery(use);
+        }))
       outputs.push_back(value);
   if (outputs.empty()) {
     if (options.explain)
