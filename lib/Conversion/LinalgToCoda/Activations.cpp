@@ -140,9 +140,12 @@ public:
     builder.setInsertionPointToEnd(&block);
     Location loc = UnknownLoc::get(context);
     Value x = block.addArgument(Float32Type::get(context), loc);
-    for (unsigned kind = 0; kind <= getMaxEnumValForActivationKind(); ++kind)
-      formulas.push_back(
-          buildActivation(builder, loc, static_cast<ActivationKind>(kind), x));
+    for (unsigned k = 0; k <= getMaxEnumValForActivationKind(); ++k) {
+      auto kind = static_cast<ActivationKind>(k);
+      formulas.push_back(buildActivation(builder, loc, kind, x));
+      probed.push_back(llvm::map_to_vector(
+          probePoints(), [&](double p) { return evaluate(kind, p); }));
+    }
   }
   ~ReferenceActivations() { block.dropAllDefinedValueUses(); }
 
@@ -151,9 +154,15 @@ public:
     return *evaluator.evaluate(formulas[static_cast<unsigned>(kind)]);
   }
 
+  /// The activation at each of probePoints().
+  ArrayRef<double> atProbes(ActivationKind kind) const {
+    return probed[static_cast<unsigned>(kind)];
+  }
+
 private:
   mutable Block block;
   SmallVector<Value> formulas;
+  SmallVector<SmallVector<double>> probed;
 };
 } // namespace
 
@@ -221,32 +230,34 @@ std::optional<double> Evaluator::apply(Operation *op, ArrayRef<double> args) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-/// The latest value that `y` is a function of (with constants), if any.
-static Value soleVariable(Value y, const ReferenceActivations &refs) {
+/// The values `y` is a function of (with constants), latest first: the chain
+/// of values every path from `y` to its inputs passes through.
+static SmallVector<Value> variablesOf(Value y,
+                                      const ReferenceActivations &refs) {
   SetVector<Operation *> slice;
   BackwardSliceOptions options;
   options.inclusive = true;
+  options.omitBlockArguments = true;
   if (failed(getBackwardSlice(y, &slice, options)) ||
       slice.size() > kMaxFormulaOps)
     return {};
-  // The slice is topologically sorted; `y` is a function of every value on
-  // the chain that leads to its variable, and the latest one is wanted.
-  SmallVector<Value> candidates;
+  // The slice is topologically sorted, so reversing it puts later values
+  // first; block arguments come last.
+  SmallVector<Value> candidates, arguments;
   for (Operation *op : llvm::reverse(slice)) {
     if (op->getNumResults() == 1 && op->getResult(0) != y &&
         !isa<arith::ConstantOp>(op))
       candidates.push_back(op->getResult(0));
     for (Value operand : op->getOperands())
-      if (isa<BlockArgument>(operand))
-        candidates.push_back(operand);
+      if (isa<BlockArgument>(operand) &&
+          !llvm::is_contained(arguments, operand))
+        arguments.push_back(operand);
   }
-  for (Value x : candidates) {
-    if (!x.getType().isF32())
-      continue;
-    if (Evaluator(x, 0.5, refs).evaluate(y))
-      return x;
-  }
-  return {};
+  candidates.append(arguments);
+  return llvm::filter_to_vector(candidates, [&](Value x) {
+    return x.getType().isF32() &&
+           Evaluator(x, 0.5, refs).evaluate(y).has_value();
+  });
 }
 
 /// The activation that `y`, as a function of `x`, computes.
@@ -259,10 +270,12 @@ recognise(Value y, Value x, const ReferenceActivations &refs) {
     auto kind = static_cast<ActivationKind>(k);
     if ((kind == ActivationKind::Relu) != piecewise)
       continue;
-    bool all = llvm::all_of(probePoints(), [&](double point) {
-      std::optional<double> got = Evaluator(x, point, refs).evaluate(y);
-      return got && agree(*got, refs.evaluate(kind, point));
-    });
+    bool all = llvm::all_of(
+        llvm::zip(probePoints(), refs.atProbes(kind)), [&](auto probe) {
+          auto [point, want] = probe;
+          std::optional<double> got = Evaluator(x, point, refs).evaluate(y);
+          return got && agree(*got, want);
+        });
     if (all)
       return kind;
   }
@@ -283,10 +296,13 @@ void raising::raiseActivations(RewriterBase &rewriter, Block &epilogue) {
     Value y = op->getResult(0);
     if (!y.getType().isF32())
       continue;
-    Value x = soleVariable(y, refs);
-    if (!x)
-      continue;
-    std::optional<ActivationKind> kind = recognise(y, x, refs);
+    Value x;
+    std::optional<ActivationKind> kind;
+    for (Value candidate : variablesOf(y, refs)) {
+      x = candidate;
+      if ((kind = recognise(y, x, refs)))
+        break;
+    }
     if (!kind)
       continue;
     rewriter.setInsertionPointAfter(op);
@@ -295,6 +311,9 @@ void raising::raiseActivations(RewriterBase &rewriter, Block &epilogue) {
     rewriter.replaceAllUsesWith(y, activation);
   }
   // Users before producers, so that whole dead formulas go.
+  ops.clear();
+  for (Operation &op : epilogue.without_terminator())
+    ops.push_back(&op);
   for (Operation *op : llvm::reverse(ops))
     if (isOpTriviallyDead(op))
       rewriter.eraseOp(op);
