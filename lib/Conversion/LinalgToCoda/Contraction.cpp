@@ -129,16 +129,16 @@ FailureOr<GemmOperands> raising::matchContraction(linalg::LinalgOp op,
     why = message.str();
     return failure();
   };
-  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1)
-    return fail("not a contraction of two tensors into one");
+  if (!op.hasPureTensorSemantics())
+    return fail("works on buffers; contractions on tensors are raised");
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
   if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
       dims->k.size() != 1 || dims->batch.size() > 1)
     return fail("coda.gemm needs exactly one M, one N and one K loop and at "
                 "most one batch loop");
-  if (!isMultiplyAccumulate(*op.getBlock()))
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !isMultiplyAccumulate(*op.getBlock()))
     return fail("the body is not 'out + a * b' in floating point (with "
                 "optional extf of a and b)");
 
@@ -150,11 +150,9 @@ FailureOr<GemmOperands> raising::matchContraction(linalg::LinalgOp op,
     return fail("coda.gemm multiplies two bf16, f16 or f32 matrices of one "
                 "element type");
   if (!accType.isF32() && !(lowPrecision && accType == elementType))
-    return fail(
-        Twine("accumulates in ") +
-        (isGemmElementType(accType) ? "a narrow type" : "an unsupported type") +
-        "; coda.gemm accumulates in f32 (low-precision-epilogue=true "
-        "allows bf16/f16 accumulators)");
+    return fail("accumulates in " + print(accType) +
+                "; coda.gemm accumulates in f32 (low-precision-epilogue=true "
+                "lets bf16 or f16 operands accumulate in their own type)");
 
   ResolvedOperand a =
       resolveOperand(lhs->get(), op.getMatchingIndexingMap(lhs));

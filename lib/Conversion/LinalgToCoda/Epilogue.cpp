@@ -66,14 +66,6 @@ static RankedTensorType dropUnitDims(RankedTensorType type,
   return RankedTensorType::get(shape, type.getElementType());
 }
 
-/// `value` as the IR printer spells it, for diagnostics.
-template <typename T> static std::string print(const T &value) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << value;
-  return text;
-}
-
 static bool isNarrowFloat(Type type) { return type.isBF16() || type.isF16(); }
 
 static bool isEpilogueTensorElement(Type type) {
@@ -266,14 +258,11 @@ ContractionRaiser::layoutOf(AffineMap map,
     } else if (!isa<AffineConstantExpr>(expr) ||
                cast<AffineConstantExpr>(expr).getValue() != 0) {
       return fail(what + " is indexed by " + print(expr) +
-                  "; only loops and the constant 0 of a size-1 dim are "
-                  "supported");
+                  "; only loops, and 0 along a dim of size 1, are supported");
     }
     if (axis == kUnit && type.getDimSize(i) != 1)
-      return fail(what + " has a dim of size " +
-                  (type.isDynamicDim(i) ? std::string("?")
-                                        : std::to_string(type.getDimSize(i))) +
-                  " along a loop of size 1");
+      return fail(what + " (" + print(type) + ") is read at index 0 only " +
+                  "along dim " + Twine(i) + ", which is not of size 1");
     if (axis != kUnit) {
       if (previous <= axis)
         return fail(what + " is not laid out in [b, m, n] order");
@@ -304,8 +293,6 @@ ContractionRaiser::readOperand(const ResolvedOperand &operand,
       layoutOf(operand.map, loops, type, "an operand");
   if (failed(layout))
     return failure();
-  if ((maskOf(*layout) & DimsAttr::kB) && !(gemm.space & DimsAttr::kB))
-    return fail("an operand spans a batch the GEMM does not have");
   return addInput(operand.source, *layout, builder.getF32Type());
 }
 
@@ -320,8 +307,8 @@ ContractionRaiser::lookup(DenseMap<Value, Translated> &values, Block &body,
       return failure();
     return Translated{*scalar, false};
   }
-  return fail("uses the reduction's running value other than to combine it "
-              "with the next element");
+  return fail("uses the running value of its reduction other than to "
+              "combine it with the next element");
 }
 
 FailureOr<ContractionRaiser::Translated>
@@ -333,29 +320,24 @@ ContractionRaiser::translate(Operation &op, ArrayRef<Translated> operands) {
       return failure();
     return Translated{*value, false};
   }
-  if (auto ext = dyn_cast<arith::ExtFOp>(op)) {
-    if (!ext.getType().isF32())
-      return fail(Twine("extends to ") + print(ext.getType()) +
-                  "; the epilogue computes in f32");
+  if (auto ext = dyn_cast<arith::ExtFOp>(op); ext && ext.getType().isF32()) {
     if (operands[0].rounded)
       return fail("extends a value rounded to a narrower type; the epilogue "
                   "cannot round in the middle of a computation");
     return operands[0];
   }
   if (auto trunc = dyn_cast<arith::TruncFOp>(op)) {
+    Type from = trunc.getIn().getType(), to = trunc.getType();
+    if (!isNarrowFloat(to) ||
+        !(from.isF32() || (narrow && isNarrowFloat(from))))
+      return fail("rounds " + print(from) + " to " + print(to) +
+                  "; the epilogue rounds f32 to bf16 or f16");
     std::optional<arith::RoundingMode> mode = trunc.getRoundingmode();
     if (!narrow && mode && *mode != arith::RoundingMode::to_nearest_even)
       return fail("rounds with a mode other than to-nearest-even, which is "
                   "how coda.gemm writes its outputs");
-    if (!narrow && !trunc.getIn().getType().isF32())
-      return fail(Twine("rounds a ") + print(trunc.getIn().getType()) +
-                  " value; the epilogue computes in f32");
     return Translated{operands[0].value, !narrow};
   }
-  if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
-      op.getNumRegions() != 0 || op.getNumResults() != 1)
-    return fail(Twine("computes '") + op.getName().getStringRef() +
-                "'; an epilogue runs scalar arith and math ops");
   bool retype = false;
   for (Type type :
        llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes())) {
@@ -372,10 +354,6 @@ ContractionRaiser::translate(Operation &op, ArrayRef<Translated> operands) {
   }
   if (retype && isa<arith::BitcastOp>(op))
     return fail("bitcasts a narrow float, which has no f32 equivalent");
-  for (const Translated &operand : operands)
-    if (operand.rounded)
-      return fail("computes on a value rounded to a narrower type; the "
-                  "epilogue cannot round in the middle of a computation");
   IRMapping mapping;
   for (auto [original, operand] : llvm::zip(op.getOperands(), operands))
     mapping.map(original, operand.value);
@@ -400,7 +378,7 @@ LogicalResult ContractionRaiser::mapLoops(linalg::LinalgOp op,
     if (tensor.rounded)
       return fail("reads a value rounded to a narrower type; the epilogue "
                   "cannot round in the middle of a computation "
-                  "(low-precision-epilogue=true computes on in f32)");
+                  "(low-precision-epilogue=true goes on in f32)");
     for (auto [expr, axis] :
          llvm::zip(operand.map.getResults(), tensor.layout)) {
       if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
@@ -433,8 +411,6 @@ LogicalResult ContractionRaiser::mapLoops(linalg::LinalgOp op,
 }
 
 LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
-  if (!op.hasPureTensorSemantics())
-    return fail("does not work on tensors only");
   if (op.hasIndexSemantics())
     return fail("reads loop indices (linalg.index)");
 
@@ -523,6 +499,10 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
   for (Operation &inner : body.without_terminator()) {
     if (llvm::any_of(combiners, [&](auto &c) { return c.first == &inner; }))
       continue;
+    if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()) ||
+        inner.getNumRegions() != 0 || inner.getNumResults() != 1)
+      return fail(Twine("computes '") + inner.getName().getStringRef() +
+                  "'; an epilogue runs scalar arith and math ops");
     SmallVector<Translated> operands;
     for (Value operand : inner.getOperands()) {
       FailureOr<Translated> value = lookup(values, body, operand);
@@ -552,8 +532,6 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
     FailureOr<Translated> x = lookup(values, body, element);
     if (failed(x))
       return failure();
-    if (x->rounded)
-      return fail("reduces a value rounded to a narrower type");
     Location loc = op.getLoc();
     Value reduced =
         columnReduction

@@ -18,6 +18,14 @@
 
 namespace mlir::coda::raising {
 
+/// `value` as the IR printer spells it, for diagnostics.
+template <typename T> std::string print(const T &value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << value;
+  return text;
+}
+
 /// The axis of a dimension of size 1, which runs along no output-space dim.
 constexpr unsigned kUnit = 0;
 
