@@ -5,10 +5,10 @@
 // their arithmetic.
 //
 // REQUIRES: mlir-runner
-// RUN: coda-opt %s --coda-raise-linalg | FileCheck %s
-// RUN: coda-opt %s --coda-cpu-pipeline \
+// RUN: cat %s %S/Inputs/e2e-driver.mlir | coda-opt --coda-raise-linalg | FileCheck %s
+// RUN: cat %s %S/Inputs/e2e-driver.mlir | coda-opt --coda-cpu-pipeline \
 // RUN:   | %mlir_runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils > %t.linalg
-// RUN: coda-opt %s --coda-raise-linalg --coda-cpu-pipeline \
+// RUN: cat %s %S/Inputs/e2e-driver.mlir | coda-opt --coda-raise-linalg --coda-cpu-pipeline \
 // RUN:   | %mlir_runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils > %t.raised
 // RUN: %python %testlib/compare_memref_prints.py %t.linalg %t.raised --rtol 1e-5 --atol 1e-6
 
@@ -31,7 +31,7 @@
 // CHECK:         coda.gemm
 // CHECK:         coda.activation relu
 // CHECK-NOT:     linalg.
-// CHECK-LABEL: func.func private @printMemrefF32
+// CHECK-LABEL: func.func @main
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
@@ -223,45 +223,7 @@ func.func @relu_and_bias_grad(%x: tensor<6x8xf32>, %w: tensor<8x12xf32>)
   return %relu, %db : tensor<6x12xf32>, tensor<12xf32>
 }
 
-// ---- Driver ---------------------------------------------------------------
-
-func.func private @printMemrefF32(memref<*xf32>)
-
-// Fills a matrix with ((i * a + j * b) mod 17) / 8 - 1, in [-1, 1].
-func.func @pattern(%t: tensor<?x?xf32>, %a: index, %b: index) -> tensor<?x?xf32> {
-  %r = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]}
-      outs(%t : tensor<?x?xf32>) {
-  ^bb0(%out: f32):
-    %i = linalg.index 0 : index
-    %j = linalg.index 1 : index
-    %x = arith.muli %i, %a : index
-    %y = arith.muli %j, %b : index
-    %s = arith.addi %x, %y : index
-    %c17 = arith.constant 17 : index
-    %m = arith.remui %s, %c17 : index
-    %mi = arith.index_cast %m : index to i32
-    %f = arith.sitofp %mi : i32 to f32
-    %eighth = arith.constant 1.250000e-01 : f32
-    %one = arith.constant 1.000000e+00 : f32
-    %g = arith.mulf %f, %eighth : f32
-    %h = arith.subf %g, %one : f32
-    linalg.yield %h : f32
-  } -> tensor<?x?xf32>
-  return %r : tensor<?x?xf32>
-}
-
-func.func @matrix(%rows: index, %cols: index, %a: index, %b: index) -> tensor<?x?xf32> {
-  %e = tensor.empty(%rows, %cols) : tensor<?x?xf32>
-  %p = call @pattern(%e, %a, %b) : (tensor<?x?xf32>, index, index) -> tensor<?x?xf32>
-  return %p : tensor<?x?xf32>
-}
-
-func.func @print2d(%t: tensor<?x?xf32>) {
-  %m = bufferization.to_buffer %t : tensor<?x?xf32> to memref<?x?xf32>
-  %u = memref.cast %m : memref<?x?xf32> to memref<*xf32>
-  call @printMemrefF32(%u) : (memref<*xf32>) -> ()
-  return
-}
+// ---- Driver (helpers in Inputs/e2e-driver.mlir) -----------------------
 
 func.func @main() {
   %c1 = arith.constant 1 : index
