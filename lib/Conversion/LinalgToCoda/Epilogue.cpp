@@ -127,6 +127,11 @@ public:
         dominance(contraction->getParentOp()) {
     builder.setInsertionPointToEnd(epilogue.get());
   }
+  ~ContractionRaiser() {
+    // An epilogue that was not attached to a coda.gemm is dropped whole.
+    if (epilogue)
+      epilogue->dropAllDefinedValueUses();
+  }
 
   FailureOr<GemmOp> run();
 
@@ -214,6 +219,7 @@ FailureOr<Value> ContractionRaiser::readConstant(Attribute attr) {
       return fail(Twine("uses a constant of type ") +
                   print(floatAttr.getType()) +
                   "; the epilogue computes in f32");
+    // Exact: the type is at most as wide as f32.
     APFloat value = floatAttr.getValue();
     bool losesInfo = false;
     value.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven,
@@ -621,13 +627,19 @@ LogicalResult ContractionRaiser::seedAccumulator() {
 Value ContractionRaiser::materializeInput(const Input &input) {
   Location loc = input.source.getLoc();
   auto type = dyn_cast<RankedTensorType>(input.source.getType());
-  if (!type || !llvm::is_contained(input.layout, kUnit))
+  if (!type)
     return input.source;
-  if (maskOf(input.layout) != 0)
+  // Size-1 dims are folded away; a tensor without other dims is a scalar.
+  if (maskOf(input.layout) != 0) {
+    if (!llvm::is_contained(input.layout, kUnit))
+      return input.source;
     return tensor::CollapseShapeOp::create(rewriter, loc, input.source,
                                            unitFolding(input.layout));
-  SmallVector<Value> zeros(type.getRank(),
-                           arith::ConstantIndexOp::create(rewriter, loc, 0));
+  }
+  SmallVector<Value> zeros;
+  if (type.getRank() != 0)
+    zeros.assign(type.getRank(),
+                 arith::ConstantIndexOp::create(rewriter, loc, 0));
   Value scalar = tensor::ExtractOp::create(rewriter, loc, input.source, zeros);
   if (!scalar.getType().isF32())
     scalar =
