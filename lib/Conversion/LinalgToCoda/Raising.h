@@ -12,6 +12,7 @@
 #include "coda/Dialect/Coda/IR/CodaOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <optional>
 #include <string>
