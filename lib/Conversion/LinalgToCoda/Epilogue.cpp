@@ -619,6 +619,8 @@ LogicalResult ContractionRaiser::seedAccumulator() {
       acc = arith::AddFOp::create(builder, contraction.getLoc(), acc, *start);
     }
   }
+  // What the contraction itself reads is defined before it.
+  toHoist.clear();
   fused[contraction->getResult(0)] = {acc, layout, false, false};
   fusedOps.push_back(contraction);
   return success();
