@@ -17,34 +17,52 @@ using namespace mlir;
 using namespace mlir::coda;
 using namespace mlir::coda::raising;
 
-bool raising::isDataMovement(linalg::LinalgOp op) {
+/// The value `op` yields for each element, if it computes each element of
+/// its one result from the element of its one input (and nothing else): all
+/// loops parallel, a permutation as the init's map.
+static Value getElementwiseYield(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 ||
       op.getNumDpsInits() != 1 || !op.isAllParallelLoops() ||
-      op.hasIndexSemantics() || op->getNumResults() != 1)
-    return false;
-  if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation())
-    return false;
-  Block *body = op.getBlock();
-  Operation *terminator = body->getTerminator();
-  return &body->front() == terminator && terminator->getNumOperands() == 1 &&
-         terminator->getOperand(0) == body->getArgument(0);
+      op.hasIndexSemantics() || op->getNumResults() != 1 ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation())
+    return {};
+  return op.getBlock()->getTerminator()->getOperand(0);
+}
+
+bool raising::isDataMovement(linalg::LinalgOp op) {
+  Value yielded = getElementwiseYield(op);
+  return yielded && yielded == op.getBlock()->getArgument(0);
+}
+
+bool raising::isExactWidening(linalg::LinalgOp op) {
+  Value yielded = getElementwiseYield(op);
+  auto ext = yielded ? yielded.getDefiningOp<arith::ExtFOp>() : nullptr;
+  return ext && ext->getBlock() == op.getBlock() &&
+         &op.getBlock()->front() == ext.getOperation() &&
+         ext.getIn() == op.getBlock()->getArgument(0) &&
+         ext.getType().isF32() &&
+         (ext.getIn().getType().isBF16() || ext.getIn().getType().isF16());
+}
+
+ResolvedOperand raising::readThrough(linalg::LinalgOp producer, AffineMap map) {
+  // The producer writes init[outMap(i)] = f(input[inMap(i)]); reading its
+  // result at `map` reads the input at inMap(outMap^-1(map)).
+  OpOperand *input = producer.getDpsInputOperand(0);
+  AffineMap outMap =
+      producer.getMatchingIndexingMap(producer.getDpsInitOperand(0));
+  return {input->get(), producer.getMatchingIndexingMap(input)
+                            .compose(inversePermutation(outMap))
+                            .compose(map)};
 }
 
 ResolvedOperand raising::resolveOperand(Value value, AffineMap map) {
-  while (auto producer = value.getDefiningOp<linalg::LinalgOp>()) {
+  ResolvedOperand read{value, map};
+  while (auto producer = read.source.getDefiningOp<linalg::LinalgOp>()) {
     if (!isDataMovement(producer))
       break;
-    // The producer writes init[outMap(i)] = input[inMap(i)]; reading its
-    // result at `map` reads the input at inMap(outMap^-1(map)).
-    OpOperand *input = producer.getDpsInputOperand(0);
-    AffineMap outMap =
-        producer.getMatchingIndexingMap(producer.getDpsInitOperand(0));
-    map = producer.getMatchingIndexingMap(input)
-              .compose(inversePermutation(outMap))
-              .compose(map);
-    value = input->get();
+    read = readThrough(producer, read.map);
   }
-  return {value, map};
+  return read;
 }
 
 namespace {
@@ -52,24 +70,62 @@ namespace {
 enum class Role { Batch, M, N, K };
 } // namespace
 
+/// The role of each loop of a contraction whose A and B are read at `aMap`
+/// and `bMap` and whose result is written at `outMap`: K when A and B read it
+/// and the result does not, M (N) when the result and A (B) do, a batch when
+/// all three do. A loop that comes first in the result and in the only operand
+/// that reads it is the batch of a GEMM whose other operand is shared by every
+/// batch. Fails with `why` set when a loop has no role.
+static FailureOr<SmallVector<Role>>
+loopRoles(AffineMap aMap, AffineMap bMap, AffineMap outMap, std::string &why) {
+  auto readsFirst = [](AffineMap map, unsigned loop) {
+    return map.getNumResults() != 0 &&
+           map.getResult(0) == getAffineDimExpr(loop, map.getContext());
+  };
+  SmallVector<Role> roles;
+  for (unsigned loop = 0, e = outMap.getNumDims(); loop < e; ++loop) {
+    bool inA = aMap.isFunctionOfDim(loop), inB = bMap.isFunctionOfDim(loop),
+         inOut = outMap.isFunctionOfDim(loop);
+    if (inOut && !inA && !inB) {
+      why = "neither A nor B reads loop " + std::to_string(loop) +
+            " of the result: an operand is broadcast along it";
+      return failure();
+    }
+    if (inA && inB)
+      roles.push_back(inOut ? Role::Batch : Role::K);
+    else if (inOut && inA)
+      roles.push_back(readsFirst(aMap, loop) && readsFirst(outMap, loop) &&
+                              aMap.getNumResults() == 3
+                          ? Role::Batch
+                          : Role::M);
+    else if (inOut && inB)
+      roles.push_back(readsFirst(bMap, loop) && readsFirst(outMap, loop) &&
+                              bMap.getNumResults() == 3
+                          ? Role::Batch
+                          : Role::N);
+    else
+      roles.push_back(Role::K);
+  }
+  auto count = [&](Role role) { return llvm::count(roles, role); };
+  if (count(Role::M) != 1 || count(Role::N) != 1 || count(Role::K) != 1 ||
+      count(Role::Batch) > 1) {
+    why = "coda.gemm needs exactly one M, one N and one K loop and at most "
+          "one batch loop";
+    return failure();
+  }
+  return roles;
+}
+
 /// The roles of the results of `map`, or std::nullopt when a result is not a
 /// plain loop.
-static std::optional<SmallVector<Role>>
-rolesOf(AffineMap map, const linalg::ContractionDimensions &dims) {
+static std::optional<SmallVector<Role>> rolesOf(AffineMap map,
+                                                ArrayRef<Role> loopRoles) {
   SmallVector<Role> roles;
   for (AffineExpr expr : map.getResults()) {
     auto dim = dyn_cast<AffineDimExpr>(expr);
     if (!dim)
       return std::nullopt;
-    unsigned pos = dim.getPosition();
-    if (llvm::is_contained(dims.batch, pos))
-      roles.push_back(Role::Batch);
-    else if (llvm::is_contained(dims.m, pos))
-      roles.push_back(Role::M);
-    else if (llvm::is_contained(dims.n, pos))
-      roles.push_back(Role::N);
-    else
-      roles.push_back(Role::K);
+    roles.push_back(loopRoles[dim.getPosition()]);
   }
   return roles;
 }
@@ -131,12 +187,6 @@ FailureOr<GemmOperands> raising::matchContraction(linalg::LinalgOp op,
   };
   if (!op.hasPureTensorSemantics())
     return fail("works on buffers; contractions on tensors are raised");
-  FailureOr<linalg::ContractionDimensions> dims =
-      linalg::inferContractionDims(op);
-  if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
-      dims->k.size() != 1 || dims->batch.size() > 1)
-    return fail("coda.gemm needs exactly one M, one N and one K loop and at "
-                "most one batch loop");
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       !isMultiplyAccumulate(*op.getBlock()))
     return fail("the body is not 'out + a * b' in floating point (with "
@@ -158,9 +208,15 @@ FailureOr<GemmOperands> raising::matchContraction(linalg::LinalgOp op,
       resolveOperand(lhs->get(), op.getMatchingIndexingMap(lhs));
   ResolvedOperand b =
       resolveOperand(rhs->get(), op.getMatchingIndexingMap(rhs));
-  auto aRoles = rolesOf(a.map, *dims), bRoles = rolesOf(b.map, *dims);
-  auto outRoles =
-      rolesOf(op.getMatchingIndexingMap(op.getDpsInitOperand(0)), *dims);
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  FailureOr<SmallVector<Role>> roles = loopRoles(a.map, b.map, outMap, why);
+  if (failed(roles))
+    return failure();
+  for (auto [role, iterator] : llvm::zip(*roles, op.getIteratorTypesArray()))
+    if ((role == Role::K) != (iterator == utils::IteratorType::reduction))
+      return fail("coda.gemm reduces over K only");
+  auto aRoles = rolesOf(a.map, *roles), bRoles = rolesOf(b.map, *roles);
+  auto outRoles = rolesOf(outMap, *roles);
   GemmOperands gemm;
   bool aBatched = false, bBatched = false, outTransposed = false,
        outBatched = false;
@@ -175,17 +231,18 @@ FailureOr<GemmOperands> raising::matchContraction(linalg::LinalgOp op,
                          outBatched) ||
       outTransposed)
     return fail("the result is not written as [M, N], batch first");
-  if (!dims->batch.empty() && !aBatched && !bBatched)
-    return fail("neither A nor B has the batch dimension");
 
   gemm.a = a.source;
   gemm.b = b.source;
-  gemm.space =
-      DimsAttr::kM | DimsAttr::kN | (dims->batch.empty() ? 0 : DimsAttr::kB);
+  gemm.space = DimsAttr::kM | DimsAttr::kN | (outBatched ? DimsAttr::kB : 0);
   gemm.loops.assign(op.getNumLoops(), std::nullopt);
-  gemm.loops[dims->m.front()] = DimsAttr::kM;
-  gemm.loops[dims->n.front()] = DimsAttr::kN;
-  if (!dims->batch.empty())
-    gemm.loops[dims->batch.front()] = DimsAttr::kB;
+  for (auto [loop, role] : llvm::enumerate(*roles)) {
+    if (role == Role::M)
+      gemm.loops[loop] = DimsAttr::kM;
+    else if (role == Role::N)
+      gemm.loops[loop] = DimsAttr::kN;
+    else if (role == Role::Batch)
+      gemm.loops[loop] = DimsAttr::kB;
+  }
   return gemm;
 }

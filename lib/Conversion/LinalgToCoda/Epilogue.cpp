@@ -284,22 +284,34 @@ ContractionRaiser::readOperand(const ResolvedOperand &operand,
                                ArrayRef<std::optional<unsigned>> loops) {
   if (auto it = fused.find(operand.source); it != fused.end())
     return it->second.scalar;
-  auto type = dyn_cast<RankedTensorType>(operand.source.getType());
+  // coda.gemm widens narrow inputs to f32 itself: a tensor widened only to be
+  // read here is read narrow.
+  ResolvedOperand read = operand;
+  while (auto producer = read.source.getDefiningOp<linalg::LinalgOp>()) {
+    if (!isExactWidening(producer))
+      break;
+    ResolvedOperand input = readThrough(producer, read.map);
+    ResolvedOperand narrow = resolveOperand(input.source, input.map);
+    if (fused.contains(narrow.source))
+      break;
+    read = narrow;
+  }
+  auto type = dyn_cast<RankedTensorType>(read.source.getType());
   if (!type)
-    return readScalar(operand.source);
+    return readScalar(read.source);
   // A splat constant (StableHLO broadcasts its scalar constants) is read as
   // the scalar.
-  if (std::optional<UniformFill> fill = getUniformFill(operand.source);
+  if (std::optional<UniformFill> fill = getUniformFill(read.source);
       fill && !fill->scalar)
     return readConstant(FloatAttr::get(type.getElementType(), *fill->constant));
   if (!isEpilogueTensorElement(type.getElementType()))
     return fail(Twine("reads a tensor of ") + print(type.getElementType()) +
                 "; epilogue inputs are f32, bf16 or f16");
   FailureOr<SmallVector<unsigned>> layout =
-      layoutOf(operand.map, loops, type, "an operand");
+      layoutOf(read.map, loops, type, "an operand");
   if (failed(layout))
     return failure();
-  return addInput(operand.source, *layout, builder.getF32Type());
+  return addInput(read.source, *layout, builder.getF32Type());
 }
 
 FailureOr<ContractionRaiser::Translated>

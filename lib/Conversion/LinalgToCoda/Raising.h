@@ -40,12 +40,20 @@ using LoopAxes = SmallVector<std::optional<unsigned>>;
 /// generic spellings).
 bool isDataMovement(linalg::LinalgOp op);
 
+/// Whether `op` widens bf16 or f16 elements to f32 and does nothing else,
+/// which is exactly what coda.gemm does to a narrow epilogue input.
+bool isExactWidening(linalg::LinalgOp op);
+
 /// A tensor (or scalar) read by a structured op, after looking through the
 /// data movement that produced it: the op reads `source` at `map` of its loops.
 struct ResolvedOperand {
   Value source;
   AffineMap map;
 };
+
+/// What reading the result of `producer`, a data-movement or widening op, at
+/// `map` reads of its input.
+ResolvedOperand readThrough(linalg::LinalgOp producer, AffineMap map);
 
 /// Follows `value`, read at `map`, back through data-movement producers.
 ResolvedOperand resolveOperand(Value value, AffineMap map);

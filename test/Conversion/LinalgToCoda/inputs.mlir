@@ -81,3 +81,26 @@ func.func @late_residual(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %h: tensor<4
   } -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// A bf16 residual widened to f32 only to be added (aten.to before aten.add):
+// coda.gemm widens its inputs itself, so the bf16 tensor is the input and the
+// widening goes away.
+// CHECK-LABEL: func.func @widened_residual
+// CHECK-SAME:    (%[[A:.*]]: tensor<4x8xbf16>, %[[B:.*]]: tensor<8x16xbf16>, %[[RES:.*]]: tensor<4x16xbf16>)
+// CHECK-NOT:     linalg.
+// CHECK:         coda.gemm %[[A]], %[[B]] ins(%[[RES]] : tensor<4x16xbf16> [m, n])
+// CHECK-NOT:     linalg.
+func.func @widened_residual(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %res: tensor<4x16xbf16>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %wide = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%res : tensor<4x16xbf16>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: bf16, %o: f32):
+    %w = arith.extf %x : bf16 to f32
+    linalg.yield %w : f32
+  } -> tensor<4x16xf32>
+  %y = linalg.add ins(%mm, %wide : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}

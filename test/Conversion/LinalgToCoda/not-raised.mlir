@@ -75,32 +75,55 @@ func.func @batch_of_neither_operand(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %
   %ab = linalg.broadcast ins(%a : tensor<4x8xf32>) outs(%ea : tensor<2x4x8xf32>) dimensions = [0]
   %eb = tensor.empty() : tensor<2x8x16xf32>
   %bb = linalg.broadcast ins(%b : tensor<8x16xf32>) outs(%eb : tensor<2x8x16xf32>) dimensions = [0]
-  // expected-remark @+1 {{not raised to coda.gemm: neither A nor B has the batch dimension}}
+  // expected-remark @+1 {{not raised to coda.gemm: neither A nor B reads loop 0 of the result: an operand is broadcast along it}}
   %r = linalg.batch_matmul ins(%ab, %bb : tensor<2x4x8xf32>, tensor<2x8x16xf32>) outs(%c : tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
   return %r : tensor<2x4x16xf32>
 }
 
 // -----
 
-// A row vector broadcast into A has no M dimension of its own.
+// A batch that is not A's first dim.
+// CHECK-LABEL: func.func @batch_inside_a
+// CHECK:         linalg.generic
+func.func @batch_inside_a(%a: tensor<4x2x8xf32>, %b: tensor<2x8x16xf32>, %c: tensor<2x4x16xf32>) -> tensor<2x4x16xf32> {
+  // expected-remark @+1 {{not raised to coda.gemm: A is not read as [M, K] or [K, M], batch first}}
+  %r = linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (m, b, k)>, affine_map<(b, m, n, k) -> (b, k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x2x8xf32>, tensor<2x8x16xf32>) outs(%c : tensor<2x4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x16xf32>
+  return %r : tensor<2x4x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @batch_inside_b
+// CHECK:         linalg.generic
+func.func @batch_inside_b(%a: tensor<2x4x8xf32>, %b: tensor<8x2x16xf32>, %c: tensor<2x4x16xf32>) -> tensor<2x4x16xf32> {
+  // expected-remark @+1 {{not raised to coda.gemm: B is not read as [K, N] or [N, K], batch first}}
+  %r = linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, b, n)>, affine_map<(b, m, n, k) -> (b, m, n)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<2x4x8xf32>, tensor<8x2x16xf32>) outs(%c : tensor<2x4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x16xf32>
+  return %r : tensor<2x4x16xf32>
+}
+
+// -----
+
+// A row vector broadcast into A: no dim of A runs along M.
 // CHECK-LABEL: func.func @broadcast_row_as_a
 // CHECK:         linalg.matmul
 func.func @broadcast_row_as_a(%v: tensor<8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %ea = tensor.empty() : tensor<4x8xf32>
   %a = linalg.broadcast ins(%v : tensor<8xf32>) outs(%ea : tensor<4x8xf32>) dimensions = [0]
-  // expected-remark @+1 {{not raised to coda.gemm: A is not read as [M, K] or [K, M], batch first}}
-  %r = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%c : tensor<4x16xf32>) -> tensor<4x16xf32>
-  return %r : tensor<4x16xf32>
-}
-
-// -----
-
-// CHECK-LABEL: func.func @broadcast_column_as_b
-// CHECK:         linalg.matmul
-func.func @broadcast_column_as_b(%a: tensor<4x8xf32>, %v: tensor<8xf32>, %c: tensor<4x16xf32>) -> tensor<4x16xf32> {
-  %eb = tensor.empty() : tensor<8x16xf32>
-  %b = linalg.broadcast ins(%v : tensor<8xf32>) outs(%eb : tensor<8x16xf32>) dimensions = [1]
-  // expected-remark @+1 {{not raised to coda.gemm: B is not read as [K, N] or [N, K], batch first}}
+  // expected-remark @+1 {{not raised to coda.gemm: neither A nor B reads loop 0 of the result: an operand is broadcast along it}}
   %r = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%c : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %r : tensor<4x16xf32>
 }
@@ -113,4 +136,22 @@ func.func @on_buffers(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16
   // expected-remark @+1 {{not raised to coda.gemm: works on buffers; contractions on tensors are raised}}
   linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
   return
+}
+
+// -----
+
+// A "contraction" that also reduces over M.
+// CHECK-LABEL: func.func @reduces_over_m
+// CHECK:         linalg.generic
+func.func @reduces_over_m(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-remark @+1 {{not raised to coda.gemm: coda.gemm reduces over K only}}
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["reduction", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%c : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
 }
