@@ -36,6 +36,17 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.coda_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
+# mlir-runner: CPU end-to-end tests JIT-run the output of coda-cpu-pipeline
+# with MLIR's runner and its printing utilities (%mlir_runner_utils).
+runner = shutil.which("mlir-runner", path=config.llvm_tools_dir)
+runner_libs = [os.path.join(config.llvm_tools_dir, "..", "lib", lib)
+               for lib in ("libmlir_runner_utils.so",
+                           "libmlir_c_runner_utils.so")]
+if runner and all(os.path.exists(lib) for lib in runner_libs):
+    config.available_features.add("mlir-runner")
+    config.substitutions.append(("%mlir_runner_utils", ",".join(runner_libs)))
+    config.substitutions.append(("%mlir_runner", runner))
+
 # numpy: the end-to-end tests compare against fp64 numpy references.
 # %python (from llvm_config) is the interpreter running lit.
 if subprocess.call([sys.executable, "-c", "import numpy"],

@@ -4,6 +4,7 @@
 #define CODA_CONVERSION_PASSES_H
 
 #include "coda/Conversion/CodaToLinalg/CodaToLinalg.h"
+#include "coda/Conversion/LinalgToCoda/LinalgToCoda.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::coda {

@@ -1,0 +1,39 @@
+//===- LinalgToCoda.cpp - the coda-raise-linalg pass ----------------------===//
+
+#include "coda/Conversion/LinalgToCoda/LinalgToCoda.h"
+#include "coda/Conversion/Passes.h"
+#include "coda/Dialect/Coda/IR/CodaDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+namespace mlir::coda {
+#define GEN_PASS_DEF_CONVERTLINALGTOCODA
+#include "coda/Conversion/Passes.h.inc"
+} // namespace mlir::coda
+
+using namespace mlir;
+using namespace mlir::coda;
+
+namespace {
+struct ConvertLinalgToCoda final
+    : coda::impl::ConvertLinalgToCodaBase<ConvertLinalgToCoda> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    // Raising a contraction erases only it, its consumers and data movement,
+    // never another contraction, so the list stays valid.
+    SmallVector<linalg::LinalgOp> contractions;
+    getOperation()->walk([&](linalg::LinalgOp op) {
+      if (linalg::isaContractionOpInterface(op))
+        contractions.push_back(op);
+    });
+    RaiseLinalgOptions options;
+    options.lowPrecisionEpilogue = lowPrecisionEpilogue;
+    options.explain = explain;
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : contractions)
+      (void)raiseContraction(rewriter, op, options);
+  }
+};
+} // namespace

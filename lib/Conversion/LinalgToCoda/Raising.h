@@ -1,0 +1,83 @@
+//===- Raising.h - shared pieces of the linalg to coda raising --*- C++ -*-===//
+//
+// The raising sees every tensor dimension and every loop of a structured op as
+// running along one dimension of the GEMM output space, named by its #coda.dims
+// bit (DimsAttr::kB, kM or kN), or as a unit dimension of size 1 (kUnit).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CODA_LIB_CONVERSION_LINALGTOCODA_RAISING_H
+#define CODA_LIB_CONVERSION_LINALGTOCODA_RAISING_H
+
+#include "coda/Dialect/Coda/IR/CodaOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::coda::raising {
+
+/// `value` as the IR printer spells it, for diagnostics.
+template <typename T> std::string print(const T &value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << value;
+  return text;
+}
+
+/// The axis of a dimension of size 1, which runs along no output-space dim.
+constexpr unsigned kUnit = 0;
+
+/// The output-space axis of each loop of a structured op; std::nullopt for a
+/// loop that is not one (the contraction's K).
+using LoopAxes = SmallVector<std::optional<unsigned>>;
+
+/// Whether `op` only moves data: one input, one init, all loops parallel, a
+/// permutation as the init's map and a body that yields the input element
+/// (linalg.transpose, linalg.broadcast, linalg.copy, linalg.fill and their
+/// generic spellings).
+bool isDataMovement(linalg::LinalgOp op);
+
+/// Whether `op` widens bf16 or f16 elements to f32 and does nothing else,
+/// which is exactly what coda.gemm does to a narrow epilogue input.
+bool isExactWidening(linalg::LinalgOp op);
+
+/// A tensor (or scalar) read by a structured op, after looking through the
+/// data movement that produced it: the op reads `source` at `map` of its loops.
+struct ResolvedOperand {
+  Value source;
+  AffineMap map;
+};
+
+/// What reading the result of `producer`, a data-movement or widening op, at
+/// `map` reads of its input.
+ResolvedOperand readThrough(linalg::LinalgOp producer, AffineMap map);
+
+/// Follows `value`, read at `map`, back through data-movement producers.
+ResolvedOperand resolveOperand(Value value, AffineMap map);
+
+/// How a contraction maps onto the operands of coda.gemm.
+struct GemmOperands {
+  Value a, b;
+  bool transposeA = false, transposeB = false;
+  /// The axis of each loop of the contraction (K is std::nullopt).
+  LoopAxes loops;
+  /// The DimsAttr mask of the output space.
+  unsigned space = 0;
+};
+
+/// Matches `op` as a contraction that coda.gemm computes exactly (or, with
+/// `lowPrecision`, one that accumulates in bf16/f16). On failure, `why` says
+/// what does not fit.
+FailureOr<GemmOperands> matchContraction(linalg::LinalgOp op, bool lowPrecision,
+                                         std::string &why);
+
+/// Replaces arith/math formulas of one value in `epilogue` that compute an
+/// activation function by coda.activation, and erases what becomes dead.
+void raiseActivations(RewriterBase &rewriter, Block &epilogue);
+
+} // namespace mlir::coda::raising
+
+#endif // CODA_LIB_CONVERSION_LINALGTOCODA_RAISING_H

@@ -1,0 +1,289 @@
+// End to end: the same programs run on the CPU as written and after raising
+// (the raised ones through coda's reference lowering); every printed result
+// must agree to f32 rounding. The contractions and reductions sum in the same
+// order either way, so what differs is only how the raised activations order
+// their arithmetic.
+//
+// REQUIRES: mlir-runner
+// RUN: cat %s %S/Inputs/e2e-driver.mlir | coda-opt --coda-raise-linalg | FileCheck %s
+// RUN: cat %s %S/Inputs/e2e-driver.mlir | coda-opt --coda-cpu-pipeline \
+// RUN:   | %mlir_runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils > %t.linalg
+// RUN: cat %s %S/Inputs/e2e-driver.mlir | coda-opt --coda-raise-linalg --coda-cpu-pipeline \
+// RUN:   | %mlir_runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils > %t.raised
+// RUN: %python %testlib/compare_memref_prints.py %t.linalg %t.raised --rtol 1e-5 --atol 1e-6
+
+// Every program became one coda.gemm and nothing of it is left in linalg.
+// CHECK-LABEL: func.func @linear_gelu
+// CHECK-NOT:     linalg.
+// CHECK:         coda.gemm
+// CHECK:         coda.activation gelu_tanh
+// CHECK-NOT:     linalg.
+// CHECK-LABEL: func.func @linear_residual_layernorm
+// CHECK-NOT:     linalg.
+// CHECK:         coda.gemm
+// CHECK-NOT:     linalg.
+// CHECK-LABEL: func.func @attention_scores_softmax
+// CHECK-NOT:     linalg.
+// CHECK:         coda.gemm
+// CHECK-NOT:     linalg.
+// CHECK-LABEL: func.func @relu_and_bias_grad
+// CHECK-NOT:     linalg.
+// CHECK:         coda.gemm
+// CHECK:         coda.activation relu
+// CHECK-NOT:     linalg.
+// CHECK-LABEL: func.func @main
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+#keep = affine_map<(d0, d1) -> (d0, 0)>
+
+// nn.Linear + GELU (the tanh form as HuggingFace's gelu_new spells it), in the
+// shape torch-mlir gives it; the pre-activation is returned as well.
+func.func @linear_gelu(%x: tensor<6x8xf32>, %w: tensor<12x8xf32>, %bias: tensor<12xf32>)
+    -> (tensor<6x12xf32>, tensor<6x12xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e0 = tensor.empty() : tensor<8x12xf32>
+  %wt = linalg.transpose ins(%w : tensor<12x8xf32>) outs(%e0 : tensor<8x12xf32>) permutation = [1, 0]
+  %e1 = tensor.empty() : tensor<6x12xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e1 : tensor<6x12xf32>) -> tensor<6x12xf32>
+  %mm = linalg.matmul ins(%x, %wt : tensor<6x8xf32>, tensor<8x12xf32>) outs(%acc : tensor<6x12xf32>) -> tensor<6x12xf32>
+  %pre = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %bias : tensor<6x12xf32>, tensor<12xf32>) outs(%e1 : tensor<6x12xf32>) {
+  ^bb0(%in: f32, %b: f32, %out: f32):
+    %s = arith.addf %in, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<6x12xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%pre : tensor<6x12xf32>) outs(%e1 : tensor<6x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %half = arith.constant 5.000000e-01 : f32
+    %one = arith.constant 1.000000e+00 : f32
+    %three = arith.constant 3.000000e+00 : f32
+    %c = arith.constant 4.471500e-02 : f32
+    %k = arith.constant 0.797884583 : f32
+    %x3 = math.powf %in, %three : f32
+    %t0 = arith.mulf %x3, %c : f32
+    %t1 = arith.addf %in, %t0 : f32
+    %t2 = arith.mulf %t1, %k : f32
+    %t3 = math.tanh %t2 : f32
+    %t4 = arith.addf %t3, %one : f32
+    %h = arith.mulf %in, %half : f32
+    %r = arith.mulf %h, %t4 : f32
+    linalg.yield %r : f32
+  } -> tensor<6x12xf32>
+  return %y, %pre : tensor<6x12xf32>, tensor<6x12xf32>
+}
+
+// nn.Linear + residual + LayerNorm as torch-mlir decomposes it: keepdim row
+// sums into [M, 1], broadcast back with (d0, 0), x^2 as math.fpowi.
+func.func @linear_residual_layernorm(%x: tensor<6x8xf32>, %w: tensor<16x8xf32>,
+    %bias: tensor<16xf32>, %res: tensor<6x16xf32>, %gamma: tensor<16xf32>,
+    %beta: tensor<16xf32>) -> tensor<6x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %n = arith.constant 1.600000e+01 : f32
+  %eps = arith.constant 9.99999974E-6 : f32
+  %e0 = tensor.empty() : tensor<8x16xf32>
+  %wt = linalg.transpose ins(%w : tensor<16x8xf32>) outs(%e0 : tensor<8x16xf32>) permutation = [1, 0]
+  %e1 = tensor.empty() : tensor<6x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e1 : tensor<6x16xf32>) -> tensor<6x16xf32>
+  %mm = linalg.matmul ins(%x, %wt : tensor<6x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<6x16xf32>) -> tensor<6x16xf32>
+  %b = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %bias : tensor<6x16xf32>, tensor<16xf32>) outs(%e1 : tensor<6x16xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %s = arith.addf %in, %in_0 : f32
+    linalg.yield %s : f32
+  } -> tensor<6x16xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b, %res : tensor<6x16xf32>, tensor<6x16xf32>) outs(%e1 : tensor<6x16xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %one = arith.constant 1.000000e+00 : f32
+    %m = arith.mulf %in_0, %one : f32
+    %s = arith.addf %in, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<6x16xf32>
+  %ek = tensor.empty() : tensor<6x1xf32>
+  %zk = linalg.fill ins(%zero : f32) outs(%ek : tensor<6x1xf32>) -> tensor<6x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #keep], iterator_types = ["parallel", "reduction"]}
+      ins(%r : tensor<6x16xf32>) outs(%zk : tensor<6x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<6x1xf32>
+  %mean = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%sum : tensor<6x1xf32>) outs(%ek : tensor<6x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %d = arith.divf %in, %n : f32
+    linalg.yield %d : f32
+  } -> tensor<6x1xf32>
+  %xm = linalg.generic {indexing_maps = [#id, #keep, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r, %mean : tensor<6x16xf32>, tensor<6x1xf32>) outs(%e1 : tensor<6x16xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %s = arith.subf %in, %in_0 : f32
+    linalg.yield %s : f32
+  } -> tensor<6x16xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%xm : tensor<6x16xf32>) outs(%e1 : tensor<6x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %c2 = arith.constant 2 : i64
+    %p = math.fpowi %in, %c2 : f32, i64
+    linalg.yield %p : f32
+  } -> tensor<6x16xf32>
+  %vsum = linalg.generic {indexing_maps = [#id, #keep], iterator_types = ["parallel", "reduction"]}
+      ins(%sq : tensor<6x16xf32>) outs(%zk : tensor<6x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<6x1xf32>
+  %rstd = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%vsum : tensor<6x1xf32>) outs(%ek : tensor<6x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = arith.divf %in, %n : f32
+    %ve = arith.addf %v, %eps : f32
+    %rs = math.rsqrt %ve : f32
+    linalg.yield %rs : f32
+  } -> tensor<6x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #keep, #row, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%xm, %rstd, %gamma, %beta : tensor<6x16xf32>, tensor<6x1xf32>, tensor<16xf32>, tensor<16xf32>)
+      outs(%e1 : tensor<6x16xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %g: f32, %bb: f32, %out: f32):
+    %t = arith.mulf %in, %in_0 : f32
+    %o = arith.mulf %t, %g : f32
+    %o2 = arith.addf %o, %bb : f32
+    linalg.yield %o2 : f32
+  } -> tensor<6x16xf32>
+  return %y : tensor<6x16xf32>
+}
+
+// Scaled attention scores + softmax in named ops, as StableHLO lowers
+// dot_general, reduce and broadcast_in_dim: batch_matmul with K stored [b, n, k]
+// (a transposing indexing map), linalg.reduce, linalg.broadcast, linalg.sub,
+// linalg.exp, linalg.div.
+func.func @attention_scores_softmax(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>)
+    -> tensor<2x4x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.353553385 : f32
+  %e = tensor.empty() : tensor<2x4x6xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %s = linalg.batch_matmul
+      indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>,
+                       affine_map<(b, m, n, k) -> (b, n, k)>,
+                       affine_map<(b, m, n, k) -> (b, m, n)>]
+      ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%acc : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %scaled = linalg.generic {indexing_maps = [affine_map<(b, m, n) -> (b, m, n)>, affine_map<(b, m, n) -> (b, m, n)>],
+      iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%e : tensor<2x4x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = arith.mulf %in, %scale : f32
+    linalg.yield %t : f32
+  } -> tensor<2x4x6xf32>
+  %er = tensor.empty() : tensor<2x4xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%er : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %max = linalg.reduce ins(%scaled : tensor<2x4x6xf32>) outs(%mi : tensor<2x4xf32>) dimensions = [2]
+    (%in: f32, %init: f32) {
+      %m = arith.maximumf %in, %init : f32
+      linalg.yield %m : f32
+    }
+  %maxb = linalg.broadcast ins(%max : tensor<2x4xf32>) outs(%e : tensor<2x4x6xf32>) dimensions = [2]
+  %sub = linalg.sub ins(%scaled, %maxb : tensor<2x4x6xf32>, tensor<2x4x6xf32>) outs(%e : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %exp = linalg.exp ins(%sub : tensor<2x4x6xf32>) outs(%e : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %zi = linalg.fill ins(%zero : f32) outs(%er : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sum = linalg.reduce ins(%exp : tensor<2x4x6xf32>) outs(%zi : tensor<2x4xf32>) dimensions = [2]
+    (%in: f32, %init: f32) {
+      %a = arith.addf %in, %init : f32
+      linalg.yield %a : f32
+    }
+  %sumb = linalg.broadcast ins(%sum : tensor<2x4xf32>) outs(%e : tensor<2x4x6xf32>) dimensions = [2]
+  %p = linalg.div ins(%exp, %sumb : tensor<2x4x6xf32>, tensor<2x4x6xf32>) outs(%e : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  return %p : tensor<2x4x6xf32>
+}
+
+// A layer's forward relu (torch-mlir's compare-and-select) and the bias
+// gradient of its pre-activation: a column sum into [N].
+func.func @relu_and_bias_grad(%x: tensor<6x8xf32>, %w: tensor<8x12xf32>)
+    -> (tensor<6x12xf32>, tensor<12xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<6x12xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<6x12xf32>) -> tensor<6x12xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<6x8xf32>, tensor<8x12xf32>) outs(%acc : tensor<6x12xf32>) -> tensor<6x12xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<6x12xf32>) outs(%e : tensor<6x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %c = arith.cmpf ugt, %in, %zero : f32
+    %r = arith.select %c, %in, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<6x12xf32>
+  %ec = tensor.empty() : tensor<12xf32>
+  %zc = linalg.fill ins(%zero : f32) outs(%ec : tensor<12xf32>) -> tensor<12xf32>
+  %db = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["reduction", "parallel"]}
+      ins(%mm : tensor<6x12xf32>) outs(%zc : tensor<12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<12xf32>
+  return %relu, %db : tensor<6x12xf32>, tensor<12xf32>
+}
+
+// ---- Driver (helpers in Inputs/e2e-driver.mlir) -----------------------
+
+func.func @main() {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %c11 = arith.constant 11 : index
+  %c12 = arith.constant 12 : index
+  %c13 = arith.constant 13 : index
+  %c16 = arith.constant 16 : index
+
+  // Inputs.
+  %x = call @matrix(%c6, %c8, %c3, %c5) : (index, index, index, index) -> tensor<?x?xf32>
+  %xs = tensor.cast %x : tensor<?x?xf32> to tensor<6x8xf32>
+  %w12 = call @matrix(%c12, %c8, %c5, %c7) : (index, index, index, index) -> tensor<?x?xf32>
+  %w12s = tensor.cast %w12 : tensor<?x?xf32> to tensor<12x8xf32>
+  %w16 = call @matrix(%c16, %c8, %c7, %c2) : (index, index, index, index) -> tensor<?x?xf32>
+  %w16s = tensor.cast %w16 : tensor<?x?xf32> to tensor<16x8xf32>
+  %wkn = call @matrix(%c8, %c12, %c11, %c3) : (index, index, index, index) -> tensor<?x?xf32>
+  %wkns = tensor.cast %wkn : tensor<?x?xf32> to tensor<8x12xf32>
+  %res = call @matrix(%c6, %c16, %c13, %c1) : (index, index, index, index) -> tensor<?x?xf32>
+  %ress = tensor.cast %res : tensor<?x?xf32> to tensor<6x16xf32>
+  %vecs = call @matrix(%c3, %c16, %c5, %c3) : (index, index, index, index) -> tensor<?x?xf32>
+  %vs = tensor.cast %vecs : tensor<?x?xf32> to tensor<3x16xf32>
+  %bias16 = tensor.extract_slice %vs[0, 0] [1, 16] [1, 1] : tensor<3x16xf32> to tensor<16xf32>
+  %gamma = tensor.extract_slice %vs[1, 0] [1, 16] [1, 1] : tensor<3x16xf32> to tensor<16xf32>
+  %beta = tensor.extract_slice %vs[2, 0] [1, 16] [1, 1] : tensor<3x16xf32> to tensor<16xf32>
+  %bias12 = tensor.extract_slice %vs[0, 2] [1, 12] [1, 1] : tensor<3x16xf32> to tensor<12xf32>
+  %q2 = call @matrix(%c8, %c8, %c5, %c2) : (index, index, index, index) -> tensor<?x?xf32>
+  %q2s = tensor.cast %q2 : tensor<?x?xf32> to tensor<8x8xf32>
+  %q = tensor.expand_shape %q2s [[0, 1], [2]] output_shape [2, 4, 8] : tensor<8x8xf32> into tensor<2x4x8xf32>
+  %k2 = call @matrix(%c12, %c8, %c3, %c7) : (index, index, index, index) -> tensor<?x?xf32>
+  %k2s = tensor.cast %k2 : tensor<?x?xf32> to tensor<12x8xf32>
+  %k = tensor.expand_shape %k2s [[0, 1], [2]] output_shape [2, 6, 8] : tensor<12x8xf32> into tensor<2x6x8xf32>
+
+  // Programs.
+  %y, %pre = call @linear_gelu(%xs, %w12s, %bias12)
+      : (tensor<6x8xf32>, tensor<12x8xf32>, tensor<12xf32>) -> (tensor<6x12xf32>, tensor<6x12xf32>)
+  %ln = call @linear_residual_layernorm(%xs, %w16s, %bias16, %ress, %gamma, %beta)
+      : (tensor<6x8xf32>, tensor<16x8xf32>, tensor<16xf32>, tensor<6x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<6x16xf32>
+  %p = call @attention_scores_softmax(%q, %k) : (tensor<2x4x8xf32>, tensor<2x6x8xf32>) -> tensor<2x4x6xf32>
+  %relu, %db = call @relu_and_bias_grad(%xs, %wkns) : (tensor<6x8xf32>, tensor<8x12xf32>) -> (tensor<6x12xf32>, tensor<12xf32>)
+
+  // Results.
+  %y0 = tensor.cast %y : tensor<6x12xf32> to tensor<?x?xf32>
+  call @print2d(%y0) : (tensor<?x?xf32>) -> ()
+  %pre0 = tensor.cast %pre : tensor<6x12xf32> to tensor<?x?xf32>
+  call @print2d(%pre0) : (tensor<?x?xf32>) -> ()
+  %ln0 = tensor.cast %ln : tensor<6x16xf32> to tensor<?x?xf32>
+  call @print2d(%ln0) : (tensor<?x?xf32>) -> ()
+  %p2 = tensor.collapse_shape %p [[0, 1], [2]] : tensor<2x4x6xf32> into tensor<8x6xf32>
+  %p0 = tensor.cast %p2 : tensor<8x6xf32> to tensor<?x?xf32>
+  call @print2d(%p0) : (tensor<?x?xf32>) -> ()
+  %relu0 = tensor.cast %relu : tensor<6x12xf32> to tensor<?x?xf32>
+  call @print2d(%relu0) : (tensor<?x?xf32>) -> ()
+  %db2 = tensor.expand_shape %db [[0, 1]] output_shape [1, 12] : tensor<12xf32> into tensor<1x12xf32>
+  %db0 = tensor.cast %db2 : tensor<1x12xf32> to tensor<?x?xf32>
+  call @print2d(%db0) : (tensor<?x?xf32>) -> ()
+  return
+}

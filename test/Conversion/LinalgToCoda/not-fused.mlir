@@ -1,0 +1,787 @@
+// RUN: coda-opt %s --coda-raise-linalg --split-input-file | FileCheck %s
+// RUN: coda-opt %s --coda-raise-linalg=explain --split-input-file -verify-diagnostics > /dev/null
+
+// Consumers that cannot join the epilogue stay exactly as they were and read
+// the coda.gemm's output instead; with `explain`, a remark says why. One case
+// per reason.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A causal mask reads the loop indices.
+// CHECK-LABEL: func.func @causal_mask
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @causal_mask(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads loop indices (linalg.index)}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %keep = arith.cmpi ule, %j, %i : index
+    %ninf = arith.constant 0xFF800000 : f32
+    %r = arith.select %keep, %x, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A scalar taken from the GEMM result cannot be an input of the same GEMM.
+// CHECK-LABEL: func.func @depends_on_result
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @depends_on_result(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %c0 = arith.constant 0 : index
+  %s = tensor.extract %mm[%c0, %c0] : tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads a value computed from the GEMM result or by an op with side effects}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.subf %x, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// Writing the result transposed is not elementwise.
+// CHECK-LABEL: func.func @transposed_result
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @transposed_result(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<16x4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %et = tensor.empty() : tensor<16x4xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: a result is not laid out in [b, m, n] order}}
+  %y = linalg.generic {indexing_maps = [#id, #tr], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%et : tensor<16x4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<16x4xf32>
+  return %y : tensor<16x4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// Pooling the first row (a CLS token) reads one row of the result.
+// CHECK-LABEL: func.func @first_row
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @first_row(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<1x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e1 = tensor.empty() : tensor<1x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads an epilogue value at 0, not elementwise}}
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (0, d1)>, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e1 : tensor<1x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = math.tanh %x : f32
+    linalg.yield %r : f32
+  } -> tensor<1x16xf32>
+  return %y : tensor<1x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A result that drops a parallel loop keeps only some of its elements.
+// CHECK-LABEL: func.func @partial_result
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @partial_result(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: a result does not span every parallel loop}}
+  %y = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e4 : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// Two loops along n: the outer product of each row with itself.
+// CHECK-LABEL: func.func @outer_product
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @outer_product(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e3 = tensor.empty() : tensor<4x16x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: two loops run along the same output dim}}
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, j, k)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%mm, %mm : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e3 : tensor<4x16x16xf32>) {
+  ^bb0(%x: f32, %x2: f32, %o: f32):
+    %r = arith.mulf %x, %x2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16x16xf32>
+  return %y : tensor<4x16x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A sum over every element is neither a row nor a column reduction.
+// CHECK-LABEL: func.func @total_sum
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @total_sum(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<f32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reduces over something other than exactly n (a row reduction) or m (a column reduction)}}
+  %y = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A minimum reduction.
+// CHECK-LABEL: func.func @row_min
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @row_min(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  %inf = arith.constant 0x7F800000 : f32
+  %i4 = linalg.fill ins(%inf : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: is not a sum (arith.addf) or maximum (arith.maximumf) reduction}}
+  %y = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%i4 : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.minimumf %x, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A reduction whose result is indexed by the reduced loop.
+// CHECK-LABEL: func.func @row_sum_indexed_by_reduction
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @row_sum_indexed_by_reduction(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: a result is indexed by a loop that is not an output dimension of the GEMM}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%acc : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// The running sum is used for something else than the next step.
+// CHECK-LABEL: func.func @running_sum_reused
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @running_sum_reused(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  %z4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: uses the running value of its reduction other than to combine it with the next element}}
+  %y = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%z4 : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %o : f32
+    %unused = math.exp %r : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A column sum added to an existing gradient: the start is not the identity.
+// CHECK-LABEL: func.func @accumulated_bias_grad
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @accumulated_bias_grad(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %grad: tensor<16xf32>) -> tensor<16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: starts a column reduction from a value other than its identity (0 for a sum, -inf for a maximum)}}
+  %y = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%grad : tensor<16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  return %y : tensor<16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A column sum is complete only after all rows: it cannot be scaled in the epilogue.
+// CHECK-LABEL: func.func @scaled_bias_grad
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK-SAME:      -> (tensor<16xf32> [n])
+// CHECK:         coda.col_reduce sum
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[G]]
+func.func @scaled_bias_grad(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e16 = tensor.empty() : tensor<16xf32>
+  %z16 = linalg.fill ins(%zero : f32) outs(%e16 : tensor<16xf32>) -> tensor<16xf32>
+  %db = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%z16 : tensor<16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %x, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads a column reduction, which is complete only after every row: it can only be an output}}
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%db : tensor<16xf32>) outs(%e16 : tensor<16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %h = arith.constant 2.500000e-01 : f32
+    %r = arith.mulf %x, %h : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  return %y : tensor<16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// The relu mask saved for the backward pass is i1.
+// CHECK-LABEL: func.func @relu_mask
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @relu_mask(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xi1> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %em = tensor.empty() : tensor<4x16xi1>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: produces a tensor of i1; coda.gemm outputs are f32, bf16 or f16}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%em : tensor<4x16xi1>) {
+  ^bb0(%x: f32, %o: i1):
+    %r = arith.cmpf ogt, %x, %zero : f32
+    linalg.yield %r : i1
+  } -> tensor<4x16xi1>
+  return %y : tensor<4x16xi1>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A boolean mask is no epilogue input.
+// CHECK-LABEL: func.func @given_mask
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @given_mask(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %mask: tensor<4x16xi1>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads a tensor of i1; epilogue inputs are f32, bf16 or f16}}
+  %y = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %mask : tensor<4x16xf32>, tensor<4x16xi1>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %m: i1, %o: f32):
+    %r = arith.select %m, %x, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A residual stored [N, M].
+// CHECK-LABEL: func.func @transposed_residual
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @transposed_residual(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %res: tensor<16x4xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: an operand is not laid out in [b, m, n] order}}
+  %y = linalg.generic {indexing_maps = [#id, #tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %res : tensor<4x16xf32>, tensor<16x4xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %r0: f32, %o: f32):
+    %r = arith.addf %x, %r0 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// Reading the first of two stacked biases reads a slice.
+// CHECK-LABEL: func.func @first_of_two_biases
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @first_of_two_biases(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %biases: tensor<2x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: an operand (tensor<2x16xf32>) is read at index 0 only along dim 0, which is not of size 1}}
+  %y = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (0, d1)>, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %biases : tensor<4x16xf32>, tensor<2x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %v: f32, %o: f32):
+    %r = arith.addf %x, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// An operand read at a computed index.
+// CHECK-LABEL: func.func @strided_operand
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @strided_operand(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %v: tensor<8xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: an operand is indexed by d1 floordiv 2; only loops, and 0 along a dim of size 1, are supported}}
+  %y = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d1 floordiv 2)>, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %v : tensor<4x16xf32>, tensor<8xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %w: f32, %o: f32):
+    %r = arith.addf %x, %w : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// f64 arithmetic.
+// CHECK-LABEL: func.func @double_precision
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @double_precision(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: computes on f64; the epilogue computes in f32}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %d = arith.extf %x : f32 to f64
+    %s = arith.mulf %d, %d : f64
+    %r = arith.truncf %s : f64 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// An f64 constant.
+// CHECK-LABEL: func.func @double_constant
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @double_constant(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: uses a constant of type f64; the epilogue computes in f32}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %c = arith.constant 3.000000e+00 : f64
+    %t = arith.truncf %c : f64 to f32
+    %r = arith.mulf %x, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// An index constant.
+// CHECK-LABEL: func.func @index_constant
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @index_constant(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: uses a constant that is neither a float nor a signless integer}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %c = arith.constant 3 : index
+    %i = arith.index_cast %c : index to i32
+    %f = arith.sitofp %i : i32 to f32
+    %r = arith.mulf %x, %f : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A scale given as an f16 scalar.
+// CHECK-LABEL: func.func @half_scale
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @half_scale(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %s: f16) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads the scalar f16 from outside; a scalar epilogue input is f32 (or i64)}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = arith.extf %s : f16 to f32
+    %r = arith.mulf %x, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A scale read from a 0-d tensor inside the body.
+// CHECK-LABEL: func.func @extract_in_body
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @extract_in_body(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %scale: tensor<f32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: computes 'tensor.extract'; an epilogue runs scalar arith and math ops}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = tensor.extract %scale[] : tensor<f32>
+    %r = arith.mulf %x, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// Rounding to bf16 and back in the middle of a computation.
+// CHECK-LABEL: func.func @round_trip_bf16
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @round_trip_bf16(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: extends a value rounded to a narrower type; the epilogue cannot round in the middle of a computation}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = arith.truncf %x : f32 to bf16
+    %r = arith.extf %t : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// Rounding to an fp8 type.
+// CHECK-LABEL: func.func @fp8_output
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @fp8_output(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: rounds f32 to f8E4M3FN; the epilogue rounds f32 to bf16 or f16}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = arith.truncf %x : f32 to f8E4M3FN
+    %r = arith.extf %t : f8E4M3FN to f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// Rounding to nearest, ties away from zero.
+// CHECK-LABEL: func.func @round_away
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @round_away(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xbf16> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %eb = tensor.empty() : tensor<4x16xbf16>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: rounds with a mode other than to-nearest-even, which is how coda.gemm writes its outputs}}
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%eb : tensor<4x16xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %t = arith.truncf %x to_nearest_away : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x16xbf16>
+  return %y : tensor<4x16xbf16>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// torch-mlir's elementwise ops of a bf16 model compute in bf16.
+// CHECK-LABEL: func.func @bf16_arithmetic
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK-SAME:      -> (tensor<4x16xbf16> [m, n])
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[G]], %{{.*}} : tensor<4x16xbf16>, tensor<16xbf16>)
+func.func @bf16_arithmetic(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xbf16>) -> tensor<4x16xbf16> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %eb = tensor.empty() : tensor<4x16xbf16>
+  %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%eb : tensor<4x16xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x16xbf16>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads a value rounded to a narrower type; the epilogue cannot round in the middle of a computation (low-precision-epilogue=true goes on in f32)}}
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %bias : tensor<4x16xbf16>, tensor<16xbf16>) outs(%eb : tensor<4x16xbf16>) {
+  ^bb0(%x: bf16, %v: bf16, %o: bf16):
+    %r = arith.addf %x, %v : bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x16xbf16>
+  return %y : tensor<4x16xbf16>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// Adding a bf16 bias in bf16 (rather than widening it) rounds the sum to bf16.
+// CHECK-LABEL: func.func @bf16_bias
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @bf16_bias(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xbf16>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: computes in bf16; the epilogue computes in f32 (low-precision-epilogue=true allows this, rounding once at the output)}}
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %bias : tensor<4x16xf32>, tensor<16xbf16>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %v: bf16, %o: f32):
+    %t = arith.truncf %x : f32 to bf16
+    %s = arith.addf %t, %v : bf16
+    %r = arith.extf %s : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A row sum accumulated in bf16.
+// CHECK-LABEL: func.func @bf16_row_sum
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @bf16_row_sum(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4xbf16> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e4 = tensor.empty() : tensor<4xbf16>
+  %zb = arith.constant 0.000000e+00 : bf16
+  %z4 = linalg.fill ins(%zb : bf16) outs(%e4 : tensor<4xbf16>) -> tensor<4xbf16>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reduces in bf16; the epilogue reduces in f32}}
+  %y = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%z4 : tensor<4xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %t = arith.truncf %x : f32 to bf16
+    %r = arith.addf %t, %o : bf16
+    linalg.yield %r : bf16
+  } -> tensor<4xbf16>
+  return %y : tensor<4xbf16>
+}

@@ -1,0 +1,181 @@
+// RUN: coda-opt %s --coda-raise-linalg | FileCheck %s
+
+// An epilogue value that code left in linalg (or a return) also reads becomes
+// an extra output of the coda.gemm: it is written once, as the un-raised
+// program wrote it, and the consumers that can fuse still do.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// The pre-activation is saved for the backward pass and also goes through
+// GELU: both are outputs.
+// CHECK-LABEL: func.func @saved_pre_activation
+// CHECK:         %[[G:.*]]:2 = coda.gemm
+// CHECK-SAME:      -> (tensor<4x16xf32> [m, n], tensor<4x16xbf16> [m, n]) {
+// CHECK-NEXT:    ^bb0(%[[ACC:.*]]: f32, %[[B:.*]]: f32):
+// CHECK-NEXT:      %[[PRE:.*]] = arith.addf %[[ACC]], %[[B]] : f32
+// CHECK-NEXT:      %[[Y:.*]] = coda.activation gelu_erf %[[PRE]]
+// CHECK-NEXT:      coda.yield %[[PRE]], %[[Y]] : f32, f32
+// CHECK:         return %[[G]]#1, %[[G]]#0
+func.func @saved_pre_activation(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %bias: tensor<16xf32>)
+    -> (tensor<4x16xbf16>, tensor<4x16xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %pre = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %bias : tensor<4x16xf32>, tensor<16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %v: f32, %o: f32):
+    %s = arith.addf %x, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  %eb = tensor.empty() : tensor<4x16xbf16>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%pre : tensor<4x16xf32>) outs(%eb : tensor<4x16xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %half = arith.constant 5.000000e-01 : f32
+    %one = arith.constant 1.000000e+00 : f32
+    %rsqrt2 = arith.constant 0.707106769 : f32
+    %s = arith.mulf %x, %rsqrt2 : f32
+    %erf = math.erf %s : f32
+    %p = arith.addf %erf, %one : f32
+    %h = arith.mulf %x, %half : f32
+    %r = arith.mulf %h, %p : f32
+    %t = arith.truncf %r : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x16xbf16>
+  return %y, %pre : tensor<4x16xbf16>, tensor<4x16xf32>
+}
+
+// The GEMM result feeds an op that cannot fuse (it reads loop indices) placed
+// between two that can: the result becomes an output that op reads, and the
+// fused chain goes on around it.
+// CHECK-LABEL: func.func @intermediate_used_twice
+// CHECK:         %[[G:.*]]:2 = coda.gemm
+// CHECK-SAME:      -> (tensor<4x16xf32> [m, n], tensor<4x16xf32> [m, n]) {
+// CHECK-NEXT:    ^bb0(%[[ACC:.*]]: f32):
+// CHECK:           %[[S:.*]] = arith.mulf %[[ACC]], %{{.*}} : f32
+// CHECK-NEXT:      %[[R:.*]] = coda.activation relu %[[S]]
+// CHECK-NEXT:      coda.yield %[[S]], %[[R]] : f32, f32
+// CHECK:         %[[MASKED:.*]] = linalg.generic
+// CHECK-SAME:      ins(%[[G]]#0 : tensor<4x16xf32>)
+// CHECK:           linalg.index
+// CHECK:         return %[[G]]#1, %[[MASKED]]
+func.func @intermediate_used_twice(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>)
+    -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %scale = arith.constant 1.250000e-01 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.mulf %x, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  %masked = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %keep = arith.cmpi ule, %j, %i : index
+    %r = arith.select %keep, %x, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.maximumf %x, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %relu, %masked : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// Only shape queries read the intermediates: they become sizes of A and B,
+// and no output is added for them.
+// CHECK-LABEL: func.func @shape_queries
+// CHECK-SAME:    (%[[A:.*]]: tensor<?x8xf32>, %[[B:.*]]: tensor<8x?xf32>)
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK-SAME:      -> (tensor<?x?xf32> [m, n])
+// CHECK-DAG:     %[[M:.*]] = tensor.dim %[[A]], %{{.*}} : tensor<?x8xf32>
+// CHECK-DAG:     %[[N:.*]] = tensor.dim %[[B]], %{{.*}} : tensor<8x?xf32>
+// CHECK:         return %[[G]], %[[M]], %[[N]]
+func.func @shape_queries(%a: tensor<?x8xf32>, %b: tensor<8x?xf32>) -> (tensor<?x?xf32>, index, index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.000000e+00 : f32
+  %m = tensor.dim %a, %c0 : tensor<?x8xf32>
+  %n = tensor.dim %b, %c1 : tensor<8x?xf32>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<?x8xf32>, tensor<8x?xf32>) outs(%acc : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %rows = tensor.dim %mm, %c0 : tensor<?x?xf32>
+  %cols = tensor.dim %mm, %c1 : tensor<?x?xf32>
+  %e2 = tensor.empty(%rows, %cols) : tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<?x?xf32>) outs(%e2 : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = math.tanh %x : f32
+    linalg.yield %r : f32
+  } -> tensor<?x?xf32>
+  return %y, %rows, %cols : tensor<?x?xf32>, index, index
+}
+
+// A row reduction returned keepdim as [M, 1] and a column sum as [N]: outputs
+// spanning [m] and [n].
+// CHECK-LABEL: func.func @reductions_as_outputs
+// CHECK:         %[[G:.*]]:3 = coda.gemm
+// CHECK-SAME:      -> (tensor<4x16xf32> [m, n], tensor<4xf32> [m], tensor<16xf32> [n]) {
+// CHECK-NEXT:    ^bb0(%[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[MAX:.*]] = coda.row_reduce max %[[ACC]]
+// CHECK-NEXT:      %[[SUM:.*]] = coda.col_reduce sum %[[ACC]]
+// CHECK-NEXT:      coda.yield %[[ACC]], %[[MAX]], %[[SUM]] : f32, f32, f32
+// CHECK:         %[[MAX2D:.*]] = tensor.expand_shape %[[G]]#1 {{\[\[}}0, 1]] output_shape [4, 1]
+// CHECK:         return %[[G]]#0, %[[MAX2D]], %[[G]]#2
+func.func @reductions_as_outputs(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>)
+    -> (tensor<4x16xf32>, tensor<4x1xf32>, tensor<16xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %ek = tensor.empty() : tensor<4x1xf32>
+  %mk = linalg.fill ins(%ninf : f32) outs(%ek : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %max = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%mk : tensor<4x1xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.maximumf %x, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %ec = tensor.empty() : tensor<16xf32>
+  %zc = linalg.fill ins(%zero : f32) outs(%ec : tensor<16xf32>) -> tensor<16xf32>
+  %sum = linalg.reduce ins(%mm : tensor<4x16xf32>) outs(%zc : tensor<16xf32>) dimensions = [0]
+    (%x: f32, %o: f32) {
+      %r = arith.addf %x, %o : f32
+      linalg.yield %r : f32
+    }
+  return %mm, %max, %sum : tensor<4x16xf32>, tensor<4x1xf32>, tensor<16xf32>
+}
+
+// A row sum that starts from a bias per row adds it after reducing.
+// CHECK-LABEL: func.func @row_sum_from_init
+// CHECK-SAME:    %[[INIT:[a-z0-9]+]]: tensor<4xf32>)
+// CHECK:         coda.gemm %{{.*}}, %{{.*}} ins(%[[INIT]] : tensor<4xf32> [m])
+// CHECK-SAME:      -> (tensor<4xf32> [m]) {
+// CHECK-NEXT:    ^bb0(%[[ACC:.*]]: f32, %[[I:.*]]: f32):
+// CHECK-NEXT:      %[[SUM:.*]] = coda.row_reduce sum %[[ACC]]
+// CHECK-NEXT:      %[[R:.*]] = arith.addf %[[I]], %[[SUM]] : f32
+// CHECK-NEXT:      coda.yield %[[R]] : f32
+func.func @row_sum_from_init(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %sum = linalg.reduce ins(%mm : tensor<4x16xf32>) outs(%init : tensor<4xf32>) dimensions = [1]
+    (%x: f32, %o: f32) {
+      %r = arith.addf %x, %o : f32
+      linalg.yield %r : f32
+    }
+  return %sum : tensor<4xf32>
+}
