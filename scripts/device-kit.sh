@@ -59,7 +59,8 @@ for path in "$@"; do
   fi
   args+=("$kit/test/$rel")
 done
-exec python3 "$kit/lit/lit.py" -sv "${args[@]}"
+exec python3 -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from lit.main import main; main()" \
+  "$kit/lit" -sv "${args[@]}"
 SH
 chmod +x "$kit/run-lit.sh"
 tar -cJf .carry/kit.tar.xz -C .carry kit

@@ -20,34 +20,31 @@ static llvm::Error load(CudaDriver &driver) {
     return driverError(llvm::Twine("cannot load the CUDA driver (libcuda.so.1): ") +
                        dlerror() +
                        "; --device cuda needs an NVIDIA GPU and its driver");
-  using GetProcAddress = CUresult (*)(const char *, void **, int, cuuint64_t,
-                                      CUdriverProcAddressQueryResult *);
   using DriverGetVersion = CUresult (*)(int *);
-  auto getProcAddress = reinterpret_cast<GetProcAddress>(
-      dlsym(library, "cuGetProcAddress_v2"));
   auto getVersion = reinterpret_cast<DriverGetVersion>(
       dlsym(library, "cuDriverGetVersion"));
   int version = 0;
-  if (!getProcAddress || !getVersion || getVersion(&version) != CUDA_SUCCESS ||
-      version < 12000)
+  if (!getVersion || getVersion(&version) != CUDA_SUCCESS || version < 12000)
     return driverError("the CUDA driver is too old: coda needs a driver for "
                        "CUDA 12.0 or newer (found " +
                        llvm::Twine(version / 1000) + "." +
                        llvm::Twine(version % 1000 / 10) + ")");
-  // Ask for the entry points as this build's headers declare them.
-  int requested = std::min(version, CUDA_VERSION);
+  // Look up each entry point under the name cuda.h binds it to (cuMemAlloc is
+  // cuMemAlloc_v2), so that its signature is the one this code calls.
+#define CODA_SYMBOL_NAME(name) #name
+#define CODA_BOUND_NAME(name) CODA_SYMBOL_NAME(name)
 #define CODA_LOAD_ENTRY(name)                                                  \
   {                                                                            \
-    void *pointer = nullptr;                                                   \
-    CUdriverProcAddressQueryResult status;                                     \
-    if (getProcAddress(#name, &pointer, requested,                             \
-                       CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || \
-        !pointer)                                                              \
-      return driverError("the CUDA driver has no entry point " #name);        \
+    void *pointer = dlsym(library, CODA_BOUND_NAME(name));                     \
+    if (!pointer)                                                              \
+      return driverError("the CUDA driver has no entry point " CODA_BOUND_NAME( \
+          name) "; it may be too old");                                        \
     driver.name = reinterpret_cast<decltype(driver.name)>(pointer);            \
   }
   CODA_CUDA_DRIVER_FUNCTIONS(CODA_LOAD_ENTRY)
 #undef CODA_LOAD_ENTRY
+#undef CODA_BOUND_NAME
+#undef CODA_SYMBOL_NAME
   return driver.check(driver.cuInit(0), "cuInit", "initializing the driver");
 }
 

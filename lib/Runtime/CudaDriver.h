@@ -1,7 +1,7 @@
 //===- CudaDriver.h - the CUDA Driver API, loaded at run time ---*- C++ -*-===//
 //
 // coda's runtime calls the CUDA Driver API through entry points it looks up in
-// libcuda.so.1 when it is first needed (cuGetProcAddress), so that the tools
+// libcuda.so.1 when it is first needed, so that the tools
 // start and run on the CPU on machines without a GPU driver, and report a
 // missing driver as an error instead of failing to load.
 //
