@@ -33,6 +33,8 @@ tools = [
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.coda_tools_dir, append_path=True)
+# `not` and the other LLVM test utilities.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # numpy: the end-to-end tests compare against fp64 numpy references.
 if subprocess.call([config.python_executable, "-c", "import numpy"],
@@ -43,6 +45,9 @@ if subprocess.call([config.python_executable, "-c", "import numpy"],
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas_executable))
+    config.substitutions.append(
+        ("%cuda_toolkit",
+         os.path.dirname(os.path.dirname(config.ptxas_executable))))
 
 # cuda-gpu: an NVIDIA GPU and its driver are present. Tests that launch
 # kernels say `REQUIRES: cuda-gpu`. CODA_GPU_TESTS=0 turns them off, =1 on.

@@ -45,9 +45,9 @@ std::string describeOperand(GemmOp op, unsigned index) {
          std::to_string(index - op.getODSOperandIndexAndLength(5).first);
 }
 
-/// Checks that `op` is the whole body of a coda program: its function's
-/// body is the op and a return of its results, and every operand is an
-/// argument of the function.
+/// Checks that `op` is the whole body of a coda program: every operand is an
+/// argument of the function, whose body is the op and a return of its
+/// results.
 LogicalResult checkProgram(GemmOp op) {
   auto program = dyn_cast<func::FuncOp>(op->getParentOp());
   if (!program || !isa_and_nonnull<ModuleOp>(program->getParentOp()))
@@ -55,13 +55,6 @@ LogicalResult checkProgram(GemmOp op) {
            << "cannot run on the GPU: coda-to-gpu lowers coda programs, "
               "top-level functions whose body is one coda.gemm";
   Block &body = program.getBody().front();
-  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
-  if (&body.front() != op.getOperation() || op->getNextNode() != ret ||
-      !llvm::equal(ret.getOperands(), op.getResults()))
-    return op.emitOpError()
-           << "cannot run on the GPU: the body of @" << program.getSymName()
-           << " must be this coda.gemm and a return of its results, in "
-              "order";
   for (OpOperand &operand : op->getOpOperands()) {
     auto arg = dyn_cast<BlockArgument>(operand.get());
     if (arg && arg.getOwner() == &body)
@@ -75,6 +68,13 @@ LogicalResult checkProgram(GemmOp op) {
            << (def ? def->getName().getStringRef() : StringRef("a block"))
            << "'";
   }
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (&body.front() != op.getOperation() || op->getNextNode() != ret ||
+      !llvm::equal(ret.getOperands(), op.getResults()))
+    return op.emitOpError()
+           << "cannot run on the GPU: the body of @" << program.getSymName()
+           << " must be this coda.gemm and a return of its results, in "
+              "order";
   return success();
 }
 
