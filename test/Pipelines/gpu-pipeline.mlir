@@ -1,5 +1,5 @@
 // REQUIRES: ptxas
-// RUN: coda-opt %s --coda-gpu-pipeline > %t.mlir
+// RUN: coda-opt %s --coda-gpu-pipeline="chip=sm_90a" > %t.mlir
 // RUN: FileCheck %s --check-prefix=HOST < %t.mlir
 // RUN: rm -rf %t.dir && %python %testlib/extract_ptx.py %t.mlir %t.dir | FileCheck %s --check-prefix=BINARIES
 // RUN: FileCheck %s --check-prefix=PTX < %t.dir/mlp_kernels.ptx

@@ -2,8 +2,9 @@
 to in global memory, named by their coda.kernel_abi role, so that tests can
 check that a kernel writes only its declared outputs.
 
-Reads the output of coda-to-gpu (gpu.func kernels with llvm.load/llvm.store
-through llvm.getelementptr of pointer parameters) and prints, per kernel:
+Reads the output of coda-to-gpu (gpu.func kernels with llvm.load, llvm.store
+and llvm.atomicrmw through llvm.getelementptr of pointer parameters) and
+prints, per kernel:
 
   <kernel>: loads <role>#<index> ...; stores <role>#<index> ...
 """
@@ -34,7 +35,8 @@ def main():
             if m:
                 loads.add(base.get(m.group(1), m.group(1)))
             m = re.search(r'llvm\.store %\w+, (%\w+) : \S+, !llvm\.ptr<1>',
-                          line)
+                          line) or re.search(
+                r'llvm\.atomicrmw \w+ (%\w+), .* : !llvm\.ptr<1>', line)
             if m:
                 stores.add(base.get(m.group(1), m.group(1)))
 

@@ -40,7 +40,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                         llvm::cl::init(128)};
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Shared-memory pipeline depth"),
-                         llvm::cl::init(4)};
+                         llvm::cl::init(3)};
 };
 
 /// Adds the passes that turn each coda program into one fused GEMM +

@@ -20,6 +20,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <limits>
+
 namespace mlir::coda {
 #define GEN_PASS_DEF_CONVERTCODATOGPU
 #include "coda/Conversion/Passes.h.inc"
@@ -87,8 +89,8 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   MLIRContext *ctx = op.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointAfter(program);
-  auto module =
-      gpu::GPUModuleOp::create(b, loc, (program.getSymName() + "_kernels").str());
+  auto module = gpu::GPUModuleOp::create(
+      b, loc, (program.getSymName() + "_kernels").str());
   symbols.insert(module);
 
   // Parameters, in ABI order: A, B, C, alpha, beta, epilogue inputs, outputs,
@@ -100,22 +102,22 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   auto addParam = [&](Type type, KernelParamKind kind, KernelParamRole role,
                       int64_t index, SmallVector<int64_t> box = {}) {
     types.push_back(type);
-    abi.params.push_back({kind, role, index, std::move(box)});
+    abi.params.push_back({kind, role, index, std::move(box), std::nullopt});
     return types.size() - 1;
   };
   auto argIndex = [](Value v) {
     return static_cast<int64_t>(cast<BlockArgument>(v).getArgNumber());
   };
-  size_t aParam = addParam(genericPtr, KernelParamKind::TensorMap,
-                           KernelParamRole::A, argIndex(op.getA()),
-                           plan.a.getBox());
-  size_t bParam = addParam(genericPtr, KernelParamKind::TensorMap,
-                           KernelParamRole::B, argIndex(op.getB()),
-                           plan.b.getBox());
+  size_t aParam =
+      addParam(genericPtr, KernelParamKind::TensorMap, KernelParamRole::A,
+               argIndex(op.getA()), plan.a.getBox());
+  size_t bParam =
+      addParam(genericPtr, KernelParamKind::TensorMap, KernelParamRole::B,
+               argIndex(op.getB()), plan.b.getBox());
   std::optional<size_t> cParam, alphaParam, betaParam;
   if (Value c = op.getC())
-    cParam = addParam(globalPtr, KernelParamKind::GlobalPtr,
-                      KernelParamRole::C, argIndex(c));
+    cParam = addParam(globalPtr, KernelParamKind::GlobalPtr, KernelParamRole::C,
+                      argIndex(c));
   if (Value alpha = op.getAlpha())
     alphaParam = addParam(b.getF32Type(), KernelParamKind::F32,
                           KernelParamRole::Alpha, argIndex(alpha));
@@ -133,10 +135,19 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
     inputParams.push_back(
         addParam(paramType, kind, KernelParamRole::Input, argIndex(input)));
   }
-  for (OpResult result : op.getResults())
-    outputParams.push_back(addParam(globalPtr, KernelParamKind::GlobalPtr,
-                                    KernelParamRole::Output,
-                                    result.getResultNumber()));
+  for (auto [result, value] :
+       llvm::zip(op.getResults(), op.getYield().getValues())) {
+    // Column reductions accumulate into an output the runtime initializes.
+    auto reduce = value.getDefiningOp<ColReduceOp>();
+    outputParams.push_back(addParam(
+        globalPtr,
+        reduce ? KernelParamKind::AtomicPtr : KernelParamKind::GlobalPtr,
+        KernelParamRole::Output, result.getResultNumber()));
+    if (reduce)
+      abi.params.back().fill = reduce.getKind() == ReductionKind::Max
+                                   ? -std::numeric_limits<double>::infinity()
+                                   : 0.0;
+  }
   size_t sizeParams = types.size();
   for (KernelParamRole role : {KernelParamRole::M, KernelParamRole::N,
                                KernelParamRole::K, KernelParamRole::Batch})
@@ -193,9 +204,9 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   // runtime checks N against max_n, and the kernel traps rather than
   // compute a wrong answer if it was launched anyway.
   if (plan.hasRowReduction)
-    kb.ifThen(kb.cmp(arith::CmpIPredicate::ugt, values.n,
-                     kb.i32(plan.tile.tileN)),
-              [&] { LLVM::Trap::create(kb); });
+    kb.ifThen(
+        kb.cmp(arith::CmpIPredicate::ugt, values.n, kb.i32(plan.tile.tileN)),
+        [&] { LLVM::Trap::create(kb); });
 
   Value accumulator = buildMainloop(b, loc, plan, values);
   buildEpilogue(b, loc, plan, values, accumulator);

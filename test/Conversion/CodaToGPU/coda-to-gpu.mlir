@@ -19,7 +19,7 @@
 // CHECK-SAME:              {index = 0 : i64, kind = "global_ptr", role = "output"},
 // CHECK-SAME:              {index = -1 : i64, kind = "i32", role = "m"}, {index = -1 : i64, kind = "i32", role = "n"},
 // CHECK-SAME:              {index = -1 : i64, kind = "i32", role = "k"}, {index = -1 : i64, kind = "i32", role = "batch"}],
-// CHECK-SAME:    shared_memory_bytes = 98368 : i64, tile = array<i64: 128, 64, 64>}}
+// CHECK-SAME:    shared_memory_bytes = 73776 : i64, tile = array<i64: 128, 64, 64>}}
 // CHECK:       gpu.module @mlp_kernels attributes {coda.kernel_abi = {
 // CHECK:         llvm.mlir.global external @coda_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK:         gpu.func @mlp(%[[A:.*]]: !llvm.ptr, %[[B:.*]]: !llvm.ptr, %[[BIAS:.*]]: !llvm.ptr<1>, %[[SEED:.*]]: i64, %[[OUT:.*]]: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel
@@ -27,7 +27,7 @@
 
 // Thread 0 sets up a full and an empty mbarrier per stage, then fills the
 // stages with TMA loads of A and B.
-// CHECK-COUNT-8: nvvm.mbarrier.init
+// CHECK-COUNT-6: nvvm.mbarrier.init
 // CHECK:         nvvm.fence.mbarrier.init
 // CHECK:         gpu.barrier
 // CHECK:         nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c24576_i32

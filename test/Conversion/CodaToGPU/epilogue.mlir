@@ -68,3 +68,35 @@ func.func @affine(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>, %c: tensor<?x?xf16
   }
   return %o, %v : tensor<?x?xf32>, tensor<?xf32>
 }
+
+// Column reductions: each thread combines its two rows, the 8 lanes that
+// share a column exchange partial results, and lanes 0-3 of every warp add
+// theirs to the f32 output with an atomic; the ABI asks the runtime to fill
+// the output with the identity first.
+// CHECK-LABEL: func.func private @dbias
+// CHECK-SAME:    {fill = 0.000000e+00 : f64, index = 1 : i64, kind = "atomic_ptr", role = "output"}
+// CHECK-SAME:    {fill = 0xFFF0000000000000 : f64, index = 2 : i64, kind = "atomic_ptr", role = "output"}
+// CHECK-LABEL: gpu.func @dbias
+// CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c4_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c8_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c16_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK:         scf.if
+// CHECK:           llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr<1>, f32
+// CHECK:         arith.maximumf
+// CHECK:         scf.if
+// CHECK:           llvm.atomicrmw fmax %{{.*}}, %{{.*}} monotonic : !llvm.ptr<1>, f32
+// MEMORY: dbias: loads input#2; stores output#0 output#1 output#2
+func.func @dbias(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>, %bias: tensor<?xf32>)
+    -> (tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>) {
+  %o, %s, %mx = coda.gemm %a, %b transpose_b ins(%bias : tensor<?xf32> [n])
+      : tensor<?x64xbf16>, tensor<?x64xbf16>
+      -> (tensor<?x?xbf16> [m, n], tensor<?xf32> [n], tensor<?xf32> [n]) {
+  ^bb0(%acc: f32, %bi: f32):
+    %0 = arith.addf %acc, %bi : f32
+    %1 = coda.col_reduce sum %0
+    %2 = coda.col_reduce max %acc
+    coda.yield %0, %1, %2 : f32, f32, f32
+  }
+  return %o, %s, %mx : tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>
+}

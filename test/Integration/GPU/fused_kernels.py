@@ -195,16 +195,32 @@ func.func @vectors(%a: tensor<300x48xbf16>, %b: tensor<200x48xbf16>, %bias: tens
 
 BATCHED_LN = '''
 func.func @batched_ln(%a: tensor<2x150x64xbf16>, %b: tensor<2x64x72xbf16>)
-    -> (tensor<2x150x72xf32>, tensor<2x150xf32>) {
-  %y, %s = coda.gemm %a, %b : tensor<2x150x64xbf16>, tensor<2x64x72xbf16>
-      -> (tensor<2x150x72xf32> [b, m, n], tensor<2x150xf32> [b, m]) {
+    -> (tensor<2x150x72xf32>, tensor<2x150xf32>, tensor<2x72xf32>) {
+  %y, %s, %cm = coda.gemm %a, %b : tensor<2x150x64xbf16>, tensor<2x64x72xbf16>
+      -> (tensor<2x150x72xf32> [b, m, n], tensor<2x150xf32> [b, m], tensor<2x72xf32> [b, n]) {
   ^bb0(%acc: f32):
     %mean = coda.row_reduce mean %acc
     %d = arith.subf %acc, %mean : f32
     %sum = coda.row_reduce sum %acc
-    coda.yield %d, %sum : f32, f32
+    %colmean = coda.col_reduce mean %acc
+    coda.yield %d, %sum, %colmean : f32, f32, f32
   }
-  return %y, %s : tensor<2x150x72xf32>, tensor<2x150xf32>
+  return %y, %s, %cm : tensor<2x150x72xf32>, tensor<2x150xf32>, tensor<2x72xf32>
+}'''
+
+DBIAS = '''
+func.func @dbias(%a: tensor<300x72xbf16>, %b: tensor<200x72xbf16>, %bias: tensor<200xf32>)
+    -> (tensor<300x200xbf16>, tensor<200xf32>, tensor<200xf32>) {
+  %o, %db, %mx = coda.gemm %a, %b transpose_b ins(%bias : tensor<200xf32> [n])
+      : tensor<300x72xbf16>, tensor<200x72xbf16>
+      -> (tensor<300x200xbf16> [m, n], tensor<200xf32> [n], tensor<200xf32> [n]) {
+  ^bb0(%acc: f32, %bi: f32):
+    %0 = arith.addf %acc, %bi : f32
+    %1 = coda.col_reduce sum %0
+    %2 = coda.col_reduce max %acc
+    coda.yield %0, %1, %2 : f32, f32, f32
+  }
+  return %o, %db, %mx : tensor<300x200xbf16>, tensor<200xf32>, tensor<200xf32>
 }'''
 
 
@@ -225,6 +241,7 @@ CASES = [
     Case('batched_b', BATCHED_B),
     Case('vectors', VECTORS),
     Case('batched_ln', BATCHED_LN),
+    Case('dbias', DBIAS),
     Case('deep', mlp(1000, 1000, 1000)),
 ]
 # The chain and the bare GEMM of GPT-2's fc1, timed under several tilings.
@@ -467,13 +484,36 @@ def run_cases(work, names):
         a, b = rand(bt, m, k), rand(bt, k, n)
         y, gy = check.poisoned((bt, m, n), torch.float32)
         s_, gs = check.poisoned((bt, m), torch.float32)
-        kern({0: a, 1: b}, {0: y, 1: s_}, m, n, k, bt)
+        cm, gc = check.poisoned((bt, n), torch.float32)
+        kern({0: a, 1: b}, {0: y, 1: s_, 2: cm}, m, n, k, bt)
         driver.synchronize()
         acc = a.double() @ b.double()
         check.compare('batched_ln', 'acc - row mean (f32)', y, gy,
                       acc - acc.mean(dim=2, keepdim=True), 1e-5)
         check.compare('batched_ln', '[b, m] row sum (f32)', s_, gs,
                       acc.sum(dim=2), 1e-5)
+        check.compare('batched_ln', '[b, n] column mean (f32)', cm, gc,
+                      acc.mean(dim=1), 1e-5)
+
+    def run_dbias():
+        kern = load('dbias')
+        m, n, k = 300, 200, 72
+        a, b, bias = rand(m, k), rand(n, k), rand(n, dtype=torch.float32)
+        o, go = check.poisoned((m, n), torch.bfloat16)
+        db, gd = check.poisoned((n,), torch.float32)
+        mx, gm = check.poisoned((n,), torch.float32)
+        launch = kern.prepare({0: a, 1: b, 2: bias}, {0: o, 1: db, 2: mx},
+                              m, n, k)
+        for _ in range(2):  # the outputs start over at every launch
+            launch()
+        driver.synchronize()
+        acc = a.double() @ b.double().T
+        pre = acc + bias.double()
+        check.compare('dbias', 'acc + bias (bf16)', o, go, pre, 1e-2)
+        check.compare('dbias', '[n] column sum (f32)', db, gd, pre.sum(dim=0),
+                      1e-5)
+        check.compare('dbias', '[n] column max (f32)', mx, gm,
+                      acc.max(dim=0).values, 1e-6)
 
     def time_kernel(launch, reps=10, launches=20):
         """Median over `reps` of the mean time of `launches` back-to-back
@@ -555,6 +595,7 @@ def run_cases(work, names):
         'batched_b': run_batched_b,
         'vectors': run_vectors,
         'batched_ln': run_batched_ln,
+        'dbias': run_dbias,
         'deep': lambda: run_mlp('deep', 1000, 1000, 1000),
     }
     for i in range(len(TILINGS)):
