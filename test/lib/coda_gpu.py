@@ -113,7 +113,8 @@ class Driver:
         if result != 0:
             msg = ctypes.c_char_p()
             self.lib.cuGetErrorString(result, ctypes.byref(msg))
-            raise CudaError('%s failed: %s (%d)' % (what, msg.value, result))
+            raise CudaError('%s failed: %s (%d)' % (
+                what, (msg.value or b'unknown error').decode(), result))
 
     def load(self, ptx, name, shared_bytes):
         module, func = ctypes.c_void_p(), ctypes.c_void_p()

@@ -223,6 +223,16 @@ func.func @dbias(%a: tensor<300x72xbf16>, %b: tensor<200x72xbf16>, %bias: tensor
   return %o, %db, %mx : tensor<300x200xbf16>, tensor<200xf32>, tensor<200xf32>
 }'''
 
+WIDE_ROWS = '''
+func.func @wide_rows(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?xf32> {
+  %s = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?xf32> [m]) {
+  ^bb0(%acc: f32):
+    %0 = coda.row_reduce sum %acc
+    coda.yield %0 : f32
+  }
+  return %s : tensor<?xf32>
+}'''
+
 
 class Case:
     def __init__(self, name, program, options=''):
@@ -243,6 +253,7 @@ CASES = [
     Case('batched_ln', BATCHED_LN),
     Case('dbias', DBIAS),
     Case('deep', mlp(1000, 1000, 1000)),
+    Case('wide_rows', WIDE_ROWS),
 ]
 # The chain and the bare GEMM of GPT-2's fc1, timed under several tilings.
 TILINGS = ['tile-n=128 stages=4', 'tile-n=128 stages=3',
@@ -515,6 +526,25 @@ def run_cases(work, names):
         check.compare('dbias', '[n] column max (f32)', mx, gm,
                       acc.max(dim=0).values, 1e-6)
 
+    def run_wide_rows():
+        """A fused row reduction launched (against the ABI) with N wider than
+        the tile must fail, not return a wrong answer."""
+        kern = load('wide_rows')
+        m, n, k = 256, 200, 64
+        a, b = rand(m, k), rand(n, k)
+        s_, _ = check.poisoned((m,), torch.float32)
+        params = kern.params({0: a, 1: b}, {0: s_}, m, n, k)
+        try:
+            driver.launch(kern.func, kern.grid(m, n), kern.abi['block'],
+                          kern.abi['shared_memory_bytes'], params)
+            driver.synchronize()
+            outcome, ok = 'completed', False
+        except coda_gpu.CudaError as e:
+            outcome, ok = str(e).split(' failed: ')[-1], True
+        check.failed |= not ok
+        check.rows.append(('wide_rows', 'N=200 > max_n=128', outcome, '-',
+                           '-', '-', 'ok' if ok else 'FAIL'))
+
     def time_kernel(launch, reps=10, launches=20):
         """Median over `reps` of the mean time of `launches` back-to-back
         launches, in ms."""
@@ -597,6 +627,7 @@ def run_cases(work, names):
         'batched_ln': run_batched_ln,
         'dbias': run_dbias,
         'deep': lambda: run_mlp('deep', 1000, 1000, 1000),
+        'wide_rows': run_wide_rows,
     }
     for i in range(len(TILINGS)):
         runners['fc1_%d' % i] = lambda i=i: run_fc1(i)
