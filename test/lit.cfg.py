@@ -34,6 +34,7 @@ tools = [
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.coda_tools_dir, append_path=True)
+# `not` and the other LLVM test utilities.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # mlir-runner: CPU end-to-end tests JIT-run the output of coda-cpu-pipeline
@@ -57,6 +58,9 @@ if subprocess.call([sys.executable, "-c", "import numpy"],
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas_executable))
+    config.substitutions.append(
+        ("%cuda_toolkit",
+         os.path.dirname(os.path.dirname(config.ptxas_executable))))
 
 # cuda-gpu: an NVIDIA GPU and its driver are present. Tests that launch
 # kernels say `REQUIRES: cuda-gpu`. CODA_GPU_TESTS=0 turns them off, =1 on.

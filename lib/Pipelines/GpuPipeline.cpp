@@ -8,9 +8,28 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Target/LLVM/NVVM/Utils.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+
+/// The CUDA toolkit that gives libdevice (tanh, erf, exp, ...) and ptxas: the
+/// pipeline option, else the one the environment names (CUDA_ROOT, CUDA_HOME,
+/// CUDA_PATH), else the one coda was built with. Without one, kernels that
+/// call libdevice keep unresolved `__nv_*` functions that ptxas and the
+/// driver reject.
+static std::string getCudaToolkit(const coda::GpuPipelineOptions &options) {
+  if (!options.toolkit.empty())
+    return options.toolkit;
+  if (StringRef fromEnvironment = NVVM::getCUDAToolkitPath();
+      !fromEnvironment.empty())
+    return fromEnvironment.str();
+#ifdef CODA_DEFAULT_CUDA_TOOLKIT
+  return CODA_DEFAULT_CUDA_TOOLKIT;
+#else
+  return "";
+#endif
+}
 
 void mlir::coda::buildGpuPipeline(OpPassManager &pm,
                                   const GpuPipelineOptions &options) {
@@ -40,6 +59,6 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
 
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = options.format;
-  binary.toolkitPath = options.toolkit;
+  binary.toolkitPath = getCudaToolkit(options);
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }

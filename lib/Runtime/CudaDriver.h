@@ -40,6 +40,7 @@ namespace mlir::coda::runtime {
   X(cuMemcpyHtoD)                                                              \
   X(cuMemcpyDtoH)                                                              \
   X(cuMemsetD8)                                                                \
+  X(cuMemsetD32Async)                                                          \
   X(cuStreamSynchronize)                                                       \
   X(cuEventCreate)                                                             \
   X(cuEventRecord)                                                             \

@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cstring>
 #include <mutex>
 
 using namespace mlir;
@@ -433,6 +434,8 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
 
   std::vector<ParamStorage> storage(abi.params.size());
   SmallVector<void *> params;
+  // Outputs that the kernel combines into with atomics, and their start value.
+  SmallVector<std::pair<const DeviceTensor *, float>> atomicOutputs;
   for (auto [param, slot] : llvm::zip(abi.params, storage)) {
     params.push_back(&slot);
     switch (param.kind) {
@@ -481,6 +484,11 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
         return e;
       break;
     }
+    case KernelParamKind::AtomicPtr:
+      slot.pointer = outputs[param.index].pointer;
+      atomicOutputs.emplace_back(&outputs[param.index],
+                                 static_cast<float>(param.fill.value_or(0.0)));
+      break;
     case KernelParamKind::GlobalPtr:
       slot.pointer = param.role == KernelParamRole::Output
                          ? outputs[param.index].pointer
@@ -501,6 +509,19 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
       break;
     }
     }
+  }
+
+  for (auto [output, fill] : atomicOutputs) {
+    uint32_t bits;
+    std::memcpy(&bits, &fill, sizeof(bits));
+    size_t count = 1;
+    for (int64_t size : output->shape)
+      count *= size;
+    if (auto e = driver.check(
+            driver.cuMemsetD32Async(output->pointer, bits, count,
+                                    static_cast<CUstream>(stream)),
+            "cuMemsetD32Async", "initializing a reduced output of '" + name + "'"))
+      return e;
   }
 
   std::array<int64_t, 3> grid =
@@ -533,7 +554,7 @@ llvm::Expected<double> GpuProgram::benchmark(ArrayRef<DeviceValue> arguments,
   if (!flush)
     return flush.takeError();
   CUevent start = nullptr, stop = nullptr;
-  auto destroy = llvm::make_scope_exit([&] {
+  llvm::scope_exit destroy([&] {
     if (start)
       driver.cuEventDestroy(start);
     if (stop)

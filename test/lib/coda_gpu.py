@@ -9,6 +9,7 @@ torch tensors, building the TMA tensor maps with cuTensorMapEncodeTiled.
 import ctypes
 import math
 import re
+import struct
 
 # --- Reading the pipeline's output -------------------------------------------
 
@@ -27,7 +28,9 @@ def extract_ptx(mlir_text):
 class _AttrParser:
     """Parses the subset of MLIR attribute syntax coda.kernel_abi uses."""
 
-    TOKEN = re.compile(r'\s*(array<i64:[^>]*>|"[^"]*"|-?\d+\s*:\s*i64|[{}\[\]=,]|[A-Za-z_][\w.]*)')
+    TOKEN = re.compile(r'\s*(array<i64:[^>]*>|"[^"]*"'
+                       r'|(?:0x[0-9A-Fa-f]+|-?[\d.]+(?:e[-+]?\d+)?)\s*:\s*[if]64'
+                       r'|[{}\[\]=,]|[A-Za-z_][\w.]*)')
 
     def __init__(self, text):
         self.tokens = self.TOKEN.findall(text)
@@ -62,7 +65,12 @@ class _AttrParser:
             return [int(x) for x in body.split(',')] if body else []
         if tok.startswith('"'):
             return tok[1:-1]
-        return int(tok.split(':')[0])
+        number, kind = [t.strip() for t in tok.split(':')]
+        if kind == 'i64':
+            return int(number)
+        if number.startswith('0x'):  # a float printed by its bits
+            return struct.unpack('>d', bytes.fromhex(number[2:]))[0]
+        return float(number)
 
 
 def extract_abis(mlir_text):
@@ -105,7 +113,8 @@ class Driver:
         if result != 0:
             msg = ctypes.c_char_p()
             self.lib.cuGetErrorString(result, ctypes.byref(msg))
-            raise CudaError('%s failed: %s (%d)' % (what, msg.value, result))
+            raise CudaError('%s failed: %s (%d)' % (
+                what, (msg.value or b'unknown error').decode(), result))
 
     def load(self, ptx, name, shared_bytes):
         module, func = ctypes.c_void_p(), ctypes.c_void_p()
@@ -178,7 +187,7 @@ class Kernel:
             kind, role, index = p['kind'], p['role'], p['index']
             if kind == 'tensor_map':
                 params.append(self.driver.tensor_map(args[index], p['box']))
-            elif kind == 'global_ptr':
+            elif kind in ('global_ptr', 'atomic_ptr'):
                 t = results[index] if role == 'output' else args[index]
                 params.append(ctypes.c_uint64(t.data_ptr()))
             elif kind == 'f32':
@@ -201,9 +210,16 @@ class Kernel:
                              % (n, self.abi['max_n']))
         params = self.params(args, results, m, n, k, batch)
         grid = self.grid(m, n, batch)
-        return lambda: self.driver.launch(
-            self.func, grid, self.abi['block'],
-            self.abi['shared_memory_bytes'], params, stream)
+        # Outputs the kernel accumulates into start from their fill value.
+        fills = [(results[p['index']], p['fill']) for p in self.abi['params']
+                 if 'fill' in p]
+
+        def launch():
+            for tensor, value in fills:
+                tensor.fill_(value)
+            self.driver.launch(self.func, grid, self.abi['block'],
+                               self.abi['shared_memory_bytes'], params, stream)
+        return launch
 
     def __call__(self, args, results, m, n, k, batch=1, stream=0):
         self.prepare(args, results, m, n, k, batch, stream)()

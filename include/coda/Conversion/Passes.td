@@ -46,7 +46,7 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
            "The GPU the kernels are generated for (sm_90a)">,
     Option<"tileN", "tile-n", "int64_t", /*default=*/"128",
            "Output columns per block: 64, 128 or 256">,
-    Option<"stages", "stages", "int64_t", /*default=*/"4",
+    Option<"stages", "stages", "int64_t", /*default=*/"3",
            "Shared-memory pipeline depth (K steps in flight), at least 2">
   ];
   let dependentDialects = [

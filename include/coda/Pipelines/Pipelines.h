@@ -30,8 +30,9 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::init("isa")};
   Option<std::string> toolkit{
       *this, "toolkit",
-      llvm::cl::desc("The CUDA toolkit to take ptxas and libdevice from "
-                     "(default: CUDA_ROOT, CUDA_HOME, CUDA_PATH, then PATH)"),
+      llvm::cl::desc("The CUDA toolkit to take libdevice and ptxas from "
+                     "(default: CUDA_ROOT, CUDA_HOME or CUDA_PATH, else the "
+                     "toolkit coda was built with)"),
       llvm::cl::init("")};
   Option<int64_t> tileN{*this, "tile-n",
                         llvm::cl::desc("Output columns per block: 64, 128 or "
@@ -39,7 +40,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                         llvm::cl::init(128)};
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("Shared-memory pipeline depth"),
-                         llvm::cl::init(4)};
+                         llvm::cl::init(3)};
 };
 
 /// Adds the passes that turn each coda program into one fused GEMM +

@@ -20,6 +20,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <limits>
+
 namespace mlir::coda {
 #define GEN_PASS_DEF_CONVERTCODATOGPU
 #include "coda/Conversion/Passes.h.inc"
@@ -45,9 +47,9 @@ std::string describeOperand(GemmOp op, unsigned index) {
          std::to_string(index - op.getODSOperandIndexAndLength(5).first);
 }
 
-/// Checks that `op` is the whole body of a coda program: its function's
-/// body is the op and a return of its results, and every operand is an
-/// argument of the function.
+/// Checks that `op` is the whole body of a coda program: every operand is an
+/// argument of the function, whose body is the op and a return of its
+/// results.
 LogicalResult checkProgram(GemmOp op) {
   auto program = dyn_cast<func::FuncOp>(op->getParentOp());
   if (!program || !isa_and_nonnull<ModuleOp>(program->getParentOp()))
@@ -55,13 +57,6 @@ LogicalResult checkProgram(GemmOp op) {
            << "cannot run on the GPU: coda-to-gpu lowers coda programs, "
               "top-level functions whose body is one coda.gemm";
   Block &body = program.getBody().front();
-  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
-  if (&body.front() != op.getOperation() || op->getNextNode() != ret ||
-      !llvm::equal(ret.getOperands(), op.getResults()))
-    return op.emitOpError()
-           << "cannot run on the GPU: the body of @" << program.getSymName()
-           << " must be this coda.gemm and a return of its results, in "
-              "order";
   for (OpOperand &operand : op->getOpOperands()) {
     auto arg = dyn_cast<BlockArgument>(operand.get());
     if (arg && arg.getOwner() == &body)
@@ -75,7 +70,111 @@ LogicalResult checkProgram(GemmOp op) {
            << (def ? def->getName().getStringRef() : StringRef("a block"))
            << "'";
   }
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (&body.front() != op.getOperation() || op->getNextNode() != ret ||
+      !llvm::equal(ret.getOperands(), op.getResults()))
+    return op.emitOpError()
+           << "cannot run on the GPU: the body of @" << program.getSymName()
+           << " must be this coda.gemm and a return of its results, in "
+              "order";
   return success();
+}
+
+/// Appends the kernel parameters of `plan` to `abi`, in ABI order (A, B, C,
+/// alpha, beta, epilogue inputs, outputs, then M, N, K and the batch count),
+/// and returns their types.
+SmallVector<Type> addParams(const KernelPlan &plan, KernelABI &abi) {
+  GemmOp op = plan.op;
+  MLIRContext *ctx = op.getContext();
+  Type genericPtr = LLVM::LLVMPointerType::get(ctx);
+  Type globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
+  Type f32 = Float32Type::get(ctx);
+  SmallVector<Type> types;
+  auto add = [&](Type type, KernelParamKind kind, KernelParamRole role,
+                 int64_t index, SmallVector<int64_t> box = {}) {
+    types.push_back(type);
+    abi.params.push_back({kind, role, index, std::move(box), std::nullopt});
+  };
+  // The program argument an operand is.
+  auto arg = [](Value operand) -> int64_t {
+    return cast<BlockArgument>(operand).getArgNumber();
+  };
+  add(genericPtr, KernelParamKind::TensorMap, KernelParamRole::A,
+      arg(op.getA()), plan.a.getBox());
+  add(genericPtr, KernelParamKind::TensorMap, KernelParamRole::B,
+      arg(op.getB()), plan.b.getBox());
+  if (Value c = op.getC())
+    add(globalPtr, KernelParamKind::GlobalPtr, KernelParamRole::C, arg(c));
+  if (Value alpha = op.getAlpha())
+    add(f32, KernelParamKind::F32, KernelParamRole::Alpha, arg(alpha));
+  if (Value beta = op.getBeta())
+    add(f32, KernelParamKind::F32, KernelParamRole::Beta, arg(beta));
+  for (Value input : op.getInputs()) {
+    Type type = input.getType();
+    if (isa<RankedTensorType>(type))
+      add(globalPtr, KernelParamKind::GlobalPtr, KernelParamRole::Input,
+          arg(input));
+    else
+      add(type, type.isF32() ? KernelParamKind::F32 : KernelParamKind::I64,
+          KernelParamRole::Input, arg(input));
+  }
+  for (auto [result, value] :
+       llvm::zip(op.getResults(), op.getYield().getValues())) {
+    // Column reductions accumulate into an output the runtime initializes.
+    auto reduce = value.getDefiningOp<ColReduceOp>();
+    add(globalPtr,
+        reduce ? KernelParamKind::AtomicPtr : KernelParamKind::GlobalPtr,
+        KernelParamRole::Output, result.getResultNumber());
+    if (reduce)
+      abi.params.back().fill = reduce.getKind() == ReductionKind::Max
+                                   ? -std::numeric_limits<double>::infinity()
+                                   : 0.0;
+  }
+  for (KernelParamRole role : {KernelParamRole::M, KernelParamRole::N,
+                               KernelParamRole::K, KernelParamRole::Batch})
+    add(IntegerType::get(ctx, 32), KernelParamKind::I32, role, -1);
+  return types;
+}
+
+/// Binds each parameter of the kernel entry block to its role.
+void bindParams(Block &entry, const KernelABI &abi, KernelValues &values) {
+  for (auto [param, arg] : llvm::zip(abi.params, entry.getArguments())) {
+    switch (param.role) {
+    case KernelParamRole::A:
+      values.tensorMapA = arg;
+      break;
+    case KernelParamRole::B:
+      values.tensorMapB = arg;
+      break;
+    case KernelParamRole::C:
+      values.c = arg;
+      break;
+    case KernelParamRole::Alpha:
+      values.alpha = arg;
+      break;
+    case KernelParamRole::Beta:
+      values.beta = arg;
+      break;
+    case KernelParamRole::Input:
+      values.inputs.push_back(arg);
+      break;
+    case KernelParamRole::Output:
+      values.outputs.push_back(arg);
+      break;
+    case KernelParamRole::M:
+      values.m = arg;
+      break;
+    case KernelParamRole::N:
+      values.n = arg;
+      break;
+    case KernelParamRole::K:
+      values.k = arg;
+      break;
+    case KernelParamRole::Batch:
+      values.batchCount = arg;
+      break;
+    }
+  }
 }
 
 /// Builds the kernel of `plan` next to `program` and turns the program into a
@@ -87,60 +186,11 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   MLIRContext *ctx = op.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointAfter(program);
-  auto module =
-      gpu::GPUModuleOp::create(b, loc, (program.getSymName() + "_kernels").str());
+  auto module = gpu::GPUModuleOp::create(
+      b, loc, (program.getSymName() + "_kernels").str());
   symbols.insert(module);
-
-  // Parameters, in ABI order: A, B, C, alpha, beta, epilogue inputs, outputs,
-  // then M, N, K and the batch count.
-  auto genericPtr = LLVM::LLVMPointerType::get(ctx);
-  auto globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> types;
   KernelABI abi;
-  auto addParam = [&](Type type, KernelParamKind kind, KernelParamRole role,
-                      int64_t index, SmallVector<int64_t> box = {}) {
-    types.push_back(type);
-    abi.params.push_back({kind, role, index, std::move(box)});
-    return types.size() - 1;
-  };
-  auto argIndex = [](Value v) {
-    return static_cast<int64_t>(cast<BlockArgument>(v).getArgNumber());
-  };
-  size_t aParam = addParam(genericPtr, KernelParamKind::TensorMap,
-                           KernelParamRole::A, argIndex(op.getA()),
-                           plan.a.getBox());
-  size_t bParam = addParam(genericPtr, KernelParamKind::TensorMap,
-                           KernelParamRole::B, argIndex(op.getB()),
-                           plan.b.getBox());
-  std::optional<size_t> cParam, alphaParam, betaParam;
-  if (Value c = op.getC())
-    cParam = addParam(globalPtr, KernelParamKind::GlobalPtr,
-                      KernelParamRole::C, argIndex(c));
-  if (Value alpha = op.getAlpha())
-    alphaParam = addParam(b.getF32Type(), KernelParamKind::F32,
-                          KernelParamRole::Alpha, argIndex(alpha));
-  if (Value beta = op.getBeta())
-    betaParam = addParam(b.getF32Type(), KernelParamKind::F32,
-                         KernelParamRole::Beta, argIndex(beta));
-  SmallVector<size_t> inputParams, outputParams;
-  for (Value input : op.getInputs()) {
-    Type type = input.getType();
-    auto [paramType, kind] =
-        isa<RankedTensorType>(type)
-            ? std::make_pair(Type(globalPtr), KernelParamKind::GlobalPtr)
-        : type.isF32() ? std::make_pair(type, KernelParamKind::F32)
-                       : std::make_pair(type, KernelParamKind::I64);
-    inputParams.push_back(
-        addParam(paramType, kind, KernelParamRole::Input, argIndex(input)));
-  }
-  for (OpResult result : op.getResults())
-    outputParams.push_back(addParam(globalPtr, KernelParamKind::GlobalPtr,
-                                    KernelParamRole::Output,
-                                    result.getResultNumber()));
-  size_t sizeParams = types.size();
-  for (KernelParamRole role : {KernelParamRole::M, KernelParamRole::N,
-                               KernelParamRole::K, KernelParamRole::Batch})
-    addParam(b.getI32Type(), KernelParamKind::I32, role, -1);
+  SmallVector<Type> types = addParams(plan, abi);
 
   // The kernel.
   b.setInsertionPointToStart(module.getBody());
@@ -157,11 +207,11 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   Block &entry = kernel.front();
   b.setInsertionPointToStart(&entry);
   KernelBuilder kb(loc, b);
-  auto param = [&](size_t i) -> Value { return entry.getArgument(i); };
   auto toI32 = [&](Value index) -> Value {
     return arith::IndexCastUIOp::create(kb, kb.getI32Type(), index);
   };
   KernelValues values;
+  bindParams(entry, abi, values);
   values.threadId = toI32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
   values.blockX = toI32(gpu::BlockIdOp::create(kb, gpu::Dimension::x));
   values.blockY = toI32(gpu::BlockIdOp::create(kb, gpu::Dimension::y));
@@ -171,31 +221,15 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   values.warpgroup = kb.divu(values.threadId, kb.i32(128));
   values.rowBase = kb.mul(values.blockY, kb.i32(KernelPlan::kTileM));
   values.colBase = kb.mul(values.blockX, kb.i32(plan.tile.tileN));
-  values.m = param(sizeParams);
-  values.n = param(sizeParams + 1);
-  values.k = param(sizeParams + 2);
-  values.batchCount = param(sizeParams + 3);
   values.sharedMemory = LLVM::AddressOfOp::create(kb, sharedMemory);
-  values.tensorMapA = param(aParam);
-  values.tensorMapB = param(bParam);
-  if (cParam)
-    values.c = param(*cParam);
-  if (alphaParam)
-    values.alpha = param(*alphaParam);
-  if (betaParam)
-    values.beta = param(*betaParam);
-  for (size_t i : inputParams)
-    values.inputs.push_back(param(i));
-  for (size_t i : outputParams)
-    values.outputs.push_back(param(i));
 
   // A fused row reduction needs the whole row in this block's tile; the
   // runtime checks N against max_n, and the kernel traps rather than
   // compute a wrong answer if it was launched anyway.
   if (plan.hasRowReduction)
-    kb.ifThen(kb.cmp(arith::CmpIPredicate::ugt, values.n,
-                     kb.i32(plan.tile.tileN)),
-              [&] { LLVM::Trap::create(kb); });
+    kb.ifThen(
+        kb.cmp(arith::CmpIPredicate::ugt, values.n, kb.i32(plan.tile.tileN)),
+        [&] { LLVM::Trap::create(kb); });
 
   Value accumulator = buildMainloop(b, loc, plan, values);
   buildEpilogue(b, loc, plan, values, accumulator);

@@ -14,7 +14,9 @@
 // 32q + 8j' + 2(l % 4) + {0, 1} (j' = 0..3) of one row that coda.dropout's
 // definition groups are exactly 8 slots of one thread. Row reductions combine
 // the thread's columns, then the 4 lanes that share a row (N must fit one
-// tile).
+// tile). Column reductions combine the thread's rows, then the 8 lanes that
+// share a column, and each warp adds its partial result to the f32 output
+// with an atomic (the runtime initializes it, see KernelABI.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +59,10 @@ private:
   /// Stores the slot of the output spanning `mask`, if this thread writes it.
   void storeSlot(Value value, Value pointer, Type elementType, unsigned mask,
                  int64_t h, int64_t c);
+  /// Combines column slot `c` of column reduction `op` over the block's rows
+  /// into the f32 output spanning `mask`, atomically.
+  void accumulateColumn(ColReduceOp op, Value pointer, unsigned mask,
+                        int64_t c);
 
   /// The epilogue value `v` at row slot `h`, column slot `c`, built the first
   /// time it is asked for.
@@ -88,8 +94,8 @@ private:
 
 EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
                                  const KernelValues &values, Value accumulator)
-    : b(b), plan(plan), values(values), accumulator(accumulator),
-      op(plan.op), dims(op) {
+    : b(b), plan(plan), values(values), accumulator(accumulator), op(plan.op),
+      dims(op) {
   // Row r + 8h of warpgroup w, warp v, lane l: r = 64w + 16v + l / 4.
   Value rowInTile = b.add(
       b.add(b.mul(values.warpgroup, b.i32(64)), b.mul(values.warp, b.i32(16))),
@@ -131,8 +137,8 @@ Value EpilogueBuilder::linearIndex(unsigned mask, int64_t h, int64_t c) {
   return index;
 }
 
-Value EpilogueBuilder::loadSlot(Value pointer, Type elementType,
-                                unsigned mask, int64_t h, int64_t c) {
+Value EpilogueBuilder::loadSlot(Value pointer, Type elementType, unsigned mask,
+                                int64_t h, int64_t c) {
   Type f32 = b.getF32Type();
   auto load = [&]() -> Value {
     Value element = LLVM::LoadOp::create(
@@ -164,13 +170,50 @@ void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
     Value element = value;
     if (elementType != element.getType())
       element = arith::TruncFOp::create(b, elementType, element);
-    LLVM::StoreOp::create(
-        b, element, b.gep(pointer, elementType, linearIndex(mask, h, c)));
+    LLVM::StoreOp::create(b, element,
+                          b.gep(pointer, elementType, linearIndex(mask, h, c)));
   };
   if (cond)
     b.ifThen(cond, store);
   else
     store();
+}
+
+void EpilogueBuilder::accumulateColumn(ColReduceOp reduce, Value pointer,
+                                       unsigned mask, int64_t c) {
+  ReductionKind kind = reduce.getKind();
+  bool isMax = kind == ReductionKind::Max;
+  Value identity =
+      b.f32(isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+  auto combine = [&](Value x, Value y) -> Value {
+    if (isMax)
+      return arith::MaximumFOp::create(b, x, y);
+    return arith::AddFOp::create(b, x, y);
+  };
+  // The thread's rows, then the 8 lanes l ^ 4k that hold the warp's other
+  // rows of this column.
+  Value total;
+  for (int64_t h = 0; h < kRowSlots; ++h) {
+    Value x = arith::SelectOp::create(b, inBounds(DimsAttr::kM, h, c),
+                                      at(reduce.getInput(), h, c), identity);
+    total = total ? combine(total, x) : x;
+  }
+  for (int32_t offset : {4, 8, 16})
+    total = combine(total, gpu::ShuffleOp::create(b, total, offset, 32,
+                                                  gpu::ShuffleMode::XOR)
+                               .getShuffleResult());
+  // A mean sums each element divided by M.
+  if (kind == ReductionKind::Mean)
+    total = arith::DivFOp::create(
+        b, total, arith::UIToFPOp::create(b, b.getF32Type(), values.m));
+  Value writes =
+      b.andi(b.ult(values.lane, b.i32(4)), inBounds(DimsAttr::kN, 0, c));
+  b.ifThen(writes, [&] {
+    LLVM::AtomicRMWOp::create(
+        b, isMax ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::fadd,
+        b.gep(pointer, b.getF32Type(), linearIndex(mask, 0, c)), total,
+        LLVM::AtomicOrdering::monotonic);
+  });
 }
 
 Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
@@ -189,9 +232,9 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
   } else if (auto arg = dyn_cast<BlockArgument>(v)) {
     unsigned i = arg.getArgNumber() - 1;
     auto type = dyn_cast<RankedTensorType>(op.getInputs()[i].getType());
-    result = type ? loadSlot(values.inputs[i], type.getElementType(), mask, h,
-                             c)
-                  : values.inputs[i];
+    result = type
+                 ? loadSlot(values.inputs[i], type.getElementType(), mask, h, c)
+                 : values.inputs[i];
   } else if (auto reduce = v.getDefiningOp<RowReduceOp>()) {
     result = computeRowReduce(reduce, h);
   } else if (auto dropout = v.getDefiningOp<DropoutOp>()) {
@@ -206,14 +249,14 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
 
 Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
   // alpha * acc + beta * C, in the reference lowering's order.
-  Value acc = LLVM::ExtractValueOp::create(b, accumulator,
-                                           4 * (c / 2) + 2 * h + c % 2);
+  Value acc =
+      LLVM::ExtractValueOp::create(b, accumulator, 4 * (c / 2) + 2 * h + c % 2);
   if (values.alpha)
     acc = arith::MulFOp::create(b, acc, values.alpha);
   if (Value c0 = op.getC()) {
-    Value cValue =
-        loadSlot(values.c, cast<RankedTensorType>(c0.getType()).getElementType(),
-                 op.getOutputSpaceDims().getMask(), h, c);
+    Value cValue = loadSlot(
+        values.c, cast<RankedTensorType>(c0.getType()).getElementType(),
+        op.getOutputSpaceDims().getMask(), h, c);
     if (values.beta)
       cValue = arith::MulFOp::create(b, cValue, values.beta);
     acc = arith::AddFOp::create(b, acc, cValue);
@@ -255,8 +298,7 @@ Value EpilogueBuilder::computeRowReduce(RowReduceOp reduce, int64_t h) {
   return total;
 }
 
-Value EpilogueBuilder::computeDropout(DropoutOp dropout, int64_t h,
-                                      int64_t c) {
+Value EpilogueBuilder::computeDropout(DropoutOp dropout, int64_t h, int64_t c) {
   // Slot c = 2j + e is column 8j + 2(l % 4) + e: the slots c / 8 = q of a row
   // share one Philox call, and the slice each takes depends only on
   // 8(j % 4) + e.
@@ -266,8 +308,8 @@ Value EpilogueBuilder::computeDropout(DropoutOp dropout, int64_t h,
     it = dropoutWords
              .try_emplace(key, buildDropoutWords(
                                    b, b.getLoc(), at(dropout.getSeed(), h, c),
-                                   dropout.getStream(), values.blockZ,
-                                   rows[h], cols[c]))
+                                   dropout.getStream(), values.blockZ, rows[h],
+                                   cols[c]))
              .first;
   Value bits = buildDropoutSlice(b, b.getLoc(), it->second,
                                  b.i32(8 * ((c / 2) % 4) + c % 2));
@@ -303,10 +345,14 @@ void EpilogueBuilder::build() {
         if ((!(mask & DimsAttr::kM) && h != 0) ||
             (!(mask & DimsAttr::kN) && c != 0))
           continue;
-        storeSlot(at(value, h, c), values.outputs[i],
-                  cast<RankedTensorType>(op.getResult(i).getType())
-                      .getElementType(),
-                  mask, h, c);
+        if (auto reduce = value.getDefiningOp<ColReduceOp>()) {
+          accumulateColumn(reduce, values.outputs[i], mask, c);
+          continue;
+        }
+        storeSlot(
+            at(value, h, c), values.outputs[i],
+            cast<RankedTensorType>(op.getResult(i).getType()).getElementType(),
+            mask, h, c);
       }
     }
   }

@@ -11,11 +11,12 @@ using namespace mlir::coda;
 namespace {
 constexpr KernelParamKind kKinds[] = {
     KernelParamKind::TensorMap, KernelParamKind::GlobalPtr,
-    KernelParamKind::F32, KernelParamKind::I64, KernelParamKind::I32};
+    KernelParamKind::AtomicPtr, KernelParamKind::F32,
+    KernelParamKind::I64,       KernelParamKind::I32};
 constexpr KernelParamRole kRoles[] = {
-    KernelParamRole::A,      KernelParamRole::B,     KernelParamRole::C,
-    KernelParamRole::Alpha,  KernelParamRole::Beta,  KernelParamRole::Input,
-    KernelParamRole::Output, KernelParamRole::M,     KernelParamRole::N,
+    KernelParamRole::A,      KernelParamRole::B,    KernelParamRole::C,
+    KernelParamRole::Alpha,  KernelParamRole::Beta, KernelParamRole::Input,
+    KernelParamRole::Output, KernelParamRole::M,    KernelParamRole::N,
     KernelParamRole::K,      KernelParamRole::Batch};
 
 /// The enumerator of `all` whose spelling is `name`.
@@ -35,6 +36,8 @@ StringRef mlir::coda::stringifyKernelParamKind(KernelParamKind kind) {
     return "tensor_map";
   case KernelParamKind::GlobalPtr:
     return "global_ptr";
+  case KernelParamKind::AtomicPtr:
+    return "atomic_ptr";
   case KernelParamKind::F32:
     return "f32";
   case KernelParamKind::I64:
@@ -75,7 +78,8 @@ StringRef mlir::coda::stringifyKernelParamRole(KernelParamRole role) {
 
 std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
                                               int64_t batch) const {
-  return {llvm::divideCeil(n, tileN), llvm::divideCeil(m, tileM), batch};
+  return {llvm::divideCeilSigned(n, tileN), llvm::divideCeilSigned(m, tileM),
+          batch};
 }
 
 DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
@@ -91,6 +95,8 @@ DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
     if (!param.box.empty())
       fields.push_back(
           b.getNamedAttr("box", b.getDenseI64ArrayAttr(param.box)));
+    if (param.fill)
+      fields.push_back(b.getNamedAttr("fill", b.getF64FloatAttr(*param.fill)));
     paramAttrs.push_back(b.getDictionaryAttr(fields));
   }
   return b.getDictionaryAttr({
@@ -142,10 +148,13 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
         parseEnum(kRoles, roleName.getValue(), stringifyKernelParamRole);
     if (!kind || !role)
       return std::nullopt;
-    KernelParam param{*kind, *role, index.getInt(), {}};
+    KernelParam param{*kind, *role, index.getInt(), {}, std::nullopt};
     if (auto box = dict.getAs<DenseI64ArrayAttr>("box"))
       param.box.assign(box.asArrayRef().begin(), box.asArrayRef().end());
-    if ((*kind == KernelParamKind::TensorMap) == param.box.empty())
+    if (auto fill = dict.getAs<FloatAttr>("fill"))
+      param.fill = fill.getValueAsDouble();
+    if ((*kind == KernelParamKind::TensorMap) == param.box.empty() ||
+        (*kind == KernelParamKind::AtomicPtr) != param.fill.has_value())
       return std::nullopt;
     abi.params.push_back(std::move(param));
   }

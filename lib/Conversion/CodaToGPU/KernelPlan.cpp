@@ -3,7 +3,8 @@
 // Chooses the kernel shape of a coda.gemm and checks, with user-facing
 // errors, that the GEMM can run that way: the target, the tile options, the
 // shared-memory budget, the operand layouts wgmma can read, the 16-byte row
-// alignment TMA needs (when sizes are static) and the epilogue reductions.
+// alignment TMA needs (when sizes are static) and the epilogue reductions
+// (row reductions within one tile, column reductions into f32 outputs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,10 +16,9 @@ using namespace mlir;
 using namespace mlir::coda;
 
 SmallVector<int64_t> OperandPlan::getBox() const {
-  SmallVector<int64_t> box = kMajor
-                                 ? SmallVector<int64_t>{tileK, extent}
-                                 : SmallVector<int64_t>{getSwizzleElems(),
-                                                        tileK};
+  SmallVector<int64_t> box =
+      kMajor ? SmallVector<int64_t>{tileK, extent}
+             : SmallVector<int64_t>{getSwizzleElems(), tileK};
   if (batched)
     box.push_back(1);
   return box;
@@ -34,8 +34,8 @@ NVVM::WGMMATypes KernelPlan::getMmaType() const {
 
 /// Checks that the rows of `operand` (its contiguous dim) are a multiple of
 /// 16 bytes long when their length is static.
-static LogicalResult checkRowAlignment(GemmOp op, StringRef name,
-                                       Value operand, StringRef dimName) {
+static LogicalResult checkRowAlignment(GemmOp op, StringRef name, Value operand,
+                                       StringRef dimName) {
   auto type = cast<RankedTensorType>(operand.getType());
   int64_t row = type.getShape().back();
   unsigned bytes = type.getElementTypeBitWidth() / 8;
@@ -58,8 +58,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &tile,
            << "': the GPU lowering emits wgmma and TMA instructions, which "
               "need chip sm_90a";
   if (tile.tileN != 64 && tile.tileN != 128 && tile.tileN != 256)
-    return op.emitOpError() << "tile-n must be 64, 128 or 256, got "
-                            << tile.tileN;
+    return op.emitOpError()
+           << "tile-n must be 64, 128 or 256, got " << tile.tileN;
   if (tile.stages < 2)
     return op.emitOpError()
            << "stages must be at least 2 (one slot is refilled while the "
@@ -86,29 +86,31 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &tile,
            << "cannot run on the GPU: f32 operands are multiplied as tf32 by "
               "wgmma, which reads them only with K contiguous; store A as "
               "[M, K] (no transpose_a) and B as [N, K] (transpose_b)";
-  if (failed(checkRowAlignment(op, "A", op.getA(),
-                               plan.a.kMajor ? "K" : "M")) ||
-      failed(checkRowAlignment(op, "B", op.getB(),
-                               plan.b.kMajor ? "K" : "N")))
+  if (failed(
+          checkRowAlignment(op, "A", op.getA(), plan.a.kMajor ? "K" : "M")) ||
+      failed(checkRowAlignment(op, "B", op.getB(), plan.b.kMajor ? "K" : "N")))
     return failure();
 
   if (plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
     return op.emitOpError()
            << "needs " << plan.getSharedMemoryBytes()
            << " bytes of shared memory per block (" << tile.stages
-           << " stages of " << plan.getStageBytes()
-           << " bytes), more than the " << kMaxSharedMemoryBytes
+           << " stages of " << plan.getStageBytes() << " bytes), more than the "
+           << kMaxSharedMemoryBytes
            << " bytes sm_90a gives a block; use fewer stages or a smaller "
               "tile-n";
 
-  for (Operation &inner : op.getEpilogueBlock()) {
-    if (isa<ColReduceOp>(inner))
-      return inner.emitOpError()
-             << "is not supported by the GPU lowering yet: a column "
-                "reduction spans every row tile; compute it in a separate "
-                "reduction";
+  for (Operation &inner : op.getEpilogueBlock())
     if (isa<RowReduceOp>(inner))
       plan.hasRowReduction = true;
+  for (auto [i, value] : llvm::enumerate(op.getYield().getValues())) {
+    auto reduce = value.getDefiningOp<ColReduceOp>();
+    Type type =
+        cast<RankedTensorType>(op.getResult(i).getType()).getElementType();
+    if (reduce && !type.isF32())
+      return reduce.emitOpError()
+             << "is accumulated across row blocks with f32 atomics: output #"
+             << i << " must be f32, not " << type;
   }
   if (plan.hasRowReduction) {
     auto type = cast<RankedTensorType>(op.getB().getType());

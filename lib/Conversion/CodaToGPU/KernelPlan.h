@@ -33,12 +33,12 @@
 
 namespace mlir::coda {
 
-/// The tunable part of the kernel shape.
+/// The tunable part of the kernel shape (coda-to-gpu's options).
 struct TileConfig {
   /// Output columns per block: 64, 128 or 256.
-  int64_t tileN = 128;
+  int64_t tileN;
   /// Shared-memory pipeline depth (K steps in flight): at least 2.
-  int64_t stages = 4;
+  int64_t stages;
 };
 
 /// How one GEMM operand (A or B) is loaded and read.
@@ -56,7 +56,9 @@ struct OperandPlan {
 
   /// TMA boxes per stage: one box of [extent rows x tileK] when K-major,
   /// else extent / 64 boxes of [tileK rows x 64].
-  int64_t getNumBoxes() const { return kMajor ? 1 : extent / getSwizzleElems(); }
+  int64_t getNumBoxes() const {
+    return kMajor ? 1 : extent / getSwizzleElems();
+  }
   /// The box, innermost dim first (a batch dim adds a trailing 1).
   SmallVector<int64_t> getBox() const;
   /// Bytes of one box in shared memory.

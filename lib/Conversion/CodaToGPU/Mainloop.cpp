@@ -95,9 +95,9 @@ void MainloopBuilder::loadOperand(const OperandPlan &operand, Value tensorMap,
                   kBase};
     if (operand.batched)
       coords.push_back(values.blockZ);
-    Value dst = b.byteGep(
-        values.sharedMemory,
-        b.add(tileOffset, b.i32(box * operand.getBoxBytes())));
+    Value dst =
+        b.byteGep(values.sharedMemory,
+                  b.add(tileOffset, b.i32(box * operand.getBoxBytes())));
     // The shared::cluster form with the block's own address: the shared::cta
     // destination needs PTX 8.6.
     dst = LLVM::AddrSpaceCastOp::create(b, clusterPtr, dst);
@@ -151,21 +151,20 @@ Value MainloopBuilder::mmaStep(Value kStep, Value acc, bool first) {
   Value descA = descriptor(a, b.add(tileOffsetA(slot), rowsOffsetA));
   Value descB = descriptor(bp, tileOffsetB(slot));
   auto kStepBytes = [&](const OperandPlan &operand) {
-    return operand.kMajor ? plan.mmaK * operand.elementBytes
-                          : plan.mmaK * 128;
+    return operand.kMajor ? plan.mmaK * operand.elementBytes : plan.mmaK * 128;
   };
   auto layoutA = a.kMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col;
   auto layoutB = bp.kMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row;
-  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tile.tileN,
-                                       plan.mmaK);
+  auto shape =
+      NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tile.tileN, plan.mmaK);
   NVVM::WGMMATypes mmaType = plan.getMmaType();
 
   NVVM::WgmmaFenceAlignedOp::create(b);
   for (int64_t kk = 0; kk < plan.tileK / plan.mmaK; ++kk) {
     Value stepA = b.i64(kk * kStepBytes(a) >> 4);
     Value stepB = b.i64(kk * kStepBytes(bp) >> 4);
-    auto scaleD = first && kk == 0 ? NVVM::WGMMAScaleOut::zero
-                                   : NVVM::WGMMAScaleOut::one;
+    auto scaleD =
+        first && kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one;
     acc = NVVM::WgmmaMmaAsyncOp::create(
         b, accType, acc, b.add(descA, stepA), b.add(descB, stepB), shape,
         mmaType, mmaType, NVVM::WGMMATypes::f32, scaleD,
@@ -218,16 +217,17 @@ Value MainloopBuilder::build() {
   });
 
   accType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(),
-      SmallVector<Type>(plan.tile.tileN / 2, b.getF32Type()));
+      b.getContext(), SmallVector<Type>(plan.tile.tileN / 2, b.getF32Type()));
   // The first K step starts the accumulator (K = 0 leaves it zero), the loop
   // runs the others.
   Value first = b.ifThenElse(
       b.ult(b.i32(0), kSteps), accType,
-      [&] { return mmaStep(b.i32(0), LLVM::UndefOp::create(b, accType), true); },
+      [&] {
+        return mmaStep(b.i32(0), LLVM::UndefOp::create(b, accType), true);
+      },
       [&] { return LLVM::ZeroOp::create(b, accType); });
-  auto loop = scf::ForOp::create(b, b.i32(1), kSteps, b.i32(1),
-                                 ValueRange{first});
+  auto loop =
+      scf::ForOp::create(b, b.i32(1), kSteps, b.i32(1), ValueRange{first});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());

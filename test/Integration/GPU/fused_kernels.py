@@ -7,8 +7,10 @@ an NVIDIA GPU (sm_90a), on ragged shapes, with poisoned and guarded outputs.
 `run` loads those with the CUDA driver, launches them on random inputs (torch)
 and compares every output with a float64 reference: relative error by norm
 under a per-dtype tolerance, no NaN, every element written, nothing written
-past the end, dropout masks identical to coda.dropout's definition. Cases
-marked `timed` are also timed against cuBLAS (torch) with CUDA events.
+past the end, dropout masks identical to coda.dropout's definition. The fc1
+cases (GPT-2's MLP up-projection, bias + GELU + dropout + residual) are also
+timed, under several tilings, against cuBLAS and eager PyTorch (torch), with
+CUDA events.
 """
 
 import argparse
@@ -171,11 +173,70 @@ func.func @batched_b(%a: tensor<70x40xf16>, %b: tensor<2x40x136xf16>) -> tensor<
   return %o : tensor<2x70x136xf32>
 }'''
 
+VECTORS = '''
+func.func @vectors(%a: tensor<300x48xbf16>, %b: tensor<200x48xbf16>, %bias: tensor<200xf32>,
+                   %rv: tensor<300xf32>)
+    -> (tensor<300x200xf32>, tensor<200xf32>, tensor<300xbf16>) {
+  %o, %bn, %rm = coda.gemm %a, %b transpose_b
+      ins(%bias : tensor<200xf32> [n], %rv : tensor<300xf32> [m])
+      : tensor<300x48xbf16>, tensor<200x48xbf16>
+      -> (tensor<300x200xf32> [m, n], tensor<200xf32> [n], tensor<300xbf16> [m]) {
+  ^bb0(%acc: f32, %bi: f32, %r: f32):
+    %0 = arith.mulf %bi, %r : f32
+    %1 = arith.addf %acc, %0 : f32
+    %two = arith.constant 2.0 : f32
+    %2 = arith.mulf %bi, %two : f32
+    %one = arith.constant 1.0 : f32
+    %3 = arith.addf %r, %one : f32
+    coda.yield %1, %2, %3 : f32, f32, f32
+  }
+  return %o, %bn, %rm : tensor<300x200xf32>, tensor<200xf32>, tensor<300xbf16>
+}'''
+
+BATCHED_LN = '''
+func.func @batched_ln(%a: tensor<2x150x64xbf16>, %b: tensor<2x64x72xbf16>)
+    -> (tensor<2x150x72xf32>, tensor<2x150xf32>, tensor<2x72xf32>) {
+  %y, %s, %cm = coda.gemm %a, %b : tensor<2x150x64xbf16>, tensor<2x64x72xbf16>
+      -> (tensor<2x150x72xf32> [b, m, n], tensor<2x150xf32> [b, m], tensor<2x72xf32> [b, n]) {
+  ^bb0(%acc: f32):
+    %mean = coda.row_reduce mean %acc
+    %d = arith.subf %acc, %mean : f32
+    %sum = coda.row_reduce sum %acc
+    %colmean = coda.col_reduce mean %acc
+    coda.yield %d, %sum, %colmean : f32, f32, f32
+  }
+  return %y, %s, %cm : tensor<2x150x72xf32>, tensor<2x150xf32>, tensor<2x72xf32>
+}'''
+
+DBIAS = '''
+func.func @dbias(%a: tensor<300x72xbf16>, %b: tensor<200x72xbf16>, %bias: tensor<200xf32>)
+    -> (tensor<300x200xbf16>, tensor<200xf32>, tensor<200xf32>) {
+  %o, %db, %mx = coda.gemm %a, %b transpose_b ins(%bias : tensor<200xf32> [n])
+      : tensor<300x72xbf16>, tensor<200x72xbf16>
+      -> (tensor<300x200xbf16> [m, n], tensor<200xf32> [n], tensor<200xf32> [n]) {
+  ^bb0(%acc: f32, %bi: f32):
+    %0 = arith.addf %acc, %bi : f32
+    %1 = coda.col_reduce sum %0
+    %2 = coda.col_reduce max %acc
+    coda.yield %0, %1, %2 : f32, f32, f32
+  }
+  return %o, %db, %mx : tensor<300x200xbf16>, tensor<200xf32>, tensor<200xf32>
+}'''
+
+WIDE_ROWS = '''
+func.func @wide_rows(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?xf32> {
+  %s = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?xf32> [m]) {
+  ^bb0(%acc: f32):
+    %0 = coda.row_reduce sum %acc
+    coda.yield %0 : f32
+  }
+  return %s : tensor<?xf32>
+}'''
+
 
 class Case:
-    def __init__(self, name, program, options='', timed=False):
-        self.name, self.program, self.options, self.timed = (
-            name, program, options, timed)
+    def __init__(self, name, program, options=''):
+        self.name, self.program, self.options = name, program, options
 
 
 CASES = [
@@ -188,10 +249,18 @@ CASES = [
     Case('layernorm', LAYERNORM),
     Case('batched_a', BATCHED_A),
     Case('batched_b', BATCHED_B),
+    Case('vectors', VECTORS),
+    Case('batched_ln', BATCHED_LN),
+    Case('dbias', DBIAS),
     Case('deep', mlp(1000, 1000, 1000)),
-    Case('fc1', fc1_chain(8192, 3072, 768), timed=True),
-    Case('gemm', gemm_only(8192, 3072, 768), timed=True),
+    Case('wide_rows', WIDE_ROWS),
 ]
+# The chain and the bare GEMM of GPT-2's fc1, timed under several tilings.
+TILINGS = ['tile-n=128 stages=4', 'tile-n=128 stages=3',
+           'tile-n=128 stages=2', 'tile-n=256 stages=3', 'tile-n=64 stages=4']
+for i, tiling in enumerate(TILINGS):
+    CASES.append(Case('fc1_%d' % i, fc1_chain(8192, 3072, 768), tiling))
+    CASES.append(Case('gemm_%d' % i, gemm_only(8192, 3072, 768), tiling))
 
 
 def compile_cases(coda_opt, work):
@@ -402,6 +471,80 @@ def run_cases(work, names):
         check.compare('batched_b', 'output (f32)', o, g,
                       a.double() @ b.double(), 1e-5)
 
+    def run_vectors():
+        kern = load('vectors')
+        m, n, k = 300, 200, 48
+        a, b = rand(m, k), rand(n, k)
+        bias, rv = rand(n, dtype=torch.float32), rand(m, dtype=torch.float32)
+        o, go = check.poisoned((m, n), torch.float32)
+        bn, gb = check.poisoned((n,), torch.float32)
+        rm, gr = check.poisoned((m,), torch.bfloat16)
+        kern({0: a, 1: b, 2: bias, 3: rv}, {0: o, 1: bn, 2: rm}, m, n, k)
+        driver.synchronize()
+        acc = a.double() @ b.double().T
+        check.compare('vectors', 'acc + bias*row (f32)', o, go,
+                      acc + bias.double() * rv.double()[:, None], 1e-5)
+        check.compare('vectors', '[n] output (f32)', bn, gb,
+                      2 * bias.double(), 0.0)
+        check.compare('vectors', '[m] output (bf16)', rm, gr,
+                      rv.double() + 1, 1e-2)
+
+    def run_batched_ln():
+        kern = load('batched_ln')
+        bt, m, n, k = 2, 150, 72, 64
+        a, b = rand(bt, m, k), rand(bt, k, n)
+        y, gy = check.poisoned((bt, m, n), torch.float32)
+        s_, gs = check.poisoned((bt, m), torch.float32)
+        cm, gc = check.poisoned((bt, n), torch.float32)
+        kern({0: a, 1: b}, {0: y, 1: s_, 2: cm}, m, n, k, bt)
+        driver.synchronize()
+        acc = a.double() @ b.double()
+        check.compare('batched_ln', 'acc - row mean (f32)', y, gy,
+                      acc - acc.mean(dim=2, keepdim=True), 1e-5)
+        check.compare('batched_ln', '[b, m] row sum (f32)', s_, gs,
+                      acc.sum(dim=2), 1e-5)
+        check.compare('batched_ln', '[b, n] column mean (f32)', cm, gc,
+                      acc.mean(dim=1), 1e-5)
+
+    def run_dbias():
+        kern = load('dbias')
+        m, n, k = 300, 200, 72
+        a, b, bias = rand(m, k), rand(n, k), rand(n, dtype=torch.float32)
+        o, go = check.poisoned((m, n), torch.bfloat16)
+        db, gd = check.poisoned((n,), torch.float32)
+        mx, gm = check.poisoned((n,), torch.float32)
+        launch = kern.prepare({0: a, 1: b, 2: bias}, {0: o, 1: db, 2: mx},
+                              m, n, k)
+        for _ in range(2):  # the outputs start over at every launch
+            launch()
+        driver.synchronize()
+        acc = a.double() @ b.double().T
+        pre = acc + bias.double()
+        check.compare('dbias', 'acc + bias (bf16)', o, go, pre, 1e-2)
+        check.compare('dbias', '[n] column sum (f32)', db, gd, pre.sum(dim=0),
+                      1e-5)
+        check.compare('dbias', '[n] column max (f32)', mx, gm,
+                      acc.max(dim=0).values, 1e-6)
+
+    def run_wide_rows():
+        """A fused row reduction launched (against the ABI) with N wider than
+        the tile must fail, not return a wrong answer."""
+        kern = load('wide_rows')
+        m, n, k = 256, 200, 64
+        a, b = rand(m, k), rand(n, k)
+        s_, _ = check.poisoned((m,), torch.float32)
+        params = kern.params({0: a, 1: b}, {0: s_}, m, n, k)
+        try:
+            driver.launch(kern.func, kern.grid(m, n), kern.abi['block'],
+                          kern.abi['shared_memory_bytes'], params)
+            driver.synchronize()
+            outcome, ok = 'completed', False
+        except coda_gpu.CudaError as e:
+            outcome, ok = str(e).split(' failed: ')[-1], True
+        check.failed |= not ok
+        check.rows.append(('wide_rows', 'N=200 > max_n=128', outcome, '-',
+                           '-', '-', 'ok' if ok else 'FAIL'))
+
     def time_kernel(launch, reps=10, launches=20):
         """Median over `reps` of the mean time of `launches` back-to-back
         launches, in ms."""
@@ -421,9 +564,9 @@ def run_cases(work, names):
         times.sort()
         return times[len(times) // 2]
 
-    def run_fc1():
+    def run_fc1(variant):
         m, n, k = 8192, 3072, 768
-        chain, gemm = load('fc1'), load('gemm')
+        chain, gemm = load('fc1_%d' % variant), load('gemm_%d' % variant)
         x, w = rand(m, k), rand(n, k, scale=0.05)
         bias, res = rand(n, dtype=torch.float32), rand(m, n)
         out, g = check.poisoned((m, n), torch.bfloat16)
@@ -437,7 +580,8 @@ def run_cases(work, names):
         run_gemm()
         torch.cuda.synchronize()
         acc = x.double() @ w.double().T
-        check.compare('gemm', 'output (bf16)', plain, g2, acc, 1e-2)
+        tag = '[%s]' % TILINGS[variant]
+        check.compare('gemm', 'output (bf16) ' + tag, plain, g2, acc, 1e-2)
         # The chain's reference on the first and last rows (the dropout
         # reference is computed on the host).
         for first, rows in ((0, 1024), (m - 256, 256)):
@@ -447,23 +591,25 @@ def run_cases(work, names):
             keep_t = torch.from_numpy(keep).cuda()
             ref = torch.where(keep_t, pre * scale,
                               torch.zeros_like(pre)) + res[part].double()
-            check.compare('fc1', 'output rows %d+ (bf16)' % first, out[part],
-                          g[:0], ref, 1e-2)
+            check.compare('fc1', 'rows %d+ (bf16) %s' % (first, tag),
+                          out[part], g[:0], ref, 1e-2)
         del acc
-        check.coverage('fc1', 'every output element', out, g)
+        check.coverage('fc1', 'every element ' + tag, out, g)
 
         F = torch.nn.functional
         bias16 = bias.to(torch.bfloat16)
         t_chain = time_kernel(run_chain)
         t_gemm = time_kernel(run_gemm)
-        t_cublas = time_kernel(lambda: F.linear(x, w))
-        t_eager = time_kernel(lambda: F.dropout(
-            F.gelu(F.linear(x, w, bias16), approximate='tanh'), 0.1) + res)
+        measured = [('coda fused chain ' + tag, t_chain),
+                    ('coda GEMM only ' + tag, t_gemm)]
+        if variant == 0:
+            measured += [
+                ('cuBLAS F.linear', time_kernel(lambda: F.linear(x, w))),
+                ('eager chain (torch)', time_kernel(lambda: F.dropout(
+                    F.gelu(F.linear(x, w, bias16), approximate='tanh'), 0.1)
+                    + res))]
         flops = 2 * m * n * k
-        for what, t in (('coda fused chain', t_chain),
-                        ('coda GEMM only', t_gemm),
-                        ('cuBLAS F.linear', t_cublas),
-                        ('eager chain (torch)', t_eager)):
+        for what, t in measured:
             timings.append((what, '%.4f ms' % t,
                             '%.0f TFLOP/s' % (flops / t / 1e9)))
 
@@ -477,9 +623,14 @@ def run_cases(work, names):
         'layernorm': run_layernorm,
         'batched_a': run_batched_a,
         'batched_b': run_batched_b,
+        'vectors': run_vectors,
+        'batched_ln': run_batched_ln,
+        'dbias': run_dbias,
         'deep': lambda: run_mlp('deep', 1000, 1000, 1000),
-        'fc1': run_fc1,
+        'wide_rows': run_wide_rows,
     }
+    for i in range(len(TILINGS)):
+        runners['fc1_%d' % i] = lambda i=i: run_fc1(i)
     for name, runner in runners.items():
         if names and name not in names:
             continue
@@ -494,7 +645,7 @@ def run_cases(work, names):
     for row in check.rows:
         print('%-12s %-28s %-16s %-6s %-9s %-7s %s' % row)
     for row in timings:
-        print('%-24s %-12s %s' % row)
+        print('%-44s %-12s %s' % row)
     return 1 if check.failed else 0
 
 

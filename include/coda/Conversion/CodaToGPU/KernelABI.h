@@ -30,6 +30,11 @@
 //                 argument `index` (A/B/C/input roles) or program result
 //                 `index` (output role), which the kernel reads or writes
 //                 element by element with bounds checks.
+//      AtomicPtr: a CUdeviceptr to the dense row-major f32 tensor of program
+//                 result `index` (a column reduction), which every row block
+//                 combines its partial result into with atomics: fill it with
+//                 `fill` (0 for sums and means, -inf for maxima) before each
+//                 launch.
 //      F32, I64:  the scalar program argument `index` (alpha, beta, scalar
 //                 epilogue inputs; a dropout seed is i64).
 //      I32:       a size of the GEMM: M, N, K or the batch count (1 when
@@ -37,9 +42,16 @@
 //  - Requirements the runtime must check before launching (the compiler
 //    rejects them when the sizes are static): every tensor passed as a
 //    TensorMap must have a 16-byte aligned base and rows (and batch strides)
-//    that are a multiple of 16 bytes long; when `maxN` is not 0 (row
-//    reductions are fused), N must not exceed it (the kernel traps if it
-//    does, rather than computing a wrong answer).
+//    that are a multiple of 16 bytes long (cuTensorMapEncodeTiled refuses
+//    others); when `maxN` is not 0 (row reductions are fused), N must not
+//    exceed it (the kernel traps if it does, rather than computing a wrong
+//    answer). With K = 0 the kernel reads neither tensor map: encode any
+//    valid one (a dim of 0 is not encodable).
+//
+// Kernel parameter order (the `params` list): the tensor maps of A and B,
+// C's pointer, alpha, beta (each when present), one parameter per epilogue
+// input (a pointer for a tensor, the value for a scalar), one pointer per
+// output, then M, N, K and the batch count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,6 +74,9 @@ enum class KernelParamKind : uint32_t {
   TensorMap,
   /// A 64-bit device pointer to a dense row-major tensor.
   GlobalPtr,
+  /// A 64-bit device pointer to an f32 output the kernel accumulates into
+  /// with atomics; the runtime fills it with `KernelParam::fill` first.
+  AtomicPtr,
   /// A 32-bit float.
   F32,
   /// A 64-bit integer.
@@ -88,7 +103,7 @@ enum class KernelParamRole : uint32_t {
 };
 
 /// The spelling of `kind` in the ABI dictionary ("tensor_map", "global_ptr",
-/// "f32", "i64", "i32").
+/// "atomic_ptr", "f32", "i64", "i32").
 llvm::StringRef stringifyKernelParamKind(KernelParamKind kind);
 /// The spelling of `role` in the ABI dictionary ("a", "b", "c", "alpha",
 /// "beta", "input", "output", "m", "n", "k", "batch").
@@ -103,6 +118,9 @@ struct KernelParam {
   int64_t index = -1;
   /// For TensorMap parameters: the box, in elements, innermost dim first.
   llvm::SmallVector<int64_t> box;
+  /// For AtomicPtr parameters: the value the runtime fills the output with
+  /// before the launch.
+  std::optional<double> fill;
 };
 
 /// Everything the runtime needs to launch one generated kernel.
@@ -125,8 +143,7 @@ struct KernelABI {
   llvm::SmallVector<KernelParam> params;
 
   /// The grid for a GEMM of the given sizes (batch = 1 when unbatched).
-  std::array<int64_t, 3> getGridDims(int64_t m, int64_t n,
-                                     int64_t batch) const;
+  std::array<int64_t, 3> getGridDims(int64_t m, int64_t n, int64_t batch) const;
 
   /// The ABI as a dictionary attribute.
   DictionaryAttr toAttr(MLIRContext *context) const;

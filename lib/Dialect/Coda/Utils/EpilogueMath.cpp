@@ -125,8 +125,7 @@ std::array<Value, 4> mlir::coda::buildDropoutWords(OpBuilder &b, Location loc,
   // group(n) = (n >> 5) * 4 + ((n >> 1) & 3)
   Value group = arith::OrIOp::create(b, loc, bits.shl(bits.shr(col, 5), 2),
                                      bits.andi(bits.shr(col, 1), 3));
-  return buildPhilox4x32(b, loc,
-                         {group, row, i32Const(b, loc, stream), batch},
+  return buildPhilox4x32(b, loc, {group, row, i32Const(b, loc, stream), batch},
                          buildDropoutKey(b, loc, seed));
 }
 

@@ -1,0 +1,88 @@
+// RUN: coda-opt %s --coda-to-gpu=tile-n=64 | FileCheck %s
+// RUN: coda-opt %s --coda-to-gpu=tile-n=64 > %t.mlir
+// RUN: %python %testlib/kernel_memory.py %t.mlir | FileCheck %s --check-prefix=MEMORY
+// One Philox call per 8 dropout decisions: 2 rows x 2 groups of 32 columns
+// per thread at tile-n=64, 4 groups at tile-n=128; 2 mului_extended a round.
+// RUN: coda-opt %s --coda-to-gpu=tile-n=64 | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX64
+// RUN: coda-opt %s --coda-to-gpu | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX128
+
+// The program becomes a host declaration carrying the ABI, and a gpu.module
+// with one kernel.
+// CHECK-LABEL: func.func private @mlp(
+// CHECK-SAME:    tensor<3072xf32> {coda.name = "bias"}
+// CHECK-SAME:    -> (tensor<?x3072xbf16> {coda.name = "output"})
+// CHECK-SAME:    attributes {coda.kernel_abi = {block = array<i64: 256, 1, 1>, kernel = "mlp", max_n = 0 : i64, module = "mlp_kernels",
+// CHECK-SAME:    params = [{box = array<i64: 64, 128>, index = 0 : i64, kind = "tensor_map", role = "a"},
+// CHECK-SAME:              {box = array<i64: 64, 64>, index = 1 : i64, kind = "tensor_map", role = "b"},
+// CHECK-SAME:              {index = 2 : i64, kind = "global_ptr", role = "input"},
+// CHECK-SAME:              {index = 3 : i64, kind = "i64", role = "input"},
+// CHECK-SAME:              {index = 0 : i64, kind = "global_ptr", role = "output"},
+// CHECK-SAME:              {index = -1 : i64, kind = "i32", role = "m"}, {index = -1 : i64, kind = "i32", role = "n"},
+// CHECK-SAME:              {index = -1 : i64, kind = "i32", role = "k"}, {index = -1 : i64, kind = "i32", role = "batch"}],
+// CHECK-SAME:    shared_memory_bytes = 73776 : i64, tile = array<i64: 128, 64, 64>}}
+// CHECK:       gpu.module @mlp_kernels attributes {coda.kernel_abi = {
+// CHECK:         llvm.mlir.global external @coda_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+// CHECK:         gpu.func @mlp(%[[A:.*]]: !llvm.ptr, %[[B:.*]]: !llvm.ptr, %[[BIAS:.*]]: !llvm.ptr<1>, %[[SEED:.*]]: i64, %[[OUT:.*]]: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel
+// CHECK-SAME:      known_block_size = array<i32: 256, 1, 1>
+
+// Thread 0 sets up a full and an empty mbarrier per stage, then fills the
+// stages with TMA loads of A and B.
+// CHECK-COUNT-6: nvvm.mbarrier.init
+// CHECK:         nvvm.fence.mbarrier.init
+// CHECK:         gpu.barrier
+// CHECK:         nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c24576_i32
+// CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[A]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[B]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+
+// The first K step starts the accumulator (scale-d 0), then the loop
+// accumulates, keeps one wgmma group in flight and recycles the previous
+// step's stage.
+// CHECK:         nvvm.mbarrier.try_wait.parity
+// CHECK:         nvvm.wgmma.fence.aligned
+// CHECK:         nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>]
+// CHECK:         nvvm.wgmma.commit.group.sync.aligned
+// CHECK:         nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK:         llvm.mlir.zero
+// CHECK:         scf.for
+// CHECK:           nvvm.mbarrier.try_wait.parity
+// CHECK:           nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4:   nvvm.wgmma.mma_async
+// CHECK:           nvvm.wgmma.commit.group.sync.aligned
+// CHECK:           nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK:           nvvm.mbarrier.arrive
+// CHECK:           scf.if
+// CHECK:             nvvm.mbarrier.try_wait.parity
+// CHECK:             nvvm.mbarrier.arrive.expect_tx
+// CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
+
+// The epilogue runs on the accumulator registers and stores each element
+// once, converted to bf16, under a bounds check.
+// CHECK:         llvm.extractvalue
+// CHECK:         llvm.load {{.*}} : !llvm.ptr<1> -> f32
+// CHECK:         math.tanh
+// CHECK:         arith.mului_extended
+// CHECK:         scf.if
+// CHECK:           llvm.getelementptr %[[OUT]]
+// CHECK-NEXT:      llvm.store %{{.*}}, %{{.*}} : bf16, !llvm.ptr<1>
+// CHECK:         gpu.return
+
+// MEMORY: mlp: loads input#2; stores output#0
+
+// PHILOX64: {{^}}80{{$}}
+// PHILOX128: {{^}}160{{$}}
+func.func @mlp(%x: tensor<?x768xbf16>, %w: tensor<3072x768xbf16>,
+               %bias: tensor<3072xf32> {coda.name = "bias"},
+               %seed: i64 {coda.name = "seed"})
+    -> (tensor<?x3072xbf16> {coda.name = "output"}) {
+  %out = coda.gemm %x, %w transpose_b
+      ins(%bias : tensor<3072xf32> [n], %seed : i64)
+      : tensor<?x768xbf16>, tensor<3072x768xbf16> -> (tensor<?x3072xbf16> [m, n]) {
+  ^bb0(%acc: f32, %b: f32, %s: i64):
+    %0 = arith.addf %acc, %b : f32
+    %1 = coda.activation gelu_tanh %0
+    %2 = coda.dropout %1, %s {p = 0.1 : f32}
+    coda.yield %2 : f32
+  }
+  return %out : tensor<?x3072xbf16>
+}

@@ -1,0 +1,102 @@
+// RUN: coda-opt %s --coda-to-gpu > %t.mlir
+// RUN: FileCheck %s < %t.mlir
+// RUN: %python %testlib/kernel_memory.py %t.mlir | FileCheck %s --check-prefix=MEMORY
+
+// Row reductions: each thread combines its columns of a row, then the 4
+// lanes that share the row exchange partial results; the whole row must be
+// in the tile, so the ABI limits N and the kernel traps beyond it.
+// CHECK-LABEL: func.func private @layernorm
+// CHECK-SAME:    max_n = 128 : i64
+// CHECK-LABEL: gpu.func @layernorm
+// CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: i32, %[[N:[^:]*]]: i32,
+// CHECK:         %[[WIDE:.*]] = arith.cmpi ugt, %[[N]], %c128_i32
+// CHECK:         scf.if %[[WIDE]] {
+// CHECK-NEXT:      llvm.intr.trap
+// CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:         arith.addf
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK:         arith.divf
+// CHECK:         math.rsqrt
+// CHECK:         arith.maximumf
+// CHECK:         gpu.shuffle  xor
+// MEMORY: layernorm: loads input#2; stores output#0 output#1
+func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tensor<128xf32>)
+    -> (tensor<?x128xf16>, tensor<?xf32>) {
+  %y, %mx = coda.gemm %a, %b transpose_b ins(%gamma : tensor<128xf32> [n])
+      : tensor<?x64xf16>, tensor<128x64xf16> -> (tensor<?x128xf16> [m, n], tensor<?xf32> [m]) {
+  ^bb0(%acc: f32, %g: f32):
+    %mean = coda.row_reduce mean %acc
+    %d = arith.subf %acc, %mean : f32
+    %sq = arith.mulf %d, %d : f32
+    %var = coda.row_reduce mean %sq
+    %eps = arith.constant 1.0e-05 : f32
+    %v = arith.addf %var, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %d, %r : f32
+    %o = arith.mulf %n, %g : f32
+    %max = coda.row_reduce max %acc
+    coda.yield %o, %max : f32, f32
+  }
+  return %y, %mx : tensor<?x128xf16>, tensor<?xf32>
+}
+
+// alpha, beta and C, per-row and per-column inputs and scalars: C and the
+// tensors are loaded under bounds checks, scalars are parameters.
+// CHECK-LABEL: gpu.func @affine
+// CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[C:[^:]*]]: !llvm.ptr<1>, %[[ALPHA:[^:]*]]: f32, %[[BETA:[^:]*]]: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>,
+// CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:         %[[ACC:.*]] = llvm.extractvalue
+// CHECK:         %[[SCALED:.*]] = arith.mulf %[[ACC]], %[[ALPHA]] : f32
+// CHECK:         %[[CIN:.*]] = scf.if
+// CHECK:           llvm.getelementptr %[[C]]
+// CHECK:           arith.extf %{{.*}} : f16 to f32
+// CHECK:         %[[CB:.*]] = arith.mulf %[[CIN]], %[[BETA]] : f32
+// CHECK:         arith.addf %[[SCALED]], %[[CB]] : f32
+// MEMORY: affine: loads c#2 input#5 input#6; stores output#0 output#1
+func.func @affine(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>, %c: tensor<?x?xf16>,
+                  %alpha: f32, %beta: f32, %row: tensor<?xbf16>, %col: tensor<?xf32>, %s: f32)
+    -> (tensor<?x?xf32>, tensor<?xf32>) {
+  %o, %v = coda.gemm %a, %b c(%c : tensor<?x?xf16>) alpha(%alpha) beta(%beta)
+      ins(%row : tensor<?xbf16> [m], %col : tensor<?xf32> [n], %s : f32)
+      : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xf32> [m, n], tensor<?xf32> [n]) {
+  ^bb0(%acc: f32, %r: f32, %cl: f32, %sc: f32):
+    %0 = arith.mulf %acc, %r : f32
+    %1 = arith.addf %0, %cl : f32
+    %2 = arith.mulf %cl, %sc : f32
+    coda.yield %1, %2 : f32, f32
+  }
+  return %o, %v : tensor<?x?xf32>, tensor<?xf32>
+}
+
+// Column reductions: each thread combines its two rows, the 8 lanes that
+// share a column exchange partial results, and lanes 0-3 of every warp add
+// theirs to the f32 output with an atomic; the ABI asks the runtime to fill
+// the output with the identity first.
+// CHECK-LABEL: func.func private @dbias
+// CHECK-SAME:    {fill = 0.000000e+00 : f64, index = 1 : i64, kind = "atomic_ptr", role = "output"}
+// CHECK-SAME:    {fill = 0xFFF0000000000000 : f64, index = 2 : i64, kind = "atomic_ptr", role = "output"}
+// CHECK-LABEL: gpu.func @dbias
+// CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c4_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c8_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c16_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK:         scf.if
+// CHECK:           llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr<1>, f32
+// CHECK:         arith.maximumf
+// CHECK:         scf.if
+// CHECK:           llvm.atomicrmw fmax %{{.*}}, %{{.*}} monotonic : !llvm.ptr<1>, f32
+// MEMORY: dbias: loads input#2; stores output#0 output#1 output#2
+func.func @dbias(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>, %bias: tensor<?xf32>)
+    -> (tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>) {
+  %o, %s, %mx = coda.gemm %a, %b transpose_b ins(%bias : tensor<?xf32> [n])
+      : tensor<?x64xbf16>, tensor<?x64xbf16>
+      -> (tensor<?x?xbf16> [m, n], tensor<?xf32> [n], tensor<?xf32> [n]) {
+  ^bb0(%acc: f32, %bi: f32):
+    %0 = arith.addf %acc, %bi : f32
+    %1 = coda.col_reduce sum %0
+    %2 = coda.col_reduce max %acc
+    coda.yield %0, %1, %2 : f32, f32, f32
+  }
+  return %o, %s, %mx : tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>
+}

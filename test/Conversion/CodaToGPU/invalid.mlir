@@ -1,0 +1,94 @@
+// RUN: coda-opt %s --coda-to-gpu -split-input-file -verify-diagnostics
+
+func.func @tf32_n_major(%a: tensor<?x64xf32>, %b: tensor<64x?xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{cannot run on the GPU: f32 operands are multiplied as tf32 by wgmma, which reads them only with K contiguous; store A as [M, K] (no transpose_a) and B as [N, K] (transpose_b)}}
+  %o = coda.gemm %a, %b : tensor<?x64xf32>, tensor<64x?xf32> -> (tensor<?x?xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %o : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @unaligned_a(%a: tensor<?x100xbf16>, %b: tensor<?x100xbf16>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{cannot run on the GPU: A is read with TMA, which needs every row to be a multiple of 16 bytes long, but its rows hold K = 100 'bf16' elements (200 bytes); pad K to a multiple of 8}}
+  %o = coda.gemm %a, %b transpose_b : tensor<?x100xbf16>, tensor<?x100xbf16> -> (tensor<?x?xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %o : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @unaligned_b(%a: tensor<?x64xf16>, %b: tensor<64x30xf16>) -> tensor<?x30xf32> {
+  // expected-error @+1 {{cannot run on the GPU: B is read with TMA, which needs every row to be a multiple of 16 bytes long, but its rows hold N = 30 'f16' elements (60 bytes); pad N to a multiple of 8}}
+  %o = coda.gemm %a, %b : tensor<?x64xf16>, tensor<64x30xf16> -> (tensor<?x30xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %o : tensor<?x30xf32>
+}
+
+// -----
+
+func.func @col_reduce_bf16(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>) -> tensor<128xbf16> {
+  %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<128x64xbf16> -> (tensor<128xbf16> [n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{is accumulated across row blocks with f32 atomics: output #0 must be f32, not 'bf16'}}
+    %s = coda.col_reduce sum %acc
+    coda.yield %s : f32
+  }
+  return %o : tensor<128xbf16>
+}
+
+// -----
+
+func.func @wide_row_reduce(%a: tensor<?x64xbf16>, %b: tensor<4096x64xbf16>) -> tensor<?xf32> {
+  // expected-error @+1 {{cannot fuse a row reduction on the GPU: a whole row must fit one tile, but N = 4096 is more than tile-n = 128 (tile-n can be up to 256)}}
+  %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<4096x64xbf16> -> (tensor<?xf32> [m]) {
+  ^bb0(%acc: f32):
+    %s = coda.row_reduce sum %acc
+    coda.yield %s : f32
+  }
+  return %o : tensor<?xf32>
+}
+
+// -----
+
+func.func @extra_ops(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{cannot run on the GPU: the body of @extra_ops must be this coda.gemm and a return of its results, in order}}
+  %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?x?xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  %t = tensor.cast %o : tensor<?x?xf32> to tensor<?x?xf32>
+  return %t : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @computed_operand(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32> {
+  %alpha = arith.constant 2.0 : f32
+  // expected-error @+1 {{cannot run on the GPU: alpha must be an argument of @computed_operand, but it is computed by 'arith.constant'}}
+  %o = coda.gemm %a, %b transpose_b alpha(%alpha) : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?x?xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %o : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @nested(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32> {
+  %r = scf.execute_region -> tensor<?x?xf32> {
+    // expected-error @+1 {{cannot run on the GPU: coda-to-gpu lowers coda programs, top-level functions whose body is one coda.gemm}}
+    %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?x?xf32> [m, n]) {
+    ^bb0(%acc: f32):
+      coda.yield %acc : f32
+    }
+    scf.yield %o : tensor<?x?xf32>
+  }
+  return %r : tensor<?x?xf32>
+}
