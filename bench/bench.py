@@ -17,6 +17,12 @@ the GEMM alone; the fused chain against the unfused math with coda's own mask).
 Writes bench.json, bench.md (the table) and bench.png (bar chart) to $OUT.
 
     python3 bench/bench.py [--shapes gpt2_fc1,...] [--max-autotune gpt2_fc1,...]
+        [--baselines gemm,eager,lt,inductor] [--configs NAME:KEY=VALUE,...;...]
+
+--configs compiles coda's kernels under several kernel shapes (the options of
+coda.Program: tile_m, tile_n, stages, schedule), each timed as coda_gemm[NAME]
+and coda[NAME]; the first is the one the ratios use. Default: the compiler's
+choice ("default:").
 """
 
 import argparse
@@ -77,8 +83,24 @@ def chain_lt(X, W, bias, R):
     return F.dropout(h, 0.1, training=True) + R
 
 
+REP_MS = 300
+
+
 def bench(fn):
-    return do_bench(fn, warmup=50, rep=300, return_mode="median")  # ms
+    return do_bench(fn, warmup=50, rep=REP_MS, return_mode="median")  # ms
+
+
+def parse_configs(text):
+    """"name:key=value,...;..." -> [(name, {key: value})]."""
+    configs = []
+    for item in text.split(";"):
+        name, _, options = item.partition(":")
+        kwargs = {}
+        for option in filter(None, options.split(",")):
+            key, _, value = option.partition("=")
+            kwargs[key] = value if key == "schedule" else int(value)
+        configs.append((name, kwargs))
+    return configs
 
 
 def rel(got, want):
@@ -107,17 +129,26 @@ def main():
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--max-autotune", default="gpt2_fc1,llama7b_up")
     parser.add_argument("--budget-s", type=float, default=480)
+    parser.add_argument("--baselines", default="gemm,eager,lt,inductor")
+    parser.add_argument("--configs", default="default:")
+    parser.add_argument("--rep-ms", type=int, default=300)
     args = parser.parse_args()
+    global REP_MS
+    REP_MS = args.rep_ms
+    baselines = args.baselines.split(",")
+    configs = parse_configs(args.configs)
     t0 = time.time()
     torch.manual_seed(0)
     dev = "cuda"
-    fused = coda.Program(FUSED)
-    gemm = coda.Program(GEMM)
+    programs = {}
     t = time.time()
-    fused.prepare()
-    gemm.prepare()
+    for name, options in configs:
+        programs[name] = (coda.Program(FUSED, **options), coda.Program(GEMM, **options))
+        for program in programs[name]:
+            program.prepare()
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "date": time.strftime("%Y-%m-%d"), "compile_s": time.time() - t, "rows": {}}
+           "date": time.strftime("%Y-%m-%d"), "compile_s": time.time() - t,
+           "configs": dict(configs), "rows": {}}
     comp = torch.compile(chain)
     os.environ.setdefault("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS", "ATEN,TRITON")
     ma = torch.compile(chain, mode="max-autotune-no-cudagraphs")
@@ -127,36 +158,46 @@ def main():
         W = torch.randn(N, K, device=dev, dtype=torch.bfloat16) / K**0.5
         bias = torch.randn(N, device=dev, dtype=torch.bfloat16)
         R = torch.randn(M, N, device=dev, dtype=torch.bfloat16)
-        r = {"check": check(name, X, W, bias, R, fused, gemm, seed=1234)}
+        r = {}
         r["gemm"] = bench(lambda: F.linear(X, W))
-        r["coda_gemm"] = bench(lambda: gemm(X, W))
-        r["coda"] = bench(lambda: fused(X, W, bias=bias, residual=R, seed=1234))
-        r["eager"] = bench(lambda: chain(X, W, bias, R))
-        r["lt"] = bench(lambda: chain_lt(X, W, bias, R))
-        r["inductor"] = bench(lambda: comp(X, W, bias, R))
+        for i, (config, _) in enumerate(configs):
+            fused, gemm = programs[config]
+            suffix = "" if i == 0 else f"[{config}]"
+            r["check" + suffix] = check(name + suffix, X, W, bias, R, fused, gemm, seed=1234)
+            r["coda_gemm" + suffix] = bench(lambda: gemm(X, W))
+            r["coda" + suffix] = bench(lambda: fused(X, W, bias=bias, residual=R, seed=1234))
+        if "eager" in baselines:
+            r["eager"] = bench(lambda: chain(X, W, bias, R))
+        if "lt" in baselines:
+            r["lt"] = bench(lambda: chain_lt(X, W, bias, R))
+        if "inductor" in baselines:
+            r["inductor"] = bench(lambda: comp(X, W, bias, R))
         if name in args.max_autotune.split(",") and time.time() - t0 < args.budget_s:
             ma(X, W, bias, R)
             r["ma"] = bench(lambda: ma(X, W, bias, R))
         flops = 2 * M * N * K
         r["gemm_TFLOPs"] = flops / r["gemm"] / 1e9
-        r["coda_gemm_TFLOPs"] = flops / r["coda_gemm"] / 1e9
+        for key in [k for k in r if k.startswith("coda_gemm")]:
+            r[key.replace("coda_gemm", "coda_gemm_TFLOPs")] = flops / r[key] / 1e9
         res["rows"][name] = r
         print(name, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()
-                     if k != "check"}, flush=True)
+                     if not k.startswith("check")}, flush=True)
 
     out = os.environ.get("OUT", ".")
     json.dump(res, open(os.path.join(out, "bench.json"), "w"), indent=1)
     cols = ["gemm", "coda_gemm", "coda", "eager", "lt", "inductor", "ma"]
+    cols += [f"{c}[{config}]" for config, _ in configs[1:] for c in ("coda_gemm", "coda")]
     lines = [f"{res['device']}, torch {res['torch']}, {res['date']}; ms (median, L2 flushed), M = {M}",
              "",
              "| shape (K->N) | " + " | ".join(cols) + " | coda_gemm / gemm throughput | coda / gemm time | eager / coda |",
              "|---" * (len(cols) + 4) + "|"]
     for name, r in res["rows"].items():
         K, N = SHAPES[name]
-        cells = [f"{r[c]:.3f}" if c in r else "" for c in cols]
+        cells = [f"{r[c]:.4f}" if c in r else "" for c in cols]
+        eager = f"{r['eager'] / r['coda']:.2f}" if "eager" in r else ""
         lines.append(f"| {name} {K}->{N} | " + " | ".join(cells) +
                      f" | {r['gemm'] / r['coda_gemm']:.2f} | {r['coda'] / r['gemm']:.2f}"
-                     f" | {r['eager'] / r['coda']:.2f} |")
+                     f" | {eager} |")
     table = "\n".join(lines)
     open(os.path.join(out, "bench.md"), "w").write(table + "\n")
     print(table)

@@ -35,8 +35,10 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
                                   const GpuPipelineOptions &options) {
   ConvertCodaToGPUOptions kernels;
   kernels.chip = options.chip;
+  kernels.tileM = options.tileM;
   kernels.tileN = options.tileN;
   kernels.stages = options.stages;
+  kernels.schedule = options.schedule;
   pm.addPass(createConvertCodaToGPU(kernels));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

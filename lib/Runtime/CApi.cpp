@@ -66,8 +66,11 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
   GpuCompileOptions compile;
   const char *function = "";
   if (options) {
+    compile.tileM = options->tile_m;
     compile.tileN = options->tile_n;
     compile.stages = options->stages;
+    if (options->schedule)
+      compile.schedule = options->schedule;
     if (options->function)
       function = options->function;
   }

@@ -80,6 +80,8 @@ private:
 struct GpuRuntime::Impl {
   const CudaDriver *driver = nullptr;
   CUdevice device = 0;
+  /// The device's SM count: the persistent kernels' grid size.
+  int multiprocessors = 1;
   CUcontext context = nullptr;
   std::unique_ptr<MLIRContext> mlir;
   std::mutex mutex;
@@ -156,6 +158,12 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
   driver->cuDeviceGetAttribute(
       &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, impl.device);
   driver->cuDeviceGetName(name, sizeof(name), impl.device);
+  if (auto e = driver->check(
+          driver->cuDeviceGetAttribute(
+              &impl.multiprocessors,
+              CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, impl.device),
+          "cuDeviceGetAttribute", "opening device " + Twine(device)))
+    return std::move(e);
   runtime->computeCapability = major * 10 + minor;
   runtime->description = std::string(name) + " (sm_" +
                          std::to_string(runtime->computeCapability) + ")";
@@ -297,10 +305,10 @@ llvm::Error GpuProgram::prepare() {
 
   GpuPipelineOptions pipeline;
   pipeline.chip = "sm_" + std::to_string(runtime.computeCapability) + "a";
-  if (options.tileN)
-    pipeline.tileN = options.tileN;
-  if (options.stages)
-    pipeline.stages = options.stages;
+  pipeline.tileM = options.tileM;
+  pipeline.tileN = options.tileN;
+  pipeline.stages = options.stages;
+  pipeline.schedule = options.schedule;
 
   // The key covers everything the kernel depends on.
   llvm::SHA256 hash;
@@ -308,8 +316,9 @@ llvm::Error GpuProgram::prepare() {
                          StringRef(pipeline.chip.getValue()),
                          StringRef(source)})
     hash.update(part), hash.update(StringRef("\0", 1));
-  hash.update(std::to_string(pipeline.tileN) + "/" +
-              std::to_string(pipeline.stages));
+  hash.update(std::to_string(pipeline.tileM) + "/" +
+              std::to_string(pipeline.tileN) + "/" +
+              std::to_string(pipeline.stages) + "/" + options.schedule);
   stats.key = llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 
   std::shared_ptr<Kernel> &kernel = impl.kernels[stats.key];
@@ -428,9 +437,11 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
                  ", but its GPU kernel holds at most " + Twine(abi.maxN) +
                  " columns per row: rows longer than one tile are not supported "
                  "yet");
-  for (int64_t size : {problem->m, problem->n, problem->k, problem->batch})
+  for (int64_t size : {problem->m, problem->n, problem->k, problem->batch,
+                       abi.getNumTiles(problem->m, problem->n, problem->batch)})
     if (size > INT32_MAX)
-      return error("'" + name + "': sizes above 2^31 - 1 are not supported");
+      return error("'" + name + "': sizes (and output tile counts) above "
+                   "2^31 - 1 are not supported");
 
   std::vector<ParamStorage> storage(abi.params.size());
   SmallVector<void *> params;
@@ -525,7 +536,8 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   }
 
   std::array<int64_t, 3> grid =
-      abi.getGridDims(problem->m, problem->n, problem->batch);
+      abi.getGridDims(problem->m, problem->n, problem->batch,
+                      runtime.impl->multiprocessors);
   return driver.check(
       driver.cuLaunchKernel(kernel.function, grid[0], grid[1], grid[2],
                             abi.blockDims[0], abi.blockDims[1],

@@ -34,7 +34,8 @@ class _Value(ctypes.Structure):
 
 class _Options(ctypes.Structure):
     _fields_ = [("tile_n", ctypes.c_int64), ("stages", ctypes.c_int64),
-                ("function", ctypes.c_char_p)]
+                ("function", ctypes.c_char_p), ("tile_m", ctypes.c_int64),
+                ("schedule", ctypes.c_char_p)]
 
 
 def _find_library():
@@ -105,13 +106,15 @@ def _runtime(device):
 class Program:
     """A coda program (coda IR text) bound to a CUDA device."""
 
-    def __init__(self, source, function="", device=0, tile_n=0, stages=0):
+    def __init__(self, source, function="", device=0, tile_n=0, stages=0,
+                 tile_m=0, schedule=""):
         import torch
 
         torch.cuda.init()  # the runtime shares PyTorch's primary context
         self.device = device
         lib = _library()
-        options = _Options(tile_n, stages, function.encode() or None)
+        options = _Options(tile_n, stages, function.encode() or None, tile_m,
+                           schedule.encode() or None)
         handle = ctypes.c_void_p()
         text = source.encode()
         _check(lib.coda_program_load(_runtime(device), text, len(text),

@@ -89,6 +89,7 @@ _TMA_DTYPES = {'float16': 6, 'float32': 7, 'bfloat16': 9}
 _SWIZZLE_128B = 3
 _L2_PROMOTION_256B = 3
 _MAX_DYNAMIC_SHARED = 8
+_MULTIPROCESSOR_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 
 
 class CudaError(RuntimeError):
@@ -108,6 +109,11 @@ class Driver:
         self._check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
                     'cuDevicePrimaryCtxRetain')
         self._check(self.lib.cuCtxSetCurrent(ctx), 'cuCtxSetCurrent')
+        count = ctypes.c_int()
+        self._check(self.lib.cuDeviceGetAttribute(
+            ctypes.byref(count), _MULTIPROCESSOR_COUNT, dev),
+            'cuDeviceGetAttribute')
+        self.multiprocessors = count.value
 
     def _check(self, result, what):
         if result != 0:
@@ -199,8 +205,10 @@ class Kernel:
         return params
 
     def grid(self, m, n, batch=1):
+        """Persistent blocks: one per SM, or one per tile when fewer."""
         tile_m, tile_n, _ = self.abi['tile']
-        return (math.ceil(n / tile_n), math.ceil(m / tile_m), batch)
+        tiles = math.ceil(n / tile_n) * math.ceil(m / tile_m) * batch
+        return (max(1, min(tiles, self.driver.multiprocessors)), 1, 1)
 
     def prepare(self, args, results, m, n, k, batch=1, stream=0):
         """A function that launches the kernel on these arguments (the

@@ -27,9 +27,10 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
     - a `gpu.module @<program>_kernels` holding one kernel `gpu.func
       @<program>` built from gpu, nvvm, llvm, arith, math and scf ops: A and
       B tiles stream through a multi-stage shared-memory pipeline by TMA
-      (128-byte swizzle, mbarriers), two warpgroups multiply them with
-      asynchronous wgmma instructions into fp32 accumulator registers, and
-      the epilogue region runs on those registers (one Philox call per 8
+      (128-byte swizzle, mbarriers) that a producer warpgroup fills, two
+      consumer warpgroups multiply them with asynchronous wgmma instructions
+      into fp32 accumulator registers, persistent blocks walk the output
+      tiles, and the epilogue region runs on those registers (one Philox call per 8
       dropout decisions, row reductions by warp shuffles) before each output
       element is written to global memory once, with bounds checks;
     - a private declaration of the program that keeps its signature and
@@ -44,10 +45,18 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "The GPU the kernels are generated for (sm_90a)">,
-    Option<"tileN", "tile-n", "int64_t", /*default=*/"128",
-           "Output columns per block: 64, 128 or 256">,
-    Option<"stages", "stages", "int64_t", /*default=*/"3",
-           "Shared-memory pipeline depth (K steps in flight), at least 2">
+    Option<"tileM", "tile-m", "int64_t", /*default=*/"0",
+           "Output rows per tile: 128 or 256 (cooperative), 64 or 128 "
+           "(pingpong); 0 chooses">,
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"0",
+           "Output columns per tile: 64, 128 or 256; 0 chooses">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Shared-memory pipeline depth (K steps in flight), at least 2; 0 "
+           "chooses">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
+           "How the two consumer warpgroups share tiles: cooperative (one "
+           "tile, half the rows each) or pingpong (every other tile each, one "
+           "multiplying while the other runs its epilogue); empty chooses">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

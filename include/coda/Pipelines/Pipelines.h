@@ -34,13 +34,24 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "(default: CUDA_ROOT, CUDA_HOME or CUDA_PATH, else the "
                      "toolkit coda was built with)"),
       llvm::cl::init("")};
-  Option<int64_t> tileN{*this, "tile-n",
-                        llvm::cl::desc("Output columns per block: 64, 128 or "
-                                       "256"),
-                        llvm::cl::init(128)};
-  Option<int64_t> stages{*this, "stages",
-                         llvm::cl::desc("Shared-memory pipeline depth"),
-                         llvm::cl::init(3)};
+  Option<int64_t> tileM{
+      *this, "tile-m",
+      llvm::cl::desc("Output rows per tile: 128 or 256 (cooperative), 64 or "
+                     "128 (pingpong); 0 chooses"),
+      llvm::cl::init(0)};
+  Option<int64_t> tileN{
+      *this, "tile-n",
+      llvm::cl::desc("Output columns per tile: 64, 128 or 256; 0 chooses"),
+      llvm::cl::init(0)};
+  Option<int64_t> stages{
+      *this, "stages",
+      llvm::cl::desc("Shared-memory pipeline depth; 0 chooses"),
+      llvm::cl::init(0)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("How the consumer warpgroups share tiles: cooperative or "
+                     "pingpong; empty chooses"),
+      llvm::cl::init("")};
 };
 
 /// Adds the passes that turn each coda program into one fused GEMM +

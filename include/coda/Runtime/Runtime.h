@@ -45,9 +45,11 @@ struct DeviceValue {
 
 /// How a program is compiled for the GPU.
 struct GpuCompileOptions {
-  /// Output columns per block (64, 128 or 256) and shared-memory stages; 0
-  /// picks the compiler's default.
-  int64_t tileN = 0, stages = 0;
+  /// Output rows and columns per tile, shared-memory stages (see
+  /// coda-to-gpu's options); 0 lets the compiler choose.
+  int64_t tileM = 0, tileN = 0, stages = 0;
+  /// "cooperative" or "pingpong"; empty lets the compiler choose.
+  std::string schedule;
 };
 
 /// What happened when a program was prepared for its first launch.

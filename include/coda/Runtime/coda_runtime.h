@@ -49,11 +49,15 @@ typedef enum coda_argument_kind {
 
 /* How a program is compiled; NULL selects the defaults (all zero). */
 typedef struct coda_compile_options {
-  /* Output columns per block (64, 128, 256) and pipeline stages; 0: default. */
+  /* Output columns per tile (64, 128, 256) and pipeline stages; 0: default. */
   int64_t tile_n;
   int64_t stages;
   /* The function that is the program, when the module holds several. */
   const char *function;
+  /* Output rows per tile (64, 128, 256); 0: default. */
+  int64_t tile_m;
+  /* "cooperative" or "pingpong"; NULL or "": default. */
+  const char *schedule;
 } coda_compile_options;
 
 /* The message of the last failed call on this thread ("" if none). */

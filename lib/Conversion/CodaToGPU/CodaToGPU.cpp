@@ -4,8 +4,9 @@
 // its arguments) by a gpu.module holding one kernel gpu.func that computes
 // the GEMM and its epilogue, and by a host declaration of the program that
 // carries the kernel's launch contract (KernelABI). The kernel body is built
-// by the main loop (Mainloop.cpp) and the epilogue (Epilogue.cpp) from the
-// plan KernelPlan.cpp chooses.
+// by Mainloop.cpp (the producer and consumer warpgroups of a persistent
+// kernel) and Epilogue.cpp (each tile's epilogue) from the plan KernelPlan.cpp
+// chooses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,6 +204,10 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   int32_t threads = KernelPlan::kThreads;
   kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+  // One block per SM: ptxas caps the registers at entry, which setmaxnreg
+  // then moves from the producer to the consumers.
+  kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(1));
 
   Block &entry = kernel.front();
   b.setInsertionPointToStart(&entry);
@@ -213,14 +218,9 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   KernelValues values;
   bindParams(entry, abi, values);
   values.threadId = toI32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
-  values.blockX = toI32(gpu::BlockIdOp::create(kb, gpu::Dimension::x));
-  values.blockY = toI32(gpu::BlockIdOp::create(kb, gpu::Dimension::y));
-  values.blockZ = toI32(gpu::BlockIdOp::create(kb, gpu::Dimension::z));
   values.lane = kb.remu(values.threadId, kb.i32(32));
   values.warp = kb.remu(kb.divu(values.threadId, kb.i32(32)), kb.i32(4));
   values.warpgroup = kb.divu(values.threadId, kb.i32(128));
-  values.rowBase = kb.mul(values.blockY, kb.i32(KernelPlan::kTileM));
-  values.colBase = kb.mul(values.blockX, kb.i32(plan.tile.tileN));
   values.sharedMemory = LLVM::AddressOfOp::create(kb, sharedMemory);
 
   // A fused row reduction needs the whole row in this block's tile; the
@@ -231,14 +231,13 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
         kb.cmp(arith::CmpIPredicate::ugt, values.n, kb.i32(plan.tile.tileN)),
         [&] { LLVM::Trap::create(kb); });
 
-  Value accumulator = buildMainloop(b, loc, plan, values);
-  buildEpilogue(b, loc, plan, values, accumulator);
+  buildPersistentKernel(b, loc, plan, values);
   gpu::ReturnOp::create(kb);
 
   abi.module = module.getName().str();
   abi.kernel = program.getSymName().str();
   abi.blockDims = {threads, 1, 1};
-  abi.tileM = KernelPlan::kTileM;
+  abi.tileM = plan.tile.tileM;
   abi.tileN = plan.tile.tileN;
   abi.tileK = plan.tileK;
   abi.sharedMemoryBytes = plan.getSharedMemoryBytes();
@@ -257,7 +256,18 @@ struct ConvertCodaToGPU final
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    TileConfig tile{tileN, stages};
+    TileConfig tile{tileM, tileN, stages, std::nullopt};
+    if (schedule == "cooperative")
+      tile.schedule = Schedule::Cooperative;
+    else if (schedule == "pingpong")
+      tile.schedule = Schedule::Pingpong;
+    else if (!schedule.empty()) {
+      getOperation().emitError()
+          << "coda-to-gpu: schedule must be 'cooperative' or 'pingpong' (or "
+             "empty to choose per GEMM), got '"
+          << schedule << "'";
+      return signalPassFailure();
+    }
     // Check every program first, so that a failure leaves the module as it
     // was.
     SmallVector<KernelPlan> plans;

@@ -3,9 +3,9 @@
 // Runs the epilogue of a coda.gemm on the accumulator fragment each thread
 // holds after the main loop, and writes every output element once.
 //
-// A thread of the m64nN wgmma fragment holds 2 rows (h = 0, 1: rows
-// r + 8h) and N / 4 columns (c = 2j + e: columns 8j + 2(l % 4) + e) of its
-// warpgroup's 64 x N accumulator. The epilogue is built on demand, slot by
+// A consumer thread holds 2 rows of each of its m64nN wgmma fragments
+// (h = 2i + h': rows r + 64i + 8h') and N / 4 columns (c = 2j + e: columns
+// 8j + 2(l % 4) + e) of its warpgroup's accumulator. The epilogue is built on demand, slot by
 // slot in store order: an epilogue value is computed at a slot when an
 // output first needs it there, and once per distinct slot along the dims it
 // varies along (EpilogueDims), so a bias is loaded once per column slot, a
@@ -17,6 +17,11 @@
 // tile). Column reductions combine the thread's rows, then the 8 lanes that
 // share a column, and each warp adds its partial result to the f32 output
 // with an atomic (the runtime initializes it, see KernelABI.h).
+//
+// Columns 2j and 2j + 1 of a row are adjacent in memory: tensors that span n
+// are loaded and stored a pair at a time (one 4-byte access for 16-bit
+// types, 8 bytes for f32) when both are inside the output and the address is
+// aligned, else element by element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,12 +45,12 @@ namespace {
 class EpilogueBuilder {
 public:
   EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
-                  const KernelValues &values, Value accumulator);
+                  const KernelValues &values, ValueRange accumulators);
 
   void build();
 
 private:
-  static constexpr int64_t kRowSlots = 2;
+  int64_t numRowSlots() const { return 2 * plan.getFragments(); }
   int64_t numColSlots() const { return plan.tile.tileN / 4; }
 
   /// Whether the slot is inside the output, along the dims of `mask`.
@@ -56,9 +61,21 @@ private:
   /// output).
   Value loadSlot(Value pointer, Type elementType, unsigned mask, int64_t h,
                  int64_t c);
+  /// Loads the slot of a tensor spanning `mask` as f32 (zero outside the
+  /// output); along n, a pair of slots at a time.
+  Value loadInput(Value pointer, Type elementType, unsigned mask, int64_t h,
+                  int64_t c);
   /// Stores the slot of the output spanning `mask`, if this thread writes it.
   void storeSlot(Value value, Value pointer, Type elementType, unsigned mask,
                  int64_t h, int64_t c);
+  /// Stores slots c and c + 1 (c even) of an output spanning n, if this
+  /// thread writes them.
+  void storePair(Value first, Value second, Value pointer, Type elementType,
+                 unsigned mask, int64_t h, int64_t c);
+  /// Whether slots c and c + 1 (c even) of a tensor spanning `mask` (with n)
+  /// are both inside the output and their address is aligned to a pair.
+  Value pairFits(Value pointer, Type elementType, unsigned mask, int64_t h,
+                 int64_t c);
   /// Combines column slot `c` of column reduction `op` over the block's rows
   /// into the f32 output spanning `mask`, atomically.
   void accumulateColumn(ColReduceOp op, Value pointer, unsigned mask,
@@ -76,7 +93,7 @@ private:
   KernelBuilder &b;
   const KernelPlan &plan;
   const KernelValues &values;
-  Value accumulator;
+  SmallVector<Value> accumulators;
   GemmOp op;
   EpilogueDims dims;
   /// The output rows and columns of the thread's slots (i32).
@@ -84,6 +101,13 @@ private:
   /// Epilogue values built so far, by (value, row slot, column slot); a
   /// value that does not vary along m (n) is kept at row (column) slot 0.
   llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, Value> built;
+  /// Pairs of slots loaded so far, by (pointer, row slot, even column slot).
+  llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, std::pair<Value, Value>>
+      pairs;
+  /// Whether N is even (then pairs of an even column are aligned in any
+  /// tensor that spans n), and whether a pointer is aligned to a pair.
+  Value nIsEven;
+  llvm::DenseMap<Value, Value> pairAligned;
   /// The Philox words of each (dropout, row slot, 32-column group).
   llvm::DenseMap<std::tuple<Operation *, int64_t, int64_t>,
                  std::array<Value, 4>>
@@ -93,16 +117,17 @@ private:
 } // namespace
 
 EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
-                                 const KernelValues &values, Value accumulator)
-    : b(b), plan(plan), values(values), accumulator(accumulator), op(plan.op),
+                                 const KernelValues &values,
+                                 ValueRange accumulators)
+    : b(b), plan(plan), values(values),
+      accumulators(accumulators.begin(), accumulators.end()), op(plan.op),
       dims(op) {
-  // Row r + 8h of warpgroup w, warp v, lane l: r = 64w + 16v + l / 4.
-  Value rowInTile = b.add(
-      b.add(b.mul(values.warpgroup, b.i32(64)), b.mul(values.warp, b.i32(16))),
-      b.divu(values.lane, b.i32(4)));
-  Value firstRow = b.add(values.rowBase, rowInTile);
-  for (int64_t h = 0; h < kRowSlots; ++h)
-    rows.push_back(b.add(firstRow, b.i32(8 * h)));
+  // Row r + 64i + 8h' of fragment i of warp v, lane l: r = 16v + l / 4.
+  Value rowInFragment =
+      b.add(b.mul(values.warp, b.i32(16)), b.divu(values.lane, b.i32(4)));
+  Value firstRow = b.add(values.rowBase, rowInFragment);
+  for (int64_t h = 0; h < numRowSlots(); ++h)
+    rows.push_back(b.add(firstRow, b.i32(64 * (h / 2) + 8 * (h % 2))));
   // Column 8j + 2(l % 4) + e for slot c = 2j + e.
   Value firstCol =
       b.add(values.colBase, b.mul(b.remu(values.lane, b.i32(4)), b.i32(2)));
@@ -129,7 +154,7 @@ Value EpilogueBuilder::linearIndex(unsigned mask, int64_t h, int64_t c) {
                   : b.wide(coord);
   };
   if (mask & DimsAttr::kB)
-    append(values.blockZ, values.batchCount);
+    append(values.batch, values.batchCount);
   if (mask & DimsAttr::kM)
     append(rows[h], values.m);
   if (mask & DimsAttr::kN)
@@ -153,19 +178,95 @@ Value EpilogueBuilder::loadSlot(Value pointer, Type elementType, unsigned mask,
   return b.ifThenElse(inside, f32, load, [&] { return b.f32(0.0); });
 }
 
+Value EpilogueBuilder::pairFits(Value pointer, Type elementType,
+                                unsigned mask, int64_t h, int64_t c) {
+  int64_t pairBytes = 2 * elementType.getIntOrFloatBitWidth() / 8;
+  if (!nIsEven)
+    nIsEven = b.eq(b.andi(values.n, b.i32(1)), b.i32(0));
+  Value &aligned = pairAligned[pointer];
+  if (!aligned) {
+    Value address = LLVM::PtrToIntOp::create(b, b.getI64Type(), pointer);
+    aligned = b.eq(b.andi(address, b.i64(pairBytes - 1)), b.i64(0));
+  }
+  Value fits = b.andi(b.andi(nIsEven, aligned),
+                      b.ult(b.add(cols[c], b.i32(1)), values.n));
+  if (mask & DimsAttr::kM)
+    fits = b.andi(fits, b.ult(rows[h], values.m));
+  return fits;
+}
+
+Value EpilogueBuilder::loadInput(Value pointer, Type elementType,
+                                 unsigned mask, int64_t h, int64_t c) {
+  if (!(mask & DimsAttr::kN))
+    return loadSlot(pointer, elementType, mask, h, c);
+  int64_t even = c & ~int64_t{1};
+  auto key = std::make_tuple(pointer, h, even);
+  auto it = pairs.find(key);
+  if (it == pairs.end()) {
+    Type f32 = b.getF32Type();
+    auto ifOp = scf::IfOp::create(b, TypeRange{f32, f32},
+                                  pairFits(pointer, elementType, mask, h, even),
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value vector = LLVM::LoadOp::create(
+          b, VectorType::get({2}, elementType),
+          b.gep(pointer, elementType, linearIndex(mask, h, even)));
+      if (!elementType.isF32())
+        vector = arith::ExtFOp::create(b, VectorType::get({2}, f32), vector);
+      scf::YieldOp::create(
+          b, ValueRange{LLVM::ExtractElementOp::create(b, vector, b.i32(0)),
+                        LLVM::ExtractElementOp::create(b, vector, b.i32(1))});
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(
+          b, ValueRange{loadSlot(pointer, elementType, mask, h, even),
+                        loadSlot(pointer, elementType, mask, h, even + 1)});
+    }
+    it = pairs
+             .try_emplace(key, std::make_pair(ifOp.getResult(0),
+                                              ifOp.getResult(1)))
+             .first;
+  }
+  return c == even ? it->second.first : it->second.second;
+}
+
+void EpilogueBuilder::storePair(Value first, Value second, Value pointer,
+                                Type elementType, unsigned mask, int64_t h,
+                                int64_t c) {
+  Value fits = pairFits(pointer, elementType, mask, h, c);
+  // An output that does not span m is written by the thread that holds
+  // row 0 (see storeSlot).
+  if (!(mask & DimsAttr::kM))
+    fits = b.andi(fits, b.eq(rows[0], b.i32(0)));
+  auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  Type f32 = b.getF32Type();
+  auto vectorType = VectorType::get({2}, f32);
+  Value vector = LLVM::UndefOp::create(b, vectorType);
+  vector = LLVM::InsertElementOp::create(b, vector, first, b.i32(0));
+  vector = LLVM::InsertElementOp::create(b, vector, second, b.i32(1));
+  if (!elementType.isF32())
+    vector = arith::TruncFOp::create(b, VectorType::get({2}, elementType),
+                                     vector);
+  LLVM::StoreOp::create(b, vector,
+                        b.gep(pointer, elementType, linearIndex(mask, h, c)));
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  storeSlot(first, pointer, elementType, mask, h, c);
+  storeSlot(second, pointer, elementType, mask, h, c + 1);
+}
+
 void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
                                 unsigned mask, int64_t h, int64_t c) {
   Value cond = inBounds(mask, h, c);
   auto conjoin = [&](Value more) { cond = cond ? b.andi(cond, more) : more; };
-  // An output that does not span m (n) is uniform along it: only the first
-  // row block and the threads that hold the tile's first row (the first
-  // column block and the first lane of each row) write it.
+  // An output that does not span m (n) is uniform along it: only the
+  // threads that hold row 0 (column 0) of the output write it.
   if (!(mask & DimsAttr::kM))
-    conjoin(b.andi(b.ult(values.threadId, b.i32(4)),
-                   b.eq(values.blockY, b.i32(0))));
+    conjoin(b.eq(rows[0], b.i32(0)));
   if (!(mask & DimsAttr::kN))
-    conjoin(b.andi(b.eq(b.remu(values.lane, b.i32(4)), b.i32(0)),
-                   b.eq(values.blockX, b.i32(0))));
+    conjoin(b.eq(cols[0], b.i32(0)));
   auto store = [&] {
     Value element = value;
     if (elementType != element.getType())
@@ -193,7 +294,7 @@ void EpilogueBuilder::accumulateColumn(ColReduceOp reduce, Value pointer,
   // The thread's rows, then the 8 lanes l ^ 4k that hold the warp's other
   // rows of this column.
   Value total;
-  for (int64_t h = 0; h < kRowSlots; ++h) {
+  for (int64_t h = 0; h < numRowSlots(); ++h) {
     Value x = arith::SelectOp::create(b, inBounds(DimsAttr::kM, h, c),
                                       at(reduce.getInput(), h, c), identity);
     total = total ? combine(total, x) : x;
@@ -232,9 +333,9 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
   } else if (auto arg = dyn_cast<BlockArgument>(v)) {
     unsigned i = arg.getArgNumber() - 1;
     auto type = dyn_cast<RankedTensorType>(op.getInputs()[i].getType());
-    result = type
-                 ? loadSlot(values.inputs[i], type.getElementType(), mask, h, c)
-                 : values.inputs[i];
+    result = type ? loadInput(values.inputs[i], type.getElementType(), mask,
+                              h, c)
+                  : values.inputs[i];
   } else if (auto reduce = v.getDefiningOp<RowReduceOp>()) {
     result = computeRowReduce(reduce, h);
   } else if (auto dropout = v.getDefiningOp<DropoutOp>()) {
@@ -249,12 +350,12 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
 
 Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
   // alpha * acc + beta * C, in the reference lowering's order.
-  Value acc =
-      LLVM::ExtractValueOp::create(b, accumulator, 4 * (c / 2) + 2 * h + c % 2);
+  Value acc = LLVM::ExtractValueOp::create(b, accumulators[h / 2],
+                                           4 * (c / 2) + 2 * (h % 2) + c % 2);
   if (values.alpha)
     acc = arith::MulFOp::create(b, acc, values.alpha);
   if (Value c0 = op.getC()) {
-    Value cValue = loadSlot(
+    Value cValue = loadInput(
         values.c, cast<RankedTensorType>(c0.getType()).getElementType(),
         op.getOutputSpaceDims().getMask(), h, c);
     if (values.beta)
@@ -308,7 +409,7 @@ Value EpilogueBuilder::computeDropout(DropoutOp dropout, int64_t h, int64_t c) {
     it = dropoutWords
              .try_emplace(key, buildDropoutWords(
                                    b, b.getLoc(), at(dropout.getSeed(), h, c),
-                                   dropout.getStream(), values.blockZ, rows[h],
+                                   dropout.getStream(), values.batch, rows[h],
                                    cols[c]))
              .first;
   Value bits = buildDropoutSlice(b, b.getLoc(), it->second,
@@ -336,10 +437,14 @@ void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
 }
 
 void EpilogueBuilder::build() {
-  // Slot by slot, every output that spans it.
+  // Group by group of the 8 column slots one Philox call serves, row slot by
+  // row slot, a pair of column slots at a time, every output that spans
+  // them: values that vary only along n (a bias) and a row's Philox words die
+  // after their group, and the accumulator registers free up group by group.
   ValueRange yielded = op.getYield().getValues();
-  for (int64_t h = 0; h < kRowSlots; ++h) {
-    for (int64_t c = 0; c < numColSlots(); ++c) {
+  for (int64_t group = 0; group < numColSlots(); group += 8) {
+    for (int64_t h = 0; h < numRowSlots(); ++h) {
+     for (int64_t c = group; c < group + 8; c += 2) {
       for (auto [i, value] : llvm::enumerate(yielded)) {
         unsigned mask = op.getResultDimsAt(i).getMask();
         if ((!(mask & DimsAttr::kM) && h != 0) ||
@@ -347,20 +452,28 @@ void EpilogueBuilder::build() {
           continue;
         if (auto reduce = value.getDefiningOp<ColReduceOp>()) {
           accumulateColumn(reduce, values.outputs[i], mask, c);
+          accumulateColumn(reduce, values.outputs[i], mask, c + 1);
           continue;
         }
-        storeSlot(
-            at(value, h, c), values.outputs[i],
-            cast<RankedTensorType>(op.getResult(i).getType()).getElementType(),
-            mask, h, c);
+        Type type =
+            cast<RankedTensorType>(op.getResult(i).getType()).getElementType();
+        if (!(mask & DimsAttr::kN)) {
+          storeSlot(at(value, h, c), values.outputs[i], type, mask, h, c);
+          continue;
+        }
+        Value first = at(value, h, c);
+        storePair(first, at(value, h, c + 1), values.outputs[i], type, mask,
+                  h, c);
       }
+     }
     }
   }
 }
 
 void mlir::coda::buildEpilogue(OpBuilder &builder, Location loc,
                                const KernelPlan &plan,
-                               const KernelValues &values, Value accumulator) {
+                               const KernelValues &values,
+                               ValueRange accumulators) {
   KernelBuilder b(loc, builder);
-  EpilogueBuilder(b, plan, values, accumulator).build();
+  EpilogueBuilder(b, plan, values, accumulators).build();
 }

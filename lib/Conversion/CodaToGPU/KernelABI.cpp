@@ -5,6 +5,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::coda;
 
@@ -76,10 +78,17 @@ StringRef mlir::coda::stringifyKernelParamRole(KernelParamRole role) {
   llvm_unreachable("unknown kernel parameter role");
 }
 
+int64_t KernelABI::getNumTiles(int64_t m, int64_t n, int64_t batch) const {
+  return llvm::divideCeilSigned(n, tileN) * llvm::divideCeilSigned(m, tileM) *
+         batch;
+}
+
 std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
-                                              int64_t batch) const {
-  return {llvm::divideCeilSigned(n, tileN), llvm::divideCeilSigned(m, tileM),
-          batch};
+                                              int64_t batch,
+                                              int64_t multiprocessors) const {
+  return {std::max<int64_t>(
+              1, std::min(getNumTiles(m, n, batch), multiprocessors)),
+          1, 1};
 }
 
 DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {

@@ -39,6 +39,7 @@ public:
   Value remu(Value x, Value y) { return arith::RemUIOp::create(*this, x, y); }
   Value andi(Value x, Value y) { return arith::AndIOp::create(*this, x, y); }
   Value ori(Value x, Value y) { return arith::OrIOp::create(*this, x, y); }
+  Value xori(Value x, Value y) { return arith::XOrIOp::create(*this, x, y); }
   Value shru(Value x, Value y) { return arith::ShRUIOp::create(*this, x, y); }
   Value cmp(arith::CmpIPredicate pred, Value x, Value y) {
     return arith::CmpIOp::create(*this, pred, x, y);

@@ -12,6 +12,8 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::coda;
 
@@ -50,16 +52,70 @@ static LogicalResult checkRowAlignment(GemmOp op, StringRef name, Value operand,
          << " to a multiple of " << 16 / bytes;
 }
 
-FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &tile,
+/// Fills in the choices `tile` leaves open for a GEMM whose N is `n`
+/// (dynamic or static). The defaults: cooperative 128 x 256 tiles (ping-pong
+/// 128 x 128 or 64 x 256), 128 columns for row reductions over N <= 128 (a
+/// row reduction keeps its row's values live), and as many stages as shared
+/// memory holds, up to kMaxDefaultStages.
+static TileConfig chooseTile(TileConfig tile, bool rowReduction, int64_t n) {
+  constexpr int64_t kMaxDefaultStages = 8;
+  if (!tile.schedule)
+    tile.schedule = Schedule::Cooperative;
+  bool pingpong = *tile.schedule == Schedule::Pingpong;
+  if (!tile.tileM)
+    tile.tileM = pingpong ? (tile.tileN == 256 ? 64 : 128) : 128;
+  if (!tile.tileN) {
+    // The widest tile whose accumulator fits 128 registers per thread.
+    int64_t rows = pingpong ? tile.tileM : tile.tileM / 2;
+    tile.tileN = rows > 64 ? 128 : 256;
+    if (rowReduction && (ShapedType::isDynamic(n) || n <= 128))
+      tile.tileN = std::min<int64_t>(tile.tileN, 128);
+  }
+  if (!tile.stages) {
+    int64_t stageBytes = (tile.tileM + tile.tileN) * 128 + 16;
+    tile.stages = std::clamp<int64_t>(
+        KernelPlan::kMaxSharedMemoryBytes / stageBytes, 2, kMaxDefaultStages);
+  }
+  return tile;
+}
+
+FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
                                         StringRef chip) {
   if (chip != "sm_90a")
     return op.emitOpError()
            << "cannot run on chip '" << chip
            << "': the GPU lowering emits wgmma and TMA instructions, which "
               "need chip sm_90a";
+  Type elementType = op.getOperandElementType();
+  bool rowReduction = llvm::any_of(op.getEpilogueBlock(), [](Operation &inner) {
+    return isa<RowReduceOp>(inner);
+  });
+  auto bType = cast<RankedTensorType>(op.getB().getType());
+  int64_t n =
+      bType.getDimSize(bType.getRank() - (op.getTransposeB() ? 2 : 1));
+  TileConfig tile = chooseTile(config, rowReduction, n);
+  bool pingpong = *tile.schedule == Schedule::Pingpong;
   if (tile.tileN != 64 && tile.tileN != 128 && tile.tileN != 256)
     return op.emitOpError()
            << "tile-n must be 64, 128 or 256, got " << tile.tileN;
+  if (pingpong && tile.tileM != 64 && tile.tileM != 128)
+    return op.emitOpError() << "tile-m must be 64 or 128 with the ping-pong "
+                               "schedule (each consumer warpgroup computes "
+                               "whole tiles), got "
+                            << tile.tileM;
+  if (!pingpong && tile.tileM != 128 && tile.tileM != 256)
+    return op.emitOpError()
+           << "tile-m must be 128 or 256 with the cooperative schedule (two "
+              "consumer warpgroups share a tile), got "
+           << tile.tileM;
+  int64_t consumerRows = pingpong ? tile.tileM : tile.tileM / 2;
+  if (consumerRows / 64 * tile.tileN / 2 > 128)
+    return op.emitOpError()
+           << "a " << tile.tileM << " x " << tile.tileN << " tile gives each "
+           << "consumer warpgroup " << consumerRows << " x " << tile.tileN
+           << " accumulators, " << consumerRows / 64 * tile.tileN / 2
+           << " registers per thread; at most 128 fit (use a smaller tile-m "
+              "or tile-n)";
   if (tile.stages < 2)
     return op.emitOpError()
            << "stages must be at least 2 (one slot is refilled while the "
@@ -69,14 +125,15 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &tile,
   KernelPlan plan;
   plan.op = op;
   plan.tile = tile;
-  plan.elementType = op.getOperandElementType();
-  int64_t elementBytes = plan.elementType.getIntOrFloatBitWidth() / 8;
+  plan.consumerRows = consumerRows;
+  plan.elementType = elementType;
+  int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   plan.tileK = 128 / elementBytes;
   plan.mmaK = 32 / elementBytes;
   auto rank = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getRank();
   };
-  plan.a = {/*kMajor=*/!op.getTransposeA(), rank(op.getA()) == 3, kTileM,
+  plan.a = {/*kMajor=*/!op.getTransposeA(), rank(op.getA()) == 3, tile.tileM,
             plan.tileK, elementBytes};
   plan.b = {/*kMajor=*/op.getTransposeB(), rank(op.getB()) == 3, tile.tileN,
             plan.tileK, elementBytes};
@@ -98,11 +155,9 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &tile,
            << " stages of " << plan.getStageBytes() << " bytes), more than the "
            << kMaxSharedMemoryBytes
            << " bytes sm_90a gives a block; use fewer stages or a smaller "
-              "tile-n";
+              "tile";
 
-  for (Operation &inner : op.getEpilogueBlock())
-    if (isa<RowReduceOp>(inner))
-      plan.hasRowReduction = true;
+  plan.hasRowReduction = rowReduction;
   for (auto [i, value] : llvm::enumerate(op.getYield().getValues())) {
     auto reduce = value.getDefiningOp<ColReduceOp>();
     Type type =
@@ -113,8 +168,6 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &tile,
              << i << " must be f32, not " << type;
   }
   if (plan.hasRowReduction) {
-    auto type = cast<RankedTensorType>(op.getB().getType());
-    int64_t n = type.getDimSize(type.getRank() - (plan.b.kMajor ? 2 : 1));
     if (!ShapedType::isDynamic(n) && n > tile.tileN)
       return op.emitOpError()
              << "cannot fuse a row reduction on the GPU: a whole row must "

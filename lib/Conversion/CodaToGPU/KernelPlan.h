@@ -6,18 +6,30 @@
 // pipeline depth and the shared memory it takes. Building one checks that the
 // GEMM can run that way and reports, in plain words, why not.
 //
-// Kernel structure (one block computes a tileM x tileN tile of the output):
-//  - two warpgroups of 128 threads; warpgroup w owns rows [64w, 64w + 64) of
-//    the tile and keeps their fp32 accumulator in registers as the
-//    m64nNk16 (m64nNk8 for tf32) wgmma D fragment: lane l of warp v holds
-//    rows 16v + l/4 + {0, 8}, columns 8j + 2(l%4) + {0, 1} for every j;
-//  - `stages` shared-memory slots, each holding one K step of A and B, with a
-//    "full" mbarrier (armed with the TMA byte count, completed by the TMA
-//    unit) and an "empty" mbarrier (every thread arrives once the wgmma
-//    that read the slot has retired); thread 0 issues the TMA loads;
-//  - the main loop waits for a slot, issues its wgmmas asynchronously, keeps
-//    one wgmma group in flight (wait 1), and refills the slot the previous
-//    group read;
+// Kernel structure (persistent and warp-specialized; one block per SM):
+//  - three warpgroups of 128 threads. Warpgroup 0 is the producer: it lowers
+//    its register budget (setmaxnreg) and one of its threads issues the TMA
+//    loads of every tile the block computes, K step after K step, into a
+//    ring of `stages` shared-memory slots. Warpgroups 1 and 2 are the
+//    consumers: they raise their register budget, multiply the slots with
+//    asynchronous wgmma instructions into fp32 accumulator registers, and run
+//    the epilogue of each tile on those registers;
+//  - each slot has a "full" mbarrier (armed with the TMA byte count,
+//    completed by the TMA unit) and an "empty" mbarrier (every consumer
+//    thread that read the slot arrives once its wgmmas have retired); the
+//    producer refills a slot as soon as it is empty, so it loads the next
+//    tile's first K steps while the consumers run the epilogue;
+//  - the blocks walk the output tiles persistently (tile = blockIdx.x, then
+//    every gridDim.x-th), in a grouped order: kGroupRows row blocks at a time,
+//    column by column, so that the blocks running at once share A and B
+//    tiles in L2;
+//  - a consumer warpgroup holds `consumerRows` (64 or 128) rows of a tile as
+//    one or two m64nNk16 (m64nNk8 for tf32) wgmma D fragments: lane l of warp
+//    v holds rows 64i + 16v + l/4 + {0, 8} of fragment i, columns
+//    8j + 2(l%4) + {0, 1} for every j. Cooperative: both consumers share a
+//    tile, consumer c taking rows [c * consumerRows, (c+1) * consumerRows).
+//    Ping-pong: each consumer computes whole tiles, taking every other tile
+//    of the block, so that one's epilogue overlaps the other's main loop;
 //  - the epilogue runs the coda.gemm region on the accumulator registers and
 //    writes each output element once, with bounds checks.
 //
@@ -31,14 +43,29 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
 
+#include <optional>
+
 namespace mlir::coda {
 
-/// The tunable part of the kernel shape (coda-to-gpu's options).
+/// How the two consumer warpgroups share the output tiles.
+enum class Schedule {
+  /// Both compute one tile, each half of its rows.
+  Cooperative,
+  /// Each computes whole tiles, every other tile of the block: one runs its
+  /// epilogue while the other multiplies.
+  Pingpong,
+};
+
+/// The tunable part of the kernel shape (coda-to-gpu's options). A value of
+/// 0 (or no schedule) lets KernelPlan::build choose.
 struct TileConfig {
-  /// Output columns per block: 64, 128 or 256.
-  int64_t tileN;
+  /// Output rows per tile: 128 or 256 (cooperative), 64 or 128 (ping-pong).
+  int64_t tileM = 0;
+  /// Output columns per tile: 64, 128 or 256.
+  int64_t tileN = 0;
   /// Shared-memory pipeline depth (K steps in flight): at least 2.
-  int64_t stages;
+  int64_t stages = 0;
+  std::optional<Schedule> schedule;
 };
 
 /// How one GEMM operand (A or B) is loaded and read.
@@ -61,6 +88,11 @@ struct OperandPlan {
   }
   /// The box, innermost dim first (a batch dim adds a trailing 1).
   SmallVector<int64_t> getBox() const;
+  /// Bytes of 64 rows (A) or columns (B) of one stage: 64 swizzled rows of
+  /// 128 bytes when K-major, one box when MN-major.
+  int64_t getRowBlockBytes() const {
+    return kMajor ? 64 * 128 : getBoxBytes();
+  }
   /// Bytes of one box in shared memory.
   int64_t getBoxBytes() const { return getStageBytes() / getNumBoxes(); }
   /// Bytes of one stage of this operand in shared memory.
@@ -71,14 +103,24 @@ struct OperandPlan {
 
 /// Everything coda-to-gpu decides about the kernel of one coda.gemm.
 struct KernelPlan {
-  static constexpr int64_t kTileM = 128;
-  static constexpr int64_t kWarpgroups = 2;
-  static constexpr int64_t kThreads = 128 * kWarpgroups;
+  /// One producer and two consumer warpgroups.
+  static constexpr int64_t kConsumers = 2;
+  static constexpr int64_t kThreads = 128 * (1 + kConsumers);
+  /// Register budgets after setmaxnreg: the producer's and the consumers'
+  /// (128 * 40 + 256 * 232 registers fit the 64 Ki of an SM).
+  static constexpr int64_t kProducerRegisters = 40;
+  static constexpr int64_t kConsumerRegisters = 232;
+  /// Row blocks per group of the tile order.
+  static constexpr int64_t kGroupRows = 8;
   /// Shared memory a block may use on sm_90a (227 KiB).
   static constexpr int64_t kMaxSharedMemoryBytes = 232448;
 
   GemmOp op;
+  /// The tile shape, with every choice made.
   TileConfig tile;
+  /// Rows of a tile each consumer warpgroup holds (64 or 128), as
+  /// consumerRows / 64 wgmma fragments.
+  int64_t consumerRows = 0;
   /// The element type of A and B.
   Type elementType;
   /// The K extent of one stage (128 bytes of elements) and of one wgmma.
@@ -105,15 +147,20 @@ struct KernelPlan {
   }
   /// The wgmma element type of A and B.
   NVVM::WGMMATypes getMmaType() const;
+  /// Number of m64 wgmma fragments a consumer holds.
+  int64_t getFragments() const { return consumerRows / 64; }
+  bool isPingpong() const { return *tile.schedule == Schedule::Pingpong; }
+  /// Consumer threads that read each slot (and arrive on its empty barrier).
+  int64_t getSlotReaders() const { return isPingpong() ? 128 : 256; }
 };
 
 /// The values of the kernel that the main loop and the epilogue share. All
 /// integers are i32.
 struct KernelValues {
   Value threadId, lane, warp, warpgroup;
-  Value blockX, blockY, blockZ;
-  /// The first output row and column of the block's tile.
-  Value rowBase, colBase;
+  /// The batch of the current tile, and the first output row of the calling
+  /// consumer's rows of it and the tile's first output column.
+  Value batch, rowBase, colBase;
   /// The sizes M, N, K and the batch count.
   Value m, n, k, batchCount;
   /// The base of dynamic shared memory (!llvm.ptr<3>).
@@ -125,15 +172,17 @@ struct KernelValues {
   SmallVector<Value> inputs, outputs;
 };
 
-/// Builds the TMA/wgmma main loop; returns the accumulator of the calling
-/// thread's warpgroup (an LLVM struct of tileN / 2 f32).
-Value buildMainloop(OpBuilder &b, Location loc, const KernelPlan &plan,
-                    const KernelValues &values);
+/// Builds the kernel body after the parameters are bound: the mbarriers, the
+/// producer's TMA loop and the consumers' tile loop, whose main loop
+/// multiplies the tile and whose epilogue is built by buildEpilogue.
+void buildPersistentKernel(OpBuilder &b, Location loc, const KernelPlan &plan,
+                           const KernelValues &values);
 
-/// Builds the epilogue: runs the coda.gemm region on every accumulator
-/// element the thread holds and stores the outputs.
+/// Builds the epilogue of one tile: runs the coda.gemm region on every
+/// accumulator element the thread holds (`accumulators`: the consumer's
+/// wgmma fragments, LLVM structs of tileN / 2 f32) and stores the outputs.
 void buildEpilogue(OpBuilder &b, Location loc, const KernelPlan &plan,
-                   const KernelValues &values, Value accumulator);
+                   const KernelValues &values, ValueRange accumulators);
 
 } // namespace mlir::coda
 

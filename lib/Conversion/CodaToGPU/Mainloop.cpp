@@ -1,12 +1,25 @@
-//===- Mainloop.cpp - TMA loads and wgmma of the GEMM kernel --------------===//
+//===- Mainloop.cpp - the persistent, warp-specialized GEMM kernel --------===//
 //
-// The K loop of the kernel: A and B tiles stream through `stages`
-// shared-memory slots by TMA (thread 0 issues the copies, the slot's "full"
-// mbarrier counts their bytes), and each warpgroup multiplies its 64 rows with
-// asynchronous wgmma instructions that read both operands through 128-byte
-// swizzled shared-memory matrix descriptors. One wgmma group stays in flight;
-// once the previous group retires its slot is released ("empty" mbarrier) and
-// refilled with the K step `stages` ahead.
+// The body of the kernel: the producer warpgroup streams A and B tiles through
+// `stages` shared-memory slots by TMA (its thread 0 issues the copies, the
+// slot's "full" mbarrier counts their bytes, its "empty" mbarrier says when
+// the consumers are done with it), and the consumer warpgroups multiply them
+// with asynchronous wgmma instructions that read both operands through
+// 128-byte swizzled shared-memory matrix descriptors, keeping one wgmma group
+// in flight, then run the epilogue of the tile. Blocks walk the output tiles
+// persistently in a grouped order; the producer runs ahead into the next tile
+// while the consumers run the epilogue.
+//
+// A slot's state is (slot, phase): the K steps of the whole block go through
+// the slots in order, and each pass over the ring flips the phase. Consumers
+// wait on the full barrier for `phase`; the producer waits on the empty
+// barrier for the other parity, which a fresh barrier reports as complete.
+// A parity wait is only right when the barrier's previous phase has
+// completed, so the waits on each barrier must come in ring order: the
+// producer and cooperative consumers wait on every K step in turn; ping-pong
+// consumers skip each other's tiles, so they take turns (named barriers 1 and
+// 2): consumer c starts the main loop of a tile once the other has issued the
+// previous tile's, which also keeps their wgmmas from interleaving.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,14 +37,24 @@ namespace {
 /// The suspend-time hint of an mbarrier wait, in nanoseconds.
 constexpr int64_t kWaitTicks = 10000000;
 
-/// Builds the pieces of the main loop of one kernel.
-class MainloopBuilder {
+/// One output tile: its index in the tile order and its coordinates.
+struct TileCoords {
+  Value index, batch, rowBlock, colBlock;
+};
+
+/// A position in the ring of slots: the slot and the parity of the pass.
+struct RingState {
+  Value slot, phase;
+};
+
+/// Builds the body of one kernel.
+class KernelBodyBuilder {
 public:
-  MainloopBuilder(KernelBuilder &b, const KernelPlan &plan,
-                  const KernelValues &values)
+  KernelBodyBuilder(KernelBuilder &b, const KernelPlan &plan,
+                    const KernelValues &values)
       : b(b), plan(plan), values(values), stages(plan.tile.stages) {}
 
-  Value build();
+  void build();
 
 private:
   /// The full (TMA landed) and empty (slot read) mbarriers of `slot`.
@@ -51,38 +74,88 @@ private:
                  b.mul(slot, b.i32(plan.b.getStageBytes())));
   }
 
-  /// Thread 0: arms the full barrier of `slot` and loads K step `kStep` of A
-  /// and B into it.
-  void issueLoads(Value slot, Value kStep);
+  /// `state` advanced by `steps` K steps.
+  RingState advance(RingState state, Value steps) {
+    Value total = b.add(state.slot, steps);
+    Value passes = b.divu(total, b.i32(stages));
+    return {b.remu(total, b.i32(stages)),
+            b.xori(state.phase, b.andi(passes, b.i32(1)))};
+  }
+
+  /// The tile `tile` of the grouped order.
+  TileCoords decodeTile(Value tile);
+  /// Builds `for (tile = first; tile < numTiles; tile += step)` carrying the
+  /// ring state (starting at `state`, advanced by `stateStep` K steps per
+  /// tile); `body` builds one iteration.
+  void buildTileLoop(Value first, Value step, RingState state,
+                     Value stateStep,
+                     function_ref<void(const TileCoords &, RingState)> body);
+
+  /// The producer: every K step of every tile of the block.
+  void buildProducer();
   void loadOperand(const OperandPlan &operand, Value tensorMap,
-                   Value tileOffset, Value outerBase, Value kBase,
+                   Value tileOffset, Value outerBase, Value kBase, Value batch,
                    Value barrier);
 
+  /// Consumer `consumer` (i32, 0 or 1): its tiles, main loop and epilogue.
+  void buildConsumer(Value consumer);
   /// The wgmma descriptor of the operand tile at byte `offset` (i32) of
   /// shared memory.
   Value descriptor(const OperandPlan &operand, Value offset);
-
-  /// Waits for K step `kStep`, issues its wgmmas on `acc` and waits for the
-  /// previous step's to retire; then (but for the first step) releases and
-  /// refills the previous step's slot. The first step ignores `acc` (its
-  /// first wgmma does not accumulate), so that no register is written
-  /// between the wgmma fence and the wgmmas.
-  Value mmaStep(Value kStep, Value acc, bool first);
+  /// Waits for the slot of `state`, issues its wgmmas on `acc` (A rows from
+  /// byte `rowsOffsetA` of the slot's A tile) and waits for the previous
+  /// step's to retire; then (but for the first step) releases the previous
+  /// step's slot. The first step ignores `acc` (its first wgmma does not
+  /// accumulate), so that no register is written between the wgmma fence and
+  /// the wgmmas.
+  SmallVector<Value> mmaStep(RingState state, Value rowsOffsetA, ValueRange acc,
+                             bool first);
+  /// Arrives on the empty barrier of the slot of `state`, advanced by -1.
+  void releasePrevious(RingState base, Value kStep);
 
   KernelBuilder &b;
   const KernelPlan &plan;
   const KernelValues &values;
   int64_t stages;
-  Value isLeader;
-  Value kSteps;
+  Value kSteps, tilesN, tilesPerBatch, numTiles, blockId, gridSize;
   LLVM::LLVMStructType accType;
 };
 
 } // namespace
 
-void MainloopBuilder::loadOperand(const OperandPlan &operand, Value tensorMap,
-                                  Value tileOffset, Value outerBase,
-                                  Value kBase, Value barrier) {
+TileCoords KernelBodyBuilder::decodeTile(Value tile) {
+  // Tiles run batch by batch; within a batch, groups of kGroupRows row
+  // blocks, column by column, row block by row block within a column.
+  Value batch = b.divu(tile, tilesPerBatch);
+  Value inBatch = b.remu(tile, tilesPerBatch);
+  Value tilesM = b.divu(tilesPerBatch, tilesN);
+  Value groupSize = b.mul(b.i32(KernelPlan::kGroupRows), tilesN);
+  Value group = b.divu(inBatch, groupSize);
+  Value firstRow = b.mul(group, b.i32(KernelPlan::kGroupRows));
+  Value groupRows = arith::MinUIOp::create(b, b.sub(tilesM, firstRow),
+                                           b.i32(KernelPlan::kGroupRows));
+  Value inGroup = b.remu(inBatch, groupSize);
+  return {tile, batch, b.add(firstRow, b.remu(inGroup, groupRows)),
+          b.divu(inGroup, groupRows)};
+}
+
+void KernelBodyBuilder::buildTileLoop(
+    Value first, Value step, RingState state, Value stateStep,
+    function_ref<void(const TileCoords &, RingState)> body) {
+  auto loop = scf::ForOp::create(b, first, numTiles, step,
+                                 ValueRange{state.slot, state.phase});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  RingState current{loop.getRegionIterArg(0), loop.getRegionIterArg(1)};
+  body(decodeTile(loop.getInductionVar()), current);
+  RingState next = advance(current, stateStep);
+  scf::YieldOp::create(b, ValueRange{next.slot, next.phase});
+}
+
+void KernelBodyBuilder::loadOperand(const OperandPlan &operand,
+                                    Value tensorMap, Value tileOffset,
+                                    Value outerBase, Value kBase, Value batch,
+                                    Value barrier) {
   auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
   for (int64_t box = 0, e = operand.getNumBoxes(); box < e; ++box) {
     // A K-major tile is one [extent x tileK] box at (k, row); an MN-major
@@ -94,7 +167,7 @@ void MainloopBuilder::loadOperand(const OperandPlan &operand, Value tensorMap,
                   b.add(outerBase, b.i32(box * operand.getSwizzleElems())),
                   kBase};
     if (operand.batched)
-      coords.push_back(values.blockZ);
+      coords.push_back(batch);
     Value dst =
         b.byteGep(values.sharedMemory,
                   b.add(tileOffset, b.i32(box * operand.getBoxBytes())));
@@ -109,19 +182,35 @@ void MainloopBuilder::loadOperand(const OperandPlan &operand, Value tensorMap,
   }
 }
 
-void MainloopBuilder::issueLoads(Value slot, Value kStep) {
-  Value full = fullBarrier(slot);
-  NVVM::MBarrierArriveExpectTxOp::create(
-      b, /*res=*/Type(), full, b.i32(plan.getStageBytes()),
-      NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
-  Value kBase = b.mul(kStep, b.i32(plan.tileK));
-  loadOperand(plan.a, values.tensorMapA, tileOffsetA(slot), values.rowBase,
-              kBase, full);
-  loadOperand(plan.b, values.tensorMapB, tileOffsetB(slot), values.colBase,
-              kBase, full);
+void KernelBodyBuilder::buildProducer() {
+  RingState start{b.i32(0), b.i32(0)};
+  buildTileLoop(blockId, gridSize, start, kSteps,
+                [&](const TileCoords &tile, RingState base) {
+    Value rowBase = b.mul(tile.rowBlock, b.i32(plan.tile.tileM));
+    Value colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
+    auto loop = scf::ForOp::create(b, b.i32(0), kSteps, b.i32(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kStep = loop.getInductionVar();
+    RingState state = advance(base, kStep);
+    // Wait until the consumers released the slot's previous contents (a
+    // fresh barrier has completed the phase before its first).
+    NVVM::MBarrierTryWaitParityOp::create(
+        b, emptyBarrier(state.slot), b.xori(state.phase, b.i32(1)),
+        b.i32(kWaitTicks));
+    Value full = fullBarrier(state.slot);
+    NVVM::MBarrierArriveExpectTxOp::create(
+        b, /*res=*/Type(), full, b.i32(plan.getStageBytes()),
+        NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
+    Value kBase = b.mul(kStep, b.i32(plan.tileK));
+    loadOperand(plan.a, values.tensorMapA, tileOffsetA(state.slot), rowBase,
+                kBase, tile.batch, full);
+    loadOperand(plan.b, values.tensorMapB, tileOffsetB(state.slot), colBase,
+                kBase, tile.batch, full);
+  });
 }
 
-Value MainloopBuilder::descriptor(const OperandPlan &operand, Value offset) {
+Value KernelBodyBuilder::descriptor(const OperandPlan &operand, Value offset) {
   // sm_90 matrix descriptor: start address >> 4 in bits 0-13, leading byte
   // offset >> 4 in bits 16-29, stride byte offset >> 4 in bits 32-45, layout
   // (1 = 128-byte swizzle) in bits 62-63. The stride byte offset steps over
@@ -136,20 +225,24 @@ Value MainloopBuilder::descriptor(const OperandPlan &operand, Value offset) {
   return b.ori(start, b.i64(fixed));
 }
 
-Value MainloopBuilder::mmaStep(Value kStep, Value acc, bool first) {
-  const OperandPlan &a = plan.a, &bp = plan.b;
-  Value slot = b.remu(kStep, b.i32(stages));
-  Value phase = b.andi(b.divu(kStep, b.i32(stages)), b.i32(1));
-  NVVM::MBarrierTryWaitParityOp::create(b, fullBarrier(slot), phase,
-                                        b.i32(kWaitTicks));
+void KernelBodyBuilder::releasePrevious(RingState base, Value kStep) {
+  RingState previous = advance(base, b.sub(kStep, b.i32(1)));
+  NVVM::MBarrierArriveOp::create(b, /*res=*/Type(),
+                                 emptyBarrier(previous.slot),
+                                 /*count=*/Value());
+}
 
-  // Warpgroup w reads A's rows [64w, 64w + 64): 64 rows of 128 bytes when
-  // K-major, box w when MN-major. One wgmma advances along K by 32 bytes
-  // within the swizzled rows (K-major) or by mmaK rows of 128 bytes.
-  Value rowsOffsetA =
-      b.mul(values.warpgroup, b.i32(a.kMajor ? 64 * 128 : a.getBoxBytes()));
-  Value descA = descriptor(a, b.add(tileOffsetA(slot), rowsOffsetA));
-  Value descB = descriptor(bp, tileOffsetB(slot));
+SmallVector<Value> KernelBodyBuilder::mmaStep(RingState state,
+                                              Value rowsOffsetA,
+                                              ValueRange acc, bool first) {
+  const OperandPlan &a = plan.a, &bp = plan.b;
+  NVVM::MBarrierTryWaitParityOp::create(b, fullBarrier(state.slot),
+                                        state.phase, b.i32(kWaitTicks));
+
+  // One wgmma advances along K by 32 bytes within the swizzled rows (K-major)
+  // or by mmaK rows of 128 bytes; fragment i reads A's rows 64i further.
+  Value descA = descriptor(a, b.add(tileOffsetA(state.slot), rowsOffsetA));
+  Value descB = descriptor(bp, tileOffsetB(state.slot));
   auto kStepBytes = [&](const OperandPlan &operand) {
     return operand.kMajor ? plan.mmaK * operand.elementBytes : plan.mmaK * 128;
   };
@@ -159,89 +252,160 @@ Value MainloopBuilder::mmaStep(Value kStep, Value acc, bool first) {
       NVVM::MMAShapeAttr::get(b.getContext(), 64, plan.tile.tileN, plan.mmaK);
   NVVM::WGMMATypes mmaType = plan.getMmaType();
 
+  SmallVector<Value> result(acc.begin(), acc.end());
   NVVM::WgmmaFenceAlignedOp::create(b);
   for (int64_t kk = 0; kk < plan.tileK / plan.mmaK; ++kk) {
-    Value stepA = b.i64(kk * kStepBytes(a) >> 4);
     Value stepB = b.i64(kk * kStepBytes(bp) >> 4);
-    auto scaleD =
-        first && kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one;
-    acc = NVVM::WgmmaMmaAsyncOp::create(
-        b, accType, acc, b.add(descA, stepA), b.add(descB, stepB), shape,
-        mmaType, mmaType, NVVM::WGMMATypes::f32, scaleD,
-        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, layoutA, layoutB,
-        /*satfinite=*/nullptr);
+    for (int64_t i = 0; i < plan.getFragments(); ++i) {
+      Value stepA =
+          b.i64((kk * kStepBytes(a) + i * a.getRowBlockBytes()) >> 4);
+      auto scaleD = first && kk == 0 ? NVVM::WGMMAScaleOut::zero
+                                     : NVVM::WGMMAScaleOut::one;
+      result[i] = NVVM::WgmmaMmaAsyncOp::create(
+          b, accType, result[i], b.add(descA, stepA), b.add(descB, stepB),
+          shape, mmaType, mmaType, NVVM::WGMMATypes::f32, scaleD,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, layoutA, layoutB,
+          /*satfinite=*/nullptr);
+    }
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
   NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
-  if (first)
-    return acc;
-
-  // The previous K step's wgmmas have retired: release its slot and refill
-  // it with the step `stages` ahead of it.
-  Value previous = b.sub(kStep, b.i32(1));
-  Value previousSlot = b.remu(previous, b.i32(stages));
-  Value emptyBar = emptyBarrier(previousSlot);
-  NVVM::MBarrierArriveOp::create(b, /*res=*/Type(), emptyBar,
-                                 /*count=*/Value());
-  Value next = b.add(previous, b.i32(stages));
-  b.ifThen(b.andi(isLeader, b.ult(next, kSteps)), [&] {
-    Value emptyPhase = b.andi(b.divu(previous, b.i32(stages)), b.i32(1));
-    NVVM::MBarrierTryWaitParityOp::create(b, emptyBar, emptyPhase,
-                                          b.i32(kWaitTicks));
-    issueLoads(previousSlot, next);
-  });
-  return acc;
+  return result;
 }
 
-Value MainloopBuilder::build() {
-  isLeader = b.eq(values.threadId, b.i32(0));
+void KernelBodyBuilder::buildConsumer(Value consumer) {
+  bool pingpong = plan.isPingpong();
+  // Ping-pong turns: consumer c waits on named barrier 1 + c, which the
+  // other consumer arrives on; both warpgroups count.
+  Value ownTurn = b.add(consumer, b.i32(1));
+  Value otherTurn = b.sub(b.i32(2), consumer);
+  Value turnThreads = b.i32(2 * 128);
+  // Ping-pong: consumer c takes tiles c, c + 2, ... of the block, and skips
+  // the other's K steps in the ring. Cooperative: both take every tile.
+  int64_t stride = pingpong ? KernelPlan::kConsumers : 1;
+  RingState start{b.i32(0), b.i32(0)};
+  Value first = blockId;
+  if (pingpong) {
+    start = advance(start, b.mul(consumer, kSteps));
+    first = b.add(blockId, b.mul(consumer, gridSize));
+  }
+  // A's rows of this consumer within the stage's A tile.
+  Value rowsOffsetA =
+      pingpong ? b.i32(0)
+               : b.mul(consumer, b.i32(plan.getFragments() *
+                                       plan.a.getRowBlockBytes()));
+  Value consumerRow =
+      pingpong ? b.i32(0) : b.mul(consumer, b.i32(plan.consumerRows));
+  accType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(plan.tile.tileN / 2, b.getF32Type()));
+  SmallVector<Type> accTypes(plan.getFragments(), accType);
 
+  buildTileLoop(
+      first, b.mul(gridSize, b.i32(stride)), start,
+      b.mul(kSteps, b.i32(stride)),
+      [&](const TileCoords &tile, RingState base) {
+        // Every tile of the block but the first follows the other consumer's.
+        if (pingpong)
+          b.ifThen(b.ori(b.eq(consumer, b.i32(1)),
+                         b.cmp(arith::CmpIPredicate::ne, tile.index, blockId)),
+                   [&] {
+                     NVVM::BarrierOp::create(b, Type(), ownTurn, turnThreads,
+                                             nullptr, Value());
+                   });
+        // The first K step starts the accumulators (K = 0 leaves them zero),
+        // the loop runs the others.
+        auto firstStep = scf::IfOp::create(b, accTypes,
+                                           b.ult(b.i32(0), kSteps),
+                                           /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(firstStep.thenBlock());
+          SmallVector<Value> undef(plan.getFragments(),
+                                   LLVM::UndefOp::create(b, accType));
+          scf::YieldOp::create(b, mmaStep(base, rowsOffsetA, undef, true));
+          b.setInsertionPointToStart(firstStep.elseBlock());
+          SmallVector<Value> zero(plan.getFragments(),
+                                  LLVM::ZeroOp::create(b, accType));
+          scf::YieldOp::create(b, zero);
+        }
+        auto loop = scf::ForOp::create(b, b.i32(1), kSteps, b.i32(1),
+                                       firstStep.getResults());
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(loop.getBody());
+          Value kStep = loop.getInductionVar();
+          SmallVector<Value> acc =
+              mmaStep(advance(base, kStep), rowsOffsetA,
+                      loop.getRegionIterArgs(), /*first=*/false);
+          // The previous K step's wgmmas have retired: release its slot.
+          releasePrevious(base, kStep);
+          scf::YieldOp::create(b, acc);
+        }
+        // The other consumer's turn, if it has a next tile.
+        if (pingpong)
+          b.ifThen(b.ult(b.add(tile.index, gridSize), numTiles), [&] {
+            NVVM::BarrierArriveOp::create(b, otherTurn, turnThreads);
+          });
+        NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
+        b.ifThen(b.ult(b.i32(0), kSteps),
+                 [&] { releasePrevious(base, kSteps); });
+
+        KernelValues tileValues = values;
+        tileValues.batch = tile.batch;
+        tileValues.rowBase =
+            b.add(b.mul(tile.rowBlock, b.i32(plan.tile.tileM)), consumerRow);
+        tileValues.colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
+        buildEpilogue(b, b.getLoc(), plan, tileValues, loop.getResults());
+      });
+}
+
+void KernelBodyBuilder::build() {
+  Value isLeader = b.eq(values.threadId, b.i32(0));
   b.ifThen(isLeader, [&] {
     for (int64_t s = 0; s < stages; ++s) {
       NVVM::MBarrierInitOp::create(b, fullBarrier(b.i32(s)), b.i32(1),
                                    /*predicate=*/Value());
       NVVM::MBarrierInitOp::create(b, emptyBarrier(b.i32(s)),
-                                   b.i32(KernelPlan::kThreads),
+                                   b.i32(plan.getSlotReaders()),
                                    /*predicate=*/Value());
     }
     NVVM::FenceMbarrierInitOp::create(b);
   });
   gpu::BarrierOp::create(b);
 
-  kSteps = b.divu(b.add(values.k, b.i32(plan.tileK - 1)), b.i32(plan.tileK));
-  // Prologue: fill every slot.
-  b.ifThen(isLeader, [&] {
-    for (int64_t s = 0; s < stages; ++s)
-      b.ifThen(b.ult(b.i32(s), kSteps),
-               [&] { issueLoads(b.i32(s), b.i32(s)); });
-  });
+  auto ceilDiv = [&](Value x, int64_t y) {
+    return b.divu(b.add(x, b.i32(y - 1)), b.i32(y));
+  };
+  kSteps = ceilDiv(values.k, plan.tileK);
+  tilesN = ceilDiv(values.n, plan.tile.tileN);
+  tilesPerBatch = b.mul(ceilDiv(values.m, plan.tile.tileM), tilesN);
+  numTiles = b.mul(tilesPerBatch, values.batchCount);
+  auto toI32 = [&](Value index) -> Value {
+    return arith::IndexCastUIOp::create(b, b.getI32Type(), index);
+  };
+  blockId = toI32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  gridSize = toI32(gpu::GridDimOp::create(b, gpu::Dimension::x));
 
-  accType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(plan.tile.tileN / 2, b.getF32Type()));
-  // The first K step starts the accumulator (K = 0 leaves it zero), the loop
-  // runs the others.
-  Value first = b.ifThenElse(
-      b.ult(b.i32(0), kSteps), accType,
-      [&] {
-        return mmaStep(b.i32(0), LLVM::UndefOp::create(b, accType), true);
-      },
-      [&] { return LLVM::ZeroOp::create(b, accType); });
-  auto loop =
-      scf::ForOp::create(b, b.i32(1), kSteps, b.i32(1), ValueRange{first});
+  // Warpgroup 0 produces, warpgroups 1 and 2 consume; each role is one side
+  // of a single if/else, as setmaxnreg needs.
+  auto roles = scf::IfOp::create(b, b.eq(values.warpgroup, b.i32(0)),
+                                 /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    scf::YieldOp::create(b, mmaStep(loop.getInductionVar(),
-                                    loop.getRegionIterArg(0),
-                                    /*first=*/false));
+    b.setInsertionPoint(roles.thenBlock()->getTerminator());
+    NVVM::SetMaxRegisterOp::create(b, KernelPlan::kProducerRegisters,
+                                   NVVM::SetMaxRegisterAction::decrease);
+    b.ifThen(isLeader, [&] { buildProducer(); });
+    b.setInsertionPoint(roles.elseBlock()->getTerminator());
+    NVVM::SetMaxRegisterOp::create(b, KernelPlan::kConsumerRegisters,
+                                   NVVM::SetMaxRegisterAction::increase);
+    buildConsumer(b.sub(values.warpgroup, b.i32(1)));
   }
-  NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-  return loop.getResult(0);
 }
 
-Value mlir::coda::buildMainloop(OpBuilder &builder, Location loc,
-                                const KernelPlan &plan,
-                                const KernelValues &values) {
+void mlir::coda::buildPersistentKernel(OpBuilder &builder, Location loc,
+                                       const KernelPlan &plan,
+                                       const KernelValues &values) {
   KernelBuilder b(loc, builder);
-  return MainloopBuilder(b, plan, values).build();
+  KernelBodyBuilder(b, plan, values).build();
 }

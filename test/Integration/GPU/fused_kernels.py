@@ -14,6 +14,7 @@ CUDA events.
 """
 
 import argparse
+import functools
 import math
 import os
 import subprocess
@@ -235,14 +236,20 @@ func.func @wide_rows(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?xf
 
 
 class Case:
-    def __init__(self, name, program, options=''):
+    """A program compiled with `options`, checked by the runner `kind` (the
+    case's name when not given) with the extra arguments `sizes`."""
+
+    def __init__(self, name, program, options='', kind=None, sizes=()):
         self.name, self.program, self.options = name, program, options
+        self.kind, self.sizes = kind or name, sizes
 
 
 CASES = [
-    Case('mlp', mlp(300, 200, 136)),
-    Case('mlp_n64_s2', mlp(300, 200, 136), 'tile-n=64 stages=2'),
-    Case('mlp_n256_s3', mlp(300, 200, 136), 'tile-n=256 stages=3'),
+    Case('mlp', mlp(300, 200, 136), sizes=(300, 200, 136)),
+    Case('mlp_n64_s2', mlp(300, 200, 136), 'tile-n=64 stages=2', 'mlp',
+         (300, 200, 136)),
+    Case('mlp_n256_s3', mlp(300, 200, 136), 'tile-n=256 stages=3', 'mlp',
+         (300, 200, 136)),
     Case('nn_f16', NN_F16),
     Case('tn_mixed', TN_MIXED),
     Case('tf32', TF32),
@@ -252,12 +259,31 @@ CASES = [
     Case('vectors', VECTORS),
     Case('batched_ln', BATCHED_LN),
     Case('dbias', DBIAS),
-    Case('deep', mlp(1000, 1000, 1000)),
+    Case('deep', mlp(1000, 1000, 1000), kind='mlp', sizes=(1000, 1000, 1000)),
     Case('wide_rows', WIDE_ROWS),
 ]
+# The kernel shapes besides the default: many tiles per persistent block
+# (ragged M and N, K of 16 steps and of fewer steps than stages, odd N) under
+# each, and the other cases under the ping-pong schedules.
+SCHEDULES = ['tile-m=256 tile-n=128',
+             'schedule=pingpong tile-m=128 tile-n=128',
+             'schedule=pingpong tile-m=64 tile-n=256',
+             'tile-n=64 stages=2',
+             'schedule=pingpong tile-m=64 tile-n=64 stages=2']
+for i, options in enumerate([''] + SCHEDULES):
+    for name, sizes in (('big', (2999, 1496, 1000)),
+                        ('shallow', (2999, 1499, 136))):
+        CASES.append(Case('%s_%d' % (name, i), mlp(*sizes), options, 'mlp',
+                          sizes))
+for i, options in enumerate(SCHEDULES[1:3]):
+    for kind, program in (('nn_f16', NN_F16), ('tf32', TF32),
+                          ('layernorm', LAYERNORM), ('batched_a', BATCHED_A),
+                          ('batched_ln', BATCHED_LN), ('dbias', DBIAS)):
+        CASES.append(Case('%s_pp%d' % (kind, i), program, options, kind))
 # The chain and the bare GEMM of GPT-2's fc1, timed under several tilings.
-TILINGS = ['tile-n=128 stages=4', 'tile-n=128 stages=3',
-           'tile-n=128 stages=2', 'tile-n=256 stages=3', 'tile-n=64 stages=4']
+TILINGS = ['', 'tile-m=256 tile-n=128',
+           'schedule=pingpong tile-m=128 tile-n=128',
+           'schedule=pingpong tile-m=64 tile-n=256', 'tile-n=128']
 for i, tiling in enumerate(TILINGS):
     CASES.append(Case('fc1_%d' % i, fc1_chain(8192, 3072, 768), tiling))
     CASES.append(Case('gemm_%d' % i, gemm_only(8192, 3072, 768), tiling))
@@ -352,6 +378,7 @@ def run_cases(work, names):
     def rand(*shape, dtype=torch.bfloat16, scale=1.0):
         return (torch.randn(*shape, device='cuda') * scale).to(dtype)
 
+    @functools.lru_cache(maxsize=None)
     def keep_mask(seed, stream, p, b, m, n, first_row=0):
         import numpy as np
         bb, mm, nn = np.meshgrid(np.arange(b), np.arange(first_row,
@@ -381,8 +408,8 @@ def run_cases(work, names):
                       1e-2)
         check.mask(name, pre, drop, keep, scale)
 
-    def run_nn_f16():
-        kern = load('nn_f16')
+    def run_nn_f16(name):
+        kern = load(name)
         m, n, k = 264, 328, 100
         a, b = rand(k, m, dtype=torch.float16), rand(k, n, dtype=torch.float16)
         c, rs = rand(m, n, dtype=torch.float32), rand(m, dtype=torch.float32)
@@ -393,10 +420,10 @@ def run_cases(work, names):
         driver.synchronize()
         acc = alpha * (a.double().T @ b.double()) + beta * c.double()
         ref = acc.clamp(min=0) * rs.double()[:, None] + s
-        check.compare('nn_f16', 'output (f16)', out, g, ref, 5e-3)
+        check.compare(name, 'output (f16)', out, g, ref, 5e-3)
 
-    def run_tn_mixed():
-        kern = load('tn_mixed')
+    def run_tn_mixed(name):
+        kern = load(name)
         m, n, k = 150, 72, 200
         a, b = rand(m, k), rand(k, n)
         s, gs = check.poisoned((m, n), torch.float32)
@@ -404,12 +431,12 @@ def run_cases(work, names):
         kern({0: a, 1: b}, {0: s, 1: o}, m, n, k)
         driver.synchronize()
         acc = a.double() @ b.double()
-        check.compare('tn_mixed', 'silu (f32)', s, gs, acc * acc.sigmoid(),
+        check.compare(name, 'silu (f32)', s, gs, acc * acc.sigmoid(),
                       1e-4)
-        check.compare('tn_mixed', 'acc (bf16)', o, go, acc, 1e-2)
+        check.compare(name, 'acc (bf16)', o, go, acc, 1e-2)
 
-    def run_tf32():
-        kern = load('tf32')
+    def run_tf32(name):
+        kern = load(name)
         m, n, k = 130, 136, 52
         a, b = rand(m, k, dtype=torch.float32), rand(n, k, dtype=torch.float32)
         bias = rand(n)
@@ -419,10 +446,10 @@ def run_cases(work, names):
         acc = a.double() @ b.double().T
         ref = (acc + bias.double()).sigmoid() + 0.5 * acc * (
             1 + torch.special.erf(acc / math.sqrt(2)))
-        check.compare('tf32', 'output (f32, tf32 operands)', out, g, ref, 5e-3)
+        check.compare(name, 'output (f32, tf32 operands)', out, g, ref, 5e-3)
 
-    def run_layernorm():
-        kern = load('layernorm')
+    def run_layernorm(name):
+        kern = load(name)
         m, n, k = 200, 96, 72
         a, b, gamma = rand(m, k), rand(n, k), rand(n, dtype=torch.float32)
         y, gy = check.poisoned((m, n), torch.float16)
@@ -434,13 +461,13 @@ def run_cases(work, names):
         mean = acc.mean(dim=1, keepdim=True)
         var = ((acc - mean) ** 2).mean(dim=1, keepdim=True)
         ref = (acc - mean) / (var + 1e-5).sqrt() * gamma.double()
-        check.compare('layernorm', 'y (f16)', y, gy, ref, 5e-3)
-        check.compare('layernorm', 'row mean (f32)', mu, gm, mean[:, 0], 1e-4)
-        check.compare('layernorm', 'row max (f32)', mx, gx,
+        check.compare(name, 'y (f16)', y, gy, ref, 5e-3)
+        check.compare(name, 'row mean (f32)', mu, gm, mean[:, 0], 1e-4)
+        check.compare(name, 'row max (f32)', mx, gx,
                       acc.max(dim=1).values, 1e-5)
 
-    def run_batched_a():
-        kern = load('batched_a')
+    def run_batched_a(name):
+        kern = load(name)
         bt, m, n, k = 3, 70, 130, 64
         a, b = rand(bt, m, k), rand(n, k)
         bias, res = rand(n), rand(bt, m, n, dtype=torch.float32)
@@ -454,25 +481,25 @@ def run_cases(work, names):
         keep, scale = keep_mask(SEED, 1, 0.25, bt, m, n)
         keep_t = torch.from_numpy(keep).cuda()
         dropped = torch.where(keep_t, ref_pre * scale, torch.zeros_like(ref_pre))
-        check.compare('batched_a', 'pre (f32)', pre, gp, ref_pre, 1e-5)
-        check.compare('batched_a', 'dropped (f32)', drop, gd, dropped, 1e-5)
-        check.compare('batched_a', 'output (bf16)', o, go,
+        check.compare(name, 'pre (f32)', pre, gp, ref_pre, 1e-5)
+        check.compare(name, 'dropped (f32)', drop, gd, dropped, 1e-5)
+        check.compare(name, 'output (bf16)', o, go,
                       dropped + res.double(), 1e-2)
-        check.mask('batched_a', pre, drop, keep, scale)
+        check.mask(name, pre, drop, keep, scale)
 
-    def run_batched_b():
-        kern = load('batched_b')
+    def run_batched_b(name):
+        kern = load(name)
         bt, m, n, k = 2, 70, 136, 40
         a, b = rand(m, k, dtype=torch.float16), rand(bt, k, n,
                                                      dtype=torch.float16)
         o, g = check.poisoned((bt, m, n), torch.float32)
         kern({0: a, 1: b}, {0: o}, m, n, k, bt)
         driver.synchronize()
-        check.compare('batched_b', 'output (f32)', o, g,
+        check.compare(name, 'output (f32)', o, g,
                       a.double() @ b.double(), 1e-5)
 
-    def run_vectors():
-        kern = load('vectors')
+    def run_vectors(name):
+        kern = load(name)
         m, n, k = 300, 200, 48
         a, b = rand(m, k), rand(n, k)
         bias, rv = rand(n, dtype=torch.float32), rand(m, dtype=torch.float32)
@@ -482,15 +509,15 @@ def run_cases(work, names):
         kern({0: a, 1: b, 2: bias, 3: rv}, {0: o, 1: bn, 2: rm}, m, n, k)
         driver.synchronize()
         acc = a.double() @ b.double().T
-        check.compare('vectors', 'acc + bias*row (f32)', o, go,
+        check.compare(name, 'acc + bias*row (f32)', o, go,
                       acc + bias.double() * rv.double()[:, None], 1e-5)
-        check.compare('vectors', '[n] output (f32)', bn, gb,
+        check.compare(name, '[n] output (f32)', bn, gb,
                       2 * bias.double(), 0.0)
-        check.compare('vectors', '[m] output (bf16)', rm, gr,
+        check.compare(name, '[m] output (bf16)', rm, gr,
                       rv.double() + 1, 1e-2)
 
-    def run_batched_ln():
-        kern = load('batched_ln')
+    def run_batched_ln(name):
+        kern = load(name)
         bt, m, n, k = 2, 150, 72, 64
         a, b = rand(bt, m, k), rand(bt, k, n)
         y, gy = check.poisoned((bt, m, n), torch.float32)
@@ -499,15 +526,15 @@ def run_cases(work, names):
         kern({0: a, 1: b}, {0: y, 1: s_, 2: cm}, m, n, k, bt)
         driver.synchronize()
         acc = a.double() @ b.double()
-        check.compare('batched_ln', 'acc - row mean (f32)', y, gy,
+        check.compare(name, 'acc - row mean (f32)', y, gy,
                       acc - acc.mean(dim=2, keepdim=True), 1e-5)
-        check.compare('batched_ln', '[b, m] row sum (f32)', s_, gs,
+        check.compare(name, '[b, m] row sum (f32)', s_, gs,
                       acc.sum(dim=2), 1e-5)
-        check.compare('batched_ln', '[b, n] column mean (f32)', cm, gc,
+        check.compare(name, '[b, n] column mean (f32)', cm, gc,
                       acc.mean(dim=1), 1e-5)
 
-    def run_dbias():
-        kern = load('dbias')
+    def run_dbias(name):
+        kern = load(name)
         m, n, k = 300, 200, 72
         a, b, bias = rand(m, k), rand(n, k), rand(n, dtype=torch.float32)
         o, go = check.poisoned((m, n), torch.bfloat16)
@@ -520,17 +547,17 @@ def run_cases(work, names):
         driver.synchronize()
         acc = a.double() @ b.double().T
         pre = acc + bias.double()
-        check.compare('dbias', 'acc + bias (bf16)', o, go, pre, 1e-2)
-        check.compare('dbias', '[n] column sum (f32)', db, gd, pre.sum(dim=0),
+        check.compare(name, 'acc + bias (bf16)', o, go, pre, 1e-2)
+        check.compare(name, '[n] column sum (f32)', db, gd, pre.sum(dim=0),
                       1e-5)
-        check.compare('dbias', '[n] column max (f32)', mx, gm,
+        check.compare(name, '[n] column max (f32)', mx, gm,
                       acc.max(dim=0).values, 1e-6)
 
-    def run_wide_rows():
+    def run_wide_rows(name):
         """A fused row reduction launched (against the ABI) with N wider than
         the tile must fail, not return a wrong answer."""
-        kern = load('wide_rows')
-        m, n, k = 256, 200, 64
+        kern = load(name)
+        m, n, k = 256, kern.abi['max_n'] + 72, 64
         a, b = rand(m, k), rand(n, k)
         s_, _ = check.poisoned((m,), torch.float32)
         params = kern.params({0: a, 1: b}, {0: s_}, m, n, k)
@@ -542,7 +569,8 @@ def run_cases(work, names):
         except coda_gpu.CudaError as e:
             outcome, ok = str(e).split(' failed: ')[-1], True
         check.failed |= not ok
-        check.rows.append(('wide_rows', 'N=200 > max_n=128', outcome, '-',
+        check.rows.append((name, 'N=%d > max_n=%d' % (n, kern.abi['max_n']),
+                           outcome, '-',
                            '-', '-', 'ok' if ok else 'FAIL'))
 
     def time_kernel(launch, reps=10, launches=20):
@@ -613,10 +641,8 @@ def run_cases(work, names):
             timings.append((what, '%.4f ms' % t,
                             '%.0f TFLOP/s' % (flops / t / 1e9)))
 
-    runners = {
-        'mlp': lambda: run_mlp('mlp', 300, 200, 136),
-        'mlp_n64_s2': lambda: run_mlp('mlp_n64_s2', 300, 200, 136),
-        'mlp_n256_s3': lambda: run_mlp('mlp_n256_s3', 300, 200, 136),
+    kinds = {
+        'mlp': run_mlp,
         'nn_f16': run_nn_f16,
         'tn_mixed': run_tn_mixed,
         'tf32': run_tf32,
@@ -626,24 +652,32 @@ def run_cases(work, names):
         'vectors': run_vectors,
         'batched_ln': run_batched_ln,
         'dbias': run_dbias,
-        'deep': lambda: run_mlp('deep', 1000, 1000, 1000),
         'wide_rows': run_wide_rows,
     }
+    runners = {c.name: lambda c=c: kinds[c.kind](c.name, *c.sizes)
+               for c in CASES if c.kind in kinds}
     for i in range(len(TILINGS)):
         runners['fc1_%d' % i] = lambda i=i: run_fc1(i)
+    # A kernel that traps leaves the context unusable: that case goes last.
+    runners['wide_rows'] = runners.pop('wide_rows')
+    row_format = '%-14s %-34s %-16s %-6s %-9s %-7s %s'
     for name, runner in runners.items():
         if names and name not in names:
             continue
+        done = len(check.rows)
         try:
             runner()
         except Exception as e:  # report and go on to the next case
             check.failed = True
             check.rows.append((name, 'exception', str(e)[:120], '', '', '',
                                'FAIL'))
-    print('%-12s %-28s %-16s %-6s %-9s %-7s %s' % (
+        # Progress, in case the run is cut short.
+        for row in check.rows[done:]:
+            print(row_format % row, file=sys.stderr, flush=True)
+    print(row_format % (
         'case', 'output', 'rel err', 'tol', 'unwritten', 'overrun', ''))
     for row in check.rows:
-        print('%-12s %-28s %-16s %-6s %-9s %-7s %s' % row)
+        print(row_format % row)
     for row in timings:
         print('%-44s %-12s %s' % row)
     return 1 if check.failed else 0

@@ -10,8 +10,15 @@
 //
 //  - Load the PTX (or cubin) of the gpu.binary named `module`, get the entry
 //    `kernel` (the PTX `.entry` of that name).
-//  - Grid: (ceildiv(N, tileN), ceildiv(M, tileM), batch), batch = 1 for an
-//    unbatched GEMM. Skip the launch when M or N is 0.
+//  - Grid: (min(tiles, multiprocessors), 1, 1), where tiles =
+//    ceildiv(M, tileM) * ceildiv(N, tileN) * batch (batch = 1 for an
+//    unbatched GEMM) and multiprocessors is the device's SM count
+//    (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT). The kernel is persistent:
+//    block b computes tiles b, b + gridDim.x, ... (it reads the tile count
+//    from M, N and the batch count), so any grid size of at least 1 is
+//    correct; one block per SM is the fast one (a block takes most of an
+//    SM's shared memory and registers). Skip the launch when M or N is 0;
+//    the tile count must fit an i32.
 //  - Block: `blockDims` threads (the kernel is compiled for exactly that
 //    many: `.reqntid`).
 //  - Dynamic shared memory: `sharedMemoryBytes`. Above 48 KiB, first raise
@@ -142,8 +149,13 @@ struct KernelABI {
   int64_t maxN = 0;
   llvm::SmallVector<KernelParam> params;
 
-  /// The grid for a GEMM of the given sizes (batch = 1 when unbatched).
-  std::array<int64_t, 3> getGridDims(int64_t m, int64_t n, int64_t batch) const;
+  /// The number of output tiles of a GEMM of the given sizes (batch = 1 when
+  /// unbatched).
+  int64_t getNumTiles(int64_t m, int64_t n, int64_t batch) const;
+  /// The grid for a GEMM of the given sizes on a device with
+  /// `multiprocessors` SMs.
+  std::array<int64_t, 3> getGridDims(int64_t m, int64_t n, int64_t batch,
+                                     int64_t multiprocessors) const;
 
   /// The ABI as a dictionary attribute.
   DictionaryAttr toAttr(MLIRContext *context) const;
