@@ -39,6 +39,7 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
   kernels.tileN = options.tileN;
   kernels.stages = options.stages;
   kernels.schedule = options.schedule;
+  kernels.epilogueVectorBytes = options.epilogueVectorBytes;
   pm.addPass(createConvertCodaToGPU(kernels));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -15,7 +15,7 @@
 
 // One binary per program, next to the program's host declaration.
 // HOST-LABEL: func.func private @mlp(
-// HOST-SAME:    coda.kernel_abi = {block = array<i64: 256, 1, 1>, kernel = "mlp"
+// HOST-SAME:    coda.kernel_abi = {block = array<i64: 384, 1, 1>, kernel = "mlp"
 // HOST:       gpu.binary @mlp_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, properties = {{.*}}, assembly = "
 // HOST-LABEL: func.func private @layernorm(
 // HOST-SAME:    max_n = 128 : i64
@@ -29,16 +29,21 @@
 // PTX:      .visible .entry mlp(
 // PTX-NEXT:   .param .align 64 .b8 mlp_param_0[128],
 // PTX-NEXT:   .param .align 64 .b8 mlp_param_1[128],
-// PTX:      .maxntid 256, 1, 1
-// PTX:      mbarrier.init.shared.b64
-// PTX:      cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// PTX:      mbarrier.try_wait.parity.shared.b64
-// PTX:      wgmma.fence.sync.aligned
-// PTX:      wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// PTX:      wgmma.commit_group.sync.aligned
-// PTX:      wgmma.wait_group.sync.aligned 1
-// PTX:      wgmma.wait_group.sync.aligned 0
-// PTX:      st.global.b16
+// PTX:      .maxntid 384, 1, 1
+// PTX-NEXT: .minnctapersm 1
+// PTX-DAG:  mbarrier.init.shared.b64
+// PTX-DAG:  setmaxnreg.dec.sync.aligned.u32 {{.*}}40;
+// PTX-DAG:  setmaxnreg.inc.sync.aligned.u32 {{.*}}232;
+// PTX-DAG:  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG:  mbarrier.try_wait.parity.shared.b64
+// PTX-DAG:  wgmma.fence.sync.aligned
+// PTX-DAG:  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// PTX-DAG:  wgmma.commit_group.sync.aligned
+// PTX-DAG:  wgmma.wait_group.sync.aligned 1
+// PTX-DAG:  wgmma.wait_group.sync.aligned 0
+// PTX-DAG:  ld.global.v4.b32
+// PTX-DAG:  shfl.sync.bfly.b32
+// PTX-DAG:  st.global.v4.b32
 // PTX-NOT:  .entry
 // PTX-NOT:  st.local
 

@@ -56,7 +56,12 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
     Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
            "How the two consumer warpgroups share tiles: cooperative (one "
            "tile, half the rows each) or pingpong (every other tile each, one "
-           "multiplying while the other runs its epilogue); empty chooses">
+           "multiplying while the other runs its epilogue); empty chooses">,
+    Option<"epilogueVectorBytes", "epilogue-vector-bytes", "int64_t",
+           /*default=*/"16",
+           "Bytes a lane reads or writes at once from a 16-bit tensor in the "
+           "epilogue: 16 (8 columns, regrouped across each quad of lanes by "
+           "shuffles) or 4 (2 columns)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

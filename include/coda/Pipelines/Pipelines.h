@@ -47,6 +47,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       *this, "stages",
       llvm::cl::desc("Shared-memory pipeline depth; 0 chooses"),
       llvm::cl::init(0)};
+  Option<int64_t> epilogueVectorBytes{
+      *this, "epilogue-vector-bytes",
+      llvm::cl::desc("Bytes a lane accesses at once in a 16-bit tensor in the "
+                     "epilogue: 16 or 4"),
+      llvm::cl::init(16)};
   Option<std::string> schedule{
       *this, "schedule",
       llvm::cl::desc("How the consumer warpgroups share tiles: cooperative or "

@@ -256,7 +256,7 @@ struct ConvertCodaToGPU final
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    TileConfig tile{tileM, tileN, stages, std::nullopt};
+    TileConfig tile{tileM, tileN, stages, std::nullopt, epilogueVectorBytes};
     if (schedule == "cooperative")
       tile.schedule = Schedule::Cooperative;
     else if (schedule == "pingpong")

@@ -18,10 +18,16 @@
 // share a column, and each warp adds its partial result to the f32 output
 // with an atomic (the runtime initializes it, see KernelABI.h).
 //
-// Columns 2j and 2j + 1 of a row are adjacent in memory: tensors that span n
-// are loaded and stored a pair at a time (one 4-byte access for 16-bit
-// types, 8 bytes for f32) when both are inside the output and the address is
-// aligned, else element by element.
+// Tensors that span n are read and written a column group at a time: the 8
+// slots of a row in one 32-column group, which the 4 lanes of a quad (l / 4
+// equal) hold as 4 pairs each (columns 32g + 8j' + 2(l % 4) + {0, 1}). For
+// 16-bit types with epilogue-vector-bytes = 16, the quad regroups its pairs by
+// shuffles (a 4 x 4 transpose of 32-bit words) so that lane t reads or writes
+// the 16 contiguous bytes of columns 32g + 8t .. 32g + 8t + 7, when the whole
+// group is inside the output and aligned; otherwise, and for f32, each pair
+// of adjacent columns is one access (4 or 8 bytes) when inside and aligned,
+// else element by element. The loads of group g + 1 are issued before group
+// g is computed, so that their latency hides behind its arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,15 +62,53 @@ private:
   /// Whether the slot is inside the output, along the dims of `mask`.
   Value inBounds(unsigned mask, int64_t h, int64_t c);
   /// The element offset of the slot in a dense tensor spanning `mask`.
-  Value linearIndex(unsigned mask, int64_t h, int64_t c);
+  Value linearIndex(unsigned mask, int64_t h, int64_t c) {
+    return linearIndex(mask, h, cols[c]);
+  }
+  /// The element offset of row slot h, column `col`.
+  Value linearIndex(unsigned mask, int64_t h, Value col);
   /// Loads the slot of a tensor spanning `mask` as f32 (zero outside the
   /// output).
   Value loadSlot(Value pointer, Type elementType, unsigned mask, int64_t h,
                  int64_t c);
   /// Loads the slot of a tensor spanning `mask` as f32 (zero outside the
-  /// output); along n, a pair of slots at a time.
+  /// output); along n, from its column group (loadGroup).
   Value loadInput(Value pointer, Type elementType, unsigned mask, int64_t h,
                   int64_t c);
+  /// The 4 pairs (raw, see packPair) of column group `group` at row slot h
+  /// of a tensor spanning n, loaded the first time they are asked for.
+  SmallVector<Value, 4> loadGroup(Value pointer, Type elementType,
+                                  unsigned mask, int64_t h, int64_t group);
+  /// Loads the pair of slots c, c + 1 (c even), raw; zero outside.
+  Value loadPair(Value pointer, Type elementType, unsigned mask, int64_t h,
+                 int64_t c);
+  /// Stores the 8 slots `group` of row slot h of an output spanning n.
+  void storeGroup(ArrayRef<Value> slots, Value pointer, Type elementType,
+                  unsigned mask, int64_t h, int64_t group);
+  /// Issues the loads of column group `group` at row slot h of every tensor
+  /// input that spans n (and of C); those that do not span m at h = 0.
+  void prefetchGroup(int64_t group, int64_t h);
+  /// Whether 16-bit tensors are accessed 16 bytes per lane.
+  bool usesChunks(Type elementType) const {
+    return plan.epilogueVectorBytes == 16 &&
+           elementType.getIntOrFloatBitWidth() == 16;
+  }
+  /// Whether the quad's whole column group `group` at row slot h is inside
+  /// the output and its 16-byte chunks are aligned (the same for the 4 lanes
+  /// of a quad).
+  Value groupFits(Value pointer, unsigned mask, int64_t h, int64_t group);
+  /// The index of this lane's 16-byte chunk of column group `group`.
+  Value chunkIndex(unsigned mask, int64_t h, int64_t group);
+  /// A pair of f32 values in the element type, as one value: an i32 for
+  /// 16-bit types, a vector<2xf32> for f32; and back.
+  Value packPair(Value first, Value second, Type elementType);
+  std::pair<Value, Value> unpackPair(Value raw, Type elementType);
+  /// The 4 x 4 transpose of 32-bit words across the 4 lanes of a quad: word
+  /// j of lane t becomes word t of lane j.
+  SmallVector<Value> transposeQuad(ArrayRef<Value> words);
+  /// Whether `pointer` (a tensor input, C or an output) is aligned to
+  /// `bytes` (4, 8 or 16).
+  Value isAligned(Value pointer, int64_t bytes);
   /// Stores the slot of the output spanning `mask`, if this thread writes it.
   void storeSlot(Value value, Value pointer, Type elementType, unsigned mask,
                  int64_t h, int64_t c);
@@ -101,13 +145,14 @@ private:
   /// Epilogue values built so far, by (value, row slot, column slot); a
   /// value that does not vary along m (n) is kept at row (column) slot 0.
   llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, Value> built;
-  /// Pairs of slots loaded so far, by (pointer, row slot, even column slot).
-  llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, std::pair<Value, Value>>
-      pairs;
+  /// Column groups loaded so far, by (pointer, row slot, group).
+  llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, SmallVector<Value, 4>>
+      loadedGroups;
   /// Whether N is even (then pairs of an even column are aligned in any
-  /// tensor that spans n), and whether a pointer is aligned to a pair.
-  Value nIsEven;
-  llvm::DenseMap<Value, Value> pairAligned;
+  /// tensor that spans n) and a multiple of 8 (then 16-bit chunks of 8
+  /// columns are), and whether a pointer is aligned, by (pointer, bytes).
+  Value nIsEven, nIsMultipleOf8;
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> aligned;
   /// The Philox words of each (dropout, row slot, 32-column group).
   llvm::DenseMap<std::tuple<Operation *, int64_t, int64_t>,
                  std::array<Value, 4>>
@@ -133,6 +178,22 @@ EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
       b.add(values.colBase, b.mul(b.remu(values.lane, b.i32(4)), b.i32(2)));
   for (int64_t c = 0; c < numColSlots(); ++c)
     cols.push_back(b.add(firstCol, b.i32(8 * (c / 2) + c % 2)));
+  // The alignment facts are built here, at the epilogue's top level, so
+  // that every access may use them (unused ones fold away).
+  nIsEven = b.eq(b.andi(values.n, b.i32(1)), b.i32(0));
+  nIsMultipleOf8 = b.eq(b.andi(values.n, b.i32(7)), b.i32(0));
+  SmallVector<Value> pointers(values.outputs);
+  if (values.c)
+    pointers.push_back(values.c);
+  for (Value input : values.inputs)
+    if (isa<LLVM::LLVMPointerType>(input.getType()))
+      pointers.push_back(input);
+  for (Value pointer : pointers) {
+    Value address = LLVM::PtrToIntOp::create(b, b.getI64Type(), pointer);
+    for (int64_t bytes : {4, 8, 16})
+      aligned[{pointer, bytes}] =
+          b.eq(b.andi(address, b.i64(bytes - 1)), b.i64(0));
+  }
 }
 
 Value EpilogueBuilder::inBounds(unsigned mask, int64_t h, int64_t c) {
@@ -147,7 +208,7 @@ Value EpilogueBuilder::inBounds(unsigned mask, int64_t h, int64_t c) {
   return inside;
 }
 
-Value EpilogueBuilder::linearIndex(unsigned mask, int64_t h, int64_t c) {
+Value EpilogueBuilder::linearIndex(unsigned mask, int64_t h, Value col) {
   Value index;
   auto append = [&](Value coord, Value size) {
     index = index ? b.add(b.mul(index, b.wide(size)), b.wide(coord))
@@ -158,7 +219,7 @@ Value EpilogueBuilder::linearIndex(unsigned mask, int64_t h, int64_t c) {
   if (mask & DimsAttr::kM)
     append(rows[h], values.m);
   if (mask & DimsAttr::kN)
-    append(cols[c], values.n);
+    append(col, values.n);
   return index;
 }
 
@@ -178,57 +239,184 @@ Value EpilogueBuilder::loadSlot(Value pointer, Type elementType, unsigned mask,
   return b.ifThenElse(inside, f32, load, [&] { return b.f32(0.0); });
 }
 
+Value EpilogueBuilder::isAligned(Value pointer, int64_t bytes) {
+  return aligned.lookup({pointer, bytes});
+}
+
 Value EpilogueBuilder::pairFits(Value pointer, Type elementType,
                                 unsigned mask, int64_t h, int64_t c) {
-  int64_t pairBytes = 2 * elementType.getIntOrFloatBitWidth() / 8;
-  if (!nIsEven)
-    nIsEven = b.eq(b.andi(values.n, b.i32(1)), b.i32(0));
-  Value &aligned = pairAligned[pointer];
-  if (!aligned) {
-    Value address = LLVM::PtrToIntOp::create(b, b.getI64Type(), pointer);
-    aligned = b.eq(b.andi(address, b.i64(pairBytes - 1)), b.i64(0));
-  }
-  Value fits = b.andi(b.andi(nIsEven, aligned),
-                      b.ult(b.add(cols[c], b.i32(1)), values.n));
+  Value fits = b.andi(
+      b.andi(nIsEven,
+             isAligned(pointer, 2 * elementType.getIntOrFloatBitWidth() / 8)),
+      b.ult(b.add(cols[c], b.i32(1)), values.n));
   if (mask & DimsAttr::kM)
     fits = b.andi(fits, b.ult(rows[h], values.m));
   return fits;
+}
+
+Value EpilogueBuilder::groupFits(Value pointer, unsigned mask, int64_t h,
+                                 int64_t group) {
+  Value lastColumn = b.add(values.colBase, b.i32(32 * group + 31));
+  Value fits = b.andi(b.andi(nIsMultipleOf8, isAligned(pointer, 16)),
+                      b.ult(lastColumn, values.n));
+  if (mask & DimsAttr::kM)
+    fits = b.andi(fits, b.ult(rows[h], values.m));
+  return fits;
+}
+
+Value EpilogueBuilder::chunkIndex(unsigned mask, int64_t h, int64_t group) {
+  Value column =
+      b.add(b.add(values.colBase, b.i32(32 * group)),
+            b.mul(b.remu(values.lane, b.i32(4)), b.i32(8)));
+  return linearIndex(mask, h, column);
+}
+
+Value EpilogueBuilder::packPair(Value first, Value second, Type elementType) {
+  Type f32 = b.getF32Type();
+  Value vector = LLVM::UndefOp::create(b, VectorType::get({2}, f32));
+  vector = LLVM::InsertElementOp::create(b, vector, first, b.i32(0));
+  vector = LLVM::InsertElementOp::create(b, vector, second, b.i32(1));
+  if (elementType.isF32())
+    return vector;
+  vector =
+      arith::TruncFOp::create(b, VectorType::get({2}, elementType), vector);
+  return LLVM::BitcastOp::create(b, b.getI32Type(), vector);
+}
+
+std::pair<Value, Value> EpilogueBuilder::unpackPair(Value raw,
+                                                    Type elementType) {
+  Type f32 = b.getF32Type();
+  Value vector = raw;
+  if (!elementType.isF32()) {
+    vector = LLVM::BitcastOp::create(b, VectorType::get({2}, elementType), raw);
+    vector = arith::ExtFOp::create(b, VectorType::get({2}, f32), vector);
+  }
+  return {LLVM::ExtractElementOp::create(b, vector, b.i32(0)),
+          LLVM::ExtractElementOp::create(b, vector, b.i32(1))};
+}
+
+SmallVector<Value> EpilogueBuilder::transposeQuad(ArrayRef<Value> words) {
+  // Two exchanges of half the words: with lane t ^ 2 the words j whose bit 1
+  // differs from t's (a transpose of 2 x 2 blocks), then with lane t ^ 1 the
+  // words whose bit 0 differs from t's (a transpose within the blocks).
+  SmallVector<Value> w(words.begin(), words.end());
+  for (int64_t bit : {1, 0}) {
+    int64_t stride = int64_t{1} << bit;
+    Value high = b.eq(b.andi(b.shru(values.lane, b.i32(bit)), b.i32(1)),
+                      b.i32(1));
+    auto select = [&](Value cond, Value x, Value y) -> Value {
+      return arith::SelectOp::create(b, cond, x, y);
+    };
+    SmallVector<Value> next(4);
+    // Words j and j + stride (bit `bit` of j clear) trade places with the
+    // partner: a lane with the bit clear sends j + stride and keeps j.
+    for (int64_t j = 0; j < 4; ++j) {
+      if (j & stride)
+        continue;
+      Value sent = select(high, w[j], w[j + stride]);
+      Value received =
+          gpu::ShuffleOp::create(b, sent, static_cast<int32_t>(stride), 32,
+                                 gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      next[j] = select(high, received, w[j]);
+      next[j + stride] = select(high, w[j + stride], received);
+    }
+    w = std::move(next);
+  }
+  return w;
+}
+
+Value EpilogueBuilder::loadPair(Value pointer, Type elementType,
+                                unsigned mask, int64_t h, int64_t c) {
+  Type rawType = elementType.isF32()
+                     ? Type(VectorType::get({2}, b.getF32Type()))
+                     : Type(b.getI32Type());
+  auto ifOp = scf::IfOp::create(b, TypeRange{rawType},
+                                pairFits(pointer, elementType, mask, h, c),
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value pair = LLVM::LoadOp::create(
+      b, rawType, b.gep(pointer, elementType, linearIndex(mask, h, c)));
+  scf::YieldOp::create(b, pair);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(
+      b, packPair(loadSlot(pointer, elementType, mask, h, c),
+                  loadSlot(pointer, elementType, mask, h, c + 1), elementType));
+  return ifOp.getResult(0);
+}
+
+SmallVector<Value, 4> EpilogueBuilder::loadGroup(Value pointer,
+                                                 Type elementType,
+                                                 unsigned mask, int64_t h,
+                                                 int64_t group) {
+  auto key = std::make_tuple(pointer, h, group);
+  auto it = loadedGroups.find(key);
+  if (it != loadedGroups.end())
+    return it->second;
+  SmallVector<Value, 4> pairs;
+  if (usesChunks(elementType)) {
+    // Every lane takes part in the transpose; the lanes of a quad agree on
+    // whether their group fits, so they agree on the words they use.
+    Value fits = groupFits(pointer, mask, h, group);
+    auto chunkType = VectorType::get({4}, b.getI32Type());
+    Value chunk = b.ifThenElse(
+        fits, chunkType,
+        [&] {
+          return LLVM::LoadOp::create(
+              b, chunkType,
+              b.gep(pointer, elementType, chunkIndex(mask, h, group)));
+        },
+        [&] { return LLVM::ZeroOp::create(b, chunkType); });
+    SmallVector<Value> words;
+    for (int64_t j = 0; j < 4; ++j)
+      words.push_back(LLVM::ExtractElementOp::create(b, chunk, b.i32(j)));
+    SmallVector<Value> transposed = transposeQuad(words);
+    SmallVector<Type> types(4, b.getI32Type());
+    auto ifOp = scf::IfOp::create(b, types, fits, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, transposed);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      SmallVector<Value> fallback;
+      for (int64_t j = 0; j < 4; ++j)
+        fallback.push_back(
+            loadPair(pointer, elementType, mask, h, 8 * group + 2 * j));
+      scf::YieldOp::create(b, fallback);
+    }
+    llvm::append_range(pairs, ifOp.getResults());
+  } else {
+    for (int64_t j = 0; j < 4; ++j)
+      pairs.push_back(
+          loadPair(pointer, elementType, mask, h, 8 * group + 2 * j));
+  }
+  return loadedGroups.try_emplace(key, std::move(pairs)).first->second;
 }
 
 Value EpilogueBuilder::loadInput(Value pointer, Type elementType,
                                  unsigned mask, int64_t h, int64_t c) {
   if (!(mask & DimsAttr::kN))
     return loadSlot(pointer, elementType, mask, h, c);
-  int64_t even = c & ~int64_t{1};
-  auto key = std::make_tuple(pointer, h, even);
-  auto it = pairs.find(key);
-  if (it == pairs.end()) {
-    Type f32 = b.getF32Type();
-    auto ifOp = scf::IfOp::create(b, TypeRange{f32, f32},
-                                  pairFits(pointer, elementType, mask, h, even),
-                                  /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      Value vector = LLVM::LoadOp::create(
-          b, VectorType::get({2}, elementType),
-          b.gep(pointer, elementType, linearIndex(mask, h, even)));
-      if (!elementType.isF32())
-        vector = arith::ExtFOp::create(b, VectorType::get({2}, f32), vector);
-      scf::YieldOp::create(
-          b, ValueRange{LLVM::ExtractElementOp::create(b, vector, b.i32(0)),
-                        LLVM::ExtractElementOp::create(b, vector, b.i32(1))});
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(
-          b, ValueRange{loadSlot(pointer, elementType, mask, h, even),
-                        loadSlot(pointer, elementType, mask, h, even + 1)});
-    }
-    it = pairs
-             .try_emplace(key, std::make_pair(ifOp.getResult(0),
-                                              ifOp.getResult(1)))
-             .first;
+  Value raw = loadGroup(pointer, elementType, mask, h, c / 8)[(c % 8) / 2];
+  auto [first, second] = unpackPair(raw, elementType);
+  return c % 2 ? second : first;
+}
+
+void EpilogueBuilder::prefetchGroup(int64_t group, int64_t h) {
+  auto prefetch = [&](Value pointer, Type elementType, unsigned mask) {
+    if ((mask & DimsAttr::kN) && ((mask & DimsAttr::kM) || h == 0))
+      (void)loadGroup(pointer, elementType, mask, h, group);
+  };
+  if (Value c = op.getC())
+    prefetch(values.c, cast<RankedTensorType>(c.getType()).getElementType(),
+             op.getOutputSpaceDims().getMask());
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    BlockArgument arg = op.getEpilogueBlock().getArgument(i + 1);
+    if (type && !arg.use_empty())
+      prefetch(values.inputs[i], type.getElementType(), dims.getMask(arg));
   }
-  return c == even ? it->second.first : it->second.second;
 }
 
 void EpilogueBuilder::storePair(Value first, Value second, Value pointer,
@@ -242,19 +430,42 @@ void EpilogueBuilder::storePair(Value first, Value second, Value pointer,
   auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  Type f32 = b.getF32Type();
-  auto vectorType = VectorType::get({2}, f32);
-  Value vector = LLVM::UndefOp::create(b, vectorType);
-  vector = LLVM::InsertElementOp::create(b, vector, first, b.i32(0));
-  vector = LLVM::InsertElementOp::create(b, vector, second, b.i32(1));
-  if (!elementType.isF32())
-    vector = arith::TruncFOp::create(b, VectorType::get({2}, elementType),
-                                     vector);
-  LLVM::StoreOp::create(b, vector,
+  LLVM::StoreOp::create(b, packPair(first, second, elementType),
                         b.gep(pointer, elementType, linearIndex(mask, h, c)));
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
   storeSlot(first, pointer, elementType, mask, h, c);
   storeSlot(second, pointer, elementType, mask, h, c + 1);
+}
+
+void EpilogueBuilder::storeGroup(ArrayRef<Value> slots, Value pointer,
+                                 Type elementType, unsigned mask, int64_t h,
+                                 int64_t group) {
+  auto storePairs = [&] {
+    for (int64_t j = 0; j < 4; ++j)
+      storePair(slots[2 * j], slots[2 * j + 1], pointer, elementType, mask, h,
+                8 * group + 2 * j);
+  };
+  if (!usesChunks(elementType))
+    return storePairs();
+  SmallVector<Value> words;
+  for (int64_t j = 0; j < 4; ++j)
+    words.push_back(packPair(slots[2 * j], slots[2 * j + 1], elementType));
+  SmallVector<Value> transposed = transposeQuad(words);
+  Value fits = groupFits(pointer, mask, h, group);
+  // An output that does not span m is written by the quad that holds row 0.
+  if (!(mask & DimsAttr::kM))
+    fits = b.andi(fits, b.eq(rows[0], b.i32(0)));
+  auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  auto chunkType = VectorType::get({4}, b.getI32Type());
+  Value chunk = LLVM::UndefOp::create(b, chunkType);
+  for (int64_t j = 0; j < 4; ++j)
+    chunk = LLVM::InsertElementOp::create(b, chunk, transposed[j], b.i32(j));
+  LLVM::StoreOp::create(
+      b, chunk, b.gep(pointer, elementType, chunkIndex(mask, h, group)));
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  storePairs();
 }
 
 void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
@@ -437,35 +648,44 @@ void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
 }
 
 void EpilogueBuilder::build() {
-  // Group by group of the 8 column slots one Philox call serves, row slot by
-  // row slot, a pair of column slots at a time, every output that spans
-  // them: values that vary only along n (a bias) and a row's Philox words die
-  // after their group, and the accumulator registers free up group by group.
+  // Column group by column group (the 8 slots one Philox call serves), row
+  // slot by row slot, every output that spans them: values that vary only
+  // along n (a bias) and a row's Philox words die after their group, and the
+  // accumulator registers free up group by group. The inputs of the step
+  // (group, row slot) two steps ahead are loaded before a step is computed.
   ValueRange yielded = op.getYield().getValues();
-  for (int64_t group = 0; group < numColSlots(); group += 8) {
+  int64_t groups = numColSlots() / 8, steps = groups * numRowSlots();
+  constexpr int64_t kPrefetchSteps = 2;
+  auto prefetchStep = [&](int64_t step) {
+    if (step < steps)
+      prefetchGroup(step / numRowSlots(), step % numRowSlots());
+  };
+  for (int64_t step = 0; step < kPrefetchSteps; ++step)
+    prefetchStep(step);
+  for (int64_t group = 0; group < groups; ++group) {
     for (int64_t h = 0; h < numRowSlots(); ++h) {
-     for (int64_t c = group; c < group + 8; c += 2) {
+      prefetchStep(group * numRowSlots() + h + kPrefetchSteps);
       for (auto [i, value] : llvm::enumerate(yielded)) {
         unsigned mask = op.getResultDimsAt(i).getMask();
         if ((!(mask & DimsAttr::kM) && h != 0) ||
-            (!(mask & DimsAttr::kN) && c != 0))
+            (!(mask & DimsAttr::kN) && group != 0))
           continue;
         if (auto reduce = value.getDefiningOp<ColReduceOp>()) {
-          accumulateColumn(reduce, values.outputs[i], mask, c);
-          accumulateColumn(reduce, values.outputs[i], mask, c + 1);
+          for (int64_t c = 8 * group; c < 8 * group + 8; ++c)
+            accumulateColumn(reduce, values.outputs[i], mask, c);
           continue;
         }
         Type type =
             cast<RankedTensorType>(op.getResult(i).getType()).getElementType();
         if (!(mask & DimsAttr::kN)) {
-          storeSlot(at(value, h, c), values.outputs[i], type, mask, h, c);
+          storeSlot(at(value, h, 0), values.outputs[i], type, mask, h, 0);
           continue;
         }
-        Value first = at(value, h, c);
-        storePair(first, at(value, h, c + 1), values.outputs[i], type, mask,
-                  h, c);
+        SmallVector<Value> slots;
+        for (int64_t c = 8 * group; c < 8 * group + 8; ++c)
+          slots.push_back(at(value, h, c));
+        storeGroup(slots, values.outputs[i], type, mask, h, group);
       }
-     }
     }
   }
 }

@@ -71,6 +71,8 @@ static TileConfig chooseTile(TileConfig tile, bool rowReduction, int64_t n) {
     if (rowReduction && (ShapedType::isDynamic(n) || n <= 128))
       tile.tileN = std::min<int64_t>(tile.tileN, 128);
   }
+  if (!tile.epilogueVectorBytes)
+    tile.epilogueVectorBytes = 16;
   if (!tile.stages) {
     int64_t stageBytes = (tile.tileM + tile.tileN) * 128 + 16;
     tile.stages = std::clamp<int64_t>(
@@ -121,11 +123,16 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
            << "stages must be at least 2 (one slot is refilled while the "
               "next is read), got "
            << tile.stages;
+  if (tile.epilogueVectorBytes != 4 && tile.epilogueVectorBytes != 16)
+    return op.emitOpError()
+           << "epilogue-vector-bytes must be 4 or 16, got "
+           << tile.epilogueVectorBytes;
 
   KernelPlan plan;
   plan.op = op;
   plan.tile = tile;
   plan.consumerRows = consumerRows;
+  plan.epilogueVectorBytes = tile.epilogueVectorBytes;
   plan.elementType = elementType;
   int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   plan.tileK = 128 / elementBytes;
@@ -173,7 +180,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
              << "cannot fuse a row reduction on the GPU: a whole row must "
                 "fit one tile, but N = "
              << n << " is more than tile-n = " << tile.tileN
-             << " (tile-n can be up to 256)";
+             << (tile.tileN < 256 ? " (tile-n can be up to 256)"
+                                  : ", the widest tile");
   }
   return plan;
 }

@@ -66,6 +66,9 @@ struct TileConfig {
   /// Shared-memory pipeline depth (K steps in flight): at least 2.
   int64_t stages = 0;
   std::optional<Schedule> schedule;
+  /// The widest epilogue access to a 16-bit tensor per lane: 16 (a chunk of
+  /// 8 columns, regrouped within each quad of lanes) or 4 (a pair).
+  int64_t epilogueVectorBytes = 0;
 };
 
 /// How one GEMM operand (A or B) is loaded and read.
@@ -121,6 +124,8 @@ struct KernelPlan {
   /// Rows of a tile each consumer warpgroup holds (64 or 128), as
   /// consumerRows / 64 wgmma fragments.
   int64_t consumerRows = 0;
+  /// See TileConfig::epilogueVectorBytes.
+  int64_t epilogueVectorBytes = 16;
   /// The element type of A and B.
   Type elementType;
   /// The K extent of one stage (128 bytes of elements) and of one wgmma.

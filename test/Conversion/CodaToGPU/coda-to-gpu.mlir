@@ -4,14 +4,14 @@
 // One Philox call per 8 dropout decisions: 2 rows x 2 groups of 32 columns
 // per thread at tile-n=64, 4 groups at tile-n=128; 2 mului_extended a round.
 // RUN: coda-opt %s --coda-to-gpu=tile-n=64 | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX64
-// RUN: coda-opt %s --coda-to-gpu | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX128
+// RUN: coda-opt %s --coda-to-gpu=tile-n=128 | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX128
 
 // The program becomes a host declaration carrying the ABI, and a gpu.module
-// with one kernel.
+// with one kernel of 384 threads (a producer and two consumer warpgroups).
 // CHECK-LABEL: func.func private @mlp(
 // CHECK-SAME:    tensor<3072xf32> {coda.name = "bias"}
 // CHECK-SAME:    -> (tensor<?x3072xbf16> {coda.name = "output"})
-// CHECK-SAME:    attributes {coda.kernel_abi = {block = array<i64: 256, 1, 1>, kernel = "mlp", max_n = 0 : i64, module = "mlp_kernels",
+// CHECK-SAME:    attributes {coda.kernel_abi = {block = array<i64: 384, 1, 1>, kernel = "mlp", max_n = 0 : i64, module = "mlp_kernels",
 // CHECK-SAME:    params = [{box = array<i64: 64, 128>, index = 0 : i64, kind = "tensor_map", role = "a"},
 // CHECK-SAME:              {box = array<i64: 64, 64>, index = 1 : i64, kind = "tensor_map", role = "b"},
 // CHECK-SAME:              {index = 2 : i64, kind = "global_ptr", role = "input"},
@@ -19,52 +19,75 @@
 // CHECK-SAME:              {index = 0 : i64, kind = "global_ptr", role = "output"},
 // CHECK-SAME:              {index = -1 : i64, kind = "i32", role = "m"}, {index = -1 : i64, kind = "i32", role = "n"},
 // CHECK-SAME:              {index = -1 : i64, kind = "i32", role = "k"}, {index = -1 : i64, kind = "i32", role = "batch"}],
-// CHECK-SAME:    shared_memory_bytes = 73776 : i64, tile = array<i64: 128, 64, 64>}}
+// CHECK-SAME:    shared_memory_bytes = 196736 : i64, tile = array<i64: 128, 64, 64>}}
 // CHECK:       gpu.module @mlp_kernels attributes {coda.kernel_abi = {
 // CHECK:         llvm.mlir.global external @coda_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK:         gpu.func @mlp(%[[A:.*]]: !llvm.ptr, %[[B:.*]]: !llvm.ptr, %[[BIAS:.*]]: !llvm.ptr<1>, %[[SEED:.*]]: i64, %[[OUT:.*]]: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel
-// CHECK-SAME:      known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME:      known_block_size = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
 
-// Thread 0 sets up a full and an empty mbarrier per stage, then fills the
-// stages with TMA loads of A and B.
-// CHECK-COUNT-6: nvvm.mbarrier.init
+// Thread 0 sets up a full (one arrival) and an empty (the 256 consumer
+// threads) mbarrier per stage: 6 stages of 128 x 64 A and 64 x 64 B.
+// CHECK:         %[[TID:.*]] = arith.index_castui %thread_id_x
+// CHECK:         %[[WG:.*]] = arith.divui %[[TID]], %c128_i32
+// CHECK-COUNT-12: nvvm.mbarrier.init %{{.*}}, %c{{1|256}}_i32
 // CHECK:         nvvm.fence.mbarrier.init
 // CHECK:         gpu.barrier
-// CHECK:         nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c24576_i32
-// CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[A]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
-// CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[B]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK:         %[[BLOCK:.*]] = arith.index_castui %block_id_x
+// CHECK:         %[[GRID:.*]] = arith.index_castui %grid_dim_x
 
-// The first K step starts the accumulator (scale-d 0), then the loop
-// accumulates, keeps one wgmma group in flight and recycles the previous
-// step's stage.
-// CHECK:         nvvm.mbarrier.try_wait.parity
-// CHECK:         nvvm.wgmma.fence.aligned
-// CHECK:         nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>]
-// CHECK:         nvvm.wgmma.commit.group.sync.aligned
-// CHECK:         nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK:         llvm.mlir.zero
-// CHECK:         scf.for
-// CHECK:           nvvm.mbarrier.try_wait.parity
-// CHECK:           nvvm.wgmma.fence.aligned
-// CHECK-COUNT-4:   nvvm.wgmma.mma_async
-// CHECK:           nvvm.wgmma.commit.group.sync.aligned
-// CHECK:           nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK:           nvvm.mbarrier.arrive
-// CHECK:           scf.if
+// Warpgroup 0 produces: its budget drops to 40 registers, thread 0 walks
+// the block's tiles (blockIdx.x, then every gridDim.x-th) and their K steps,
+// waits for each slot to be empty, arms its full barrier and loads A and B.
+// CHECK:         %[[PRODUCER:.*]] = arith.cmpi eq, %[[WG]], %c0_i32
+// CHECK:         scf.if %[[PRODUCER]] {
+// CHECK-NEXT:      nvvm.setmaxregister decrease 40
+// CHECK:           scf.for %{{.*}} = %[[BLOCK]] to %{{.*}} step %[[GRID]] iter_args(
+// CHECK:             scf.for
+// CHECK:               nvvm.mbarrier.try_wait.parity
+// CHECK:               nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c24576_i32
+// CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[A]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[B]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+
+// Warpgroups 1 and 2 consume: 232 registers, the same tiles. The first K
+// step starts the accumulator (scale-d 0), then the loop accumulates, keeps
+// one wgmma group in flight and releases the previous step's slot; the last
+// slot is released after the final wait.
+// CHECK:         } else {
+// CHECK-NEXT:      nvvm.setmaxregister increase 232
+// CHECK:           scf.for %{{.*}} = %[[BLOCK]] to %{{.*}} step %{{.*}} iter_args(
 // CHECK:             nvvm.mbarrier.try_wait.parity
-// CHECK:             nvvm.mbarrier.arrive.expect_tx
-// CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:             nvvm.wgmma.fence.aligned
+// CHECK:             nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-3:     nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>]
+// CHECK:             nvvm.wgmma.commit.group.sync.aligned
+// CHECK:             nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK:             llvm.mlir.zero
+// CHECK:             scf.for
+// CHECK:               nvvm.mbarrier.try_wait.parity
+// CHECK:               nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4:       nvvm.wgmma.mma_async
+// CHECK:               nvvm.wgmma.commit.group.sync.aligned
+// CHECK:               nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK:               nvvm.mbarrier.arrive
+// CHECK:             nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:             scf.if
+// CHECK:               nvvm.mbarrier.arrive
 
-// The epilogue runs on the accumulator registers and stores each element
-// once, converted to bf16, under a bounds check.
-// CHECK:         llvm.extractvalue
-// CHECK:         llvm.load {{.*}} : !llvm.ptr<1> -> f32
-// CHECK:         math.tanh
-// CHECK:         arith.mului_extended
-// CHECK:         scf.if
-// CHECK:           llvm.getelementptr %[[OUT]]
-// CHECK-NEXT:      llvm.store %{{.*}}, %{{.*}} : bf16, !llvm.ptr<1>
+// The epilogue runs on the accumulator registers, loads the [n] bias a pair
+// of columns at a time, and stores each element once, converted to bf16:
+// 16 bytes per lane after a transpose within each quad of lanes when the
+// column group is inside the output, else a pair or an element at a time.
+// CHECK:             llvm.load {{.*}} : !llvm.ptr<1> -> vector<2xf32>
+// CHECK:             llvm.extractvalue
+// CHECK:             arith.mului_extended
+// CHECK:             gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK:             gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:             scf.if
+// CHECK:               llvm.getelementptr %[[OUT]]
+// CHECK-NEXT:          llvm.store %{{.*}}, %{{.*}} : vector<4xi32>, !llvm.ptr<1>
+// CHECK:             } else {
+// CHECK:               llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<1>
+// CHECK:               llvm.store %{{.*}}, %{{.*}} : bf16, !llvm.ptr<1>
 // CHECK:         gpu.return
 
 // MEMORY: mlp: loads input#2; stores output#0

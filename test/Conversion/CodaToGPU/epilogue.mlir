@@ -42,15 +42,20 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
 }
 
 // alpha, beta and C, per-row and per-column inputs and scalars: C and the
-// tensors are loaded under bounds checks, scalars are parameters.
+// tensors are loaded under bounds checks, scalars are parameters. C (f16)
+// is loaded ahead, 16 bytes per lane, and regrouped across each quad.
 // CHECK-LABEL: gpu.func @affine
 // CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[C:[^:]*]]: !llvm.ptr<1>, %[[ALPHA:[^:]*]]: f32, %[[BETA:[^:]*]]: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>,
 // CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:         scf.if %{{.*}} -> (vector<4xi32>) {
+// CHECK:           llvm.getelementptr %[[C]]
+// CHECK-NEXT:      llvm.load %{{.*}} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK:         gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK:         %[[ACC:.*]] = llvm.extractvalue
 // CHECK:         %[[SCALED:.*]] = arith.mulf %[[ACC]], %[[ALPHA]] : f32
-// CHECK:         %[[CIN:.*]] = scf.if
-// CHECK:           llvm.getelementptr %[[C]]
-// CHECK:           arith.extf %{{.*}} : f16 to f32
+// CHECK:         %[[CPAIR:.*]] = arith.extf %{{.*}} : vector<2xf16> to vector<2xf32>
+// CHECK:         %[[CIN:.*]] = llvm.extractelement %[[CPAIR]]
 // CHECK:         %[[CB:.*]] = arith.mulf %[[CIN]], %[[BETA]] : f32
 // CHECK:         arith.addf %[[SCALED]], %[[CB]] : f32
 // MEMORY: affine: loads c#2 input#5 input#6; stores output#0 output#1

@@ -3,12 +3,24 @@
 // RUN: not coda-opt %s --coda-to-gpu=stages=1 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not coda-opt %s --coda-to-gpu="tile-n=256 stages=5" 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: coda-opt %s --coda-to-gpu="tile-n=256 stages=4" | FileCheck %s --check-prefix=FITS
+// RUN: not coda-opt %s --coda-to-gpu=tile-m=64 2>&1 | FileCheck %s --check-prefix=COOP
+// RUN: not coda-opt %s --coda-to-gpu="schedule=pingpong tile-m=256" 2>&1 | FileCheck %s --check-prefix=PINGPONG
+// RUN: not coda-opt %s --coda-to-gpu="tile-m=256 tile-n=256" 2>&1 | FileCheck %s --check-prefix=REGISTERS
+// RUN: not coda-opt %s --coda-to-gpu=epilogue-vector-bytes=8 2>&1 | FileCheck %s --check-prefix=VECTOR
+// RUN: not coda-opt %s --coda-to-gpu=schedule=fast 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not coda-opt %s --coda-to-gpu=tile-n=128 2>&1 | FileCheck %s --check-prefix=ROWS
 
 // CHIP: error: 'coda.gemm' op cannot run on chip 'sm_80': the GPU lowering emits wgmma and TMA instructions, which need chip sm_90a
 // TILE: error: 'coda.gemm' op tile-n must be 64, 128 or 256, got 96
 // STAGES: error: 'coda.gemm' op stages must be at least 2 (one slot is refilled while the next is read), got 1
-// SMEM: error: 'coda.gemm' op needs 245840 bytes of shared memory per block (5 stages of 49152 bytes), more than the 232448 bytes sm_90a gives a block; use fewer stages or a smaller tile-n
+// SMEM: error: 'coda.gemm' op needs 245840 bytes of shared memory per block (5 stages of 49152 bytes), more than the 232448 bytes sm_90a gives a block; use fewer stages or a smaller tile
 // FITS: shared_memory_bytes = 196672 : i64
+// COOP: error: 'coda.gemm' op tile-m must be 128 or 256 with the cooperative schedule (two consumer warpgroups share a tile), got 64
+// PINGPONG: error: 'coda.gemm' op tile-m must be 64 or 128 with the ping-pong schedule (each consumer warpgroup computes whole tiles), got 256
+// REGISTERS: error: 'coda.gemm' op a 256 x 256 tile gives each consumer warpgroup 128 x 256 accumulators, 256 registers per thread; at most 128 fit (use a smaller tile-m or tile-n)
+// VECTOR: error: 'coda.gemm' op epilogue-vector-bytes must be 4 or 16, got 8
+// SCHEDULE: error: coda-to-gpu: schedule must be 'cooperative' or 'pingpong' (or empty to choose per GEMM), got 'fast'
+// ROWS: error: 'coda.gemm' op cannot fuse a row reduction on the GPU: a whole row must fit one tile, but N = 200 is more than tile-n = 128 (tile-n can be up to 256)
 
 func.func @gemm(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32> {
   %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?x?xf32> [m, n]) {
@@ -16,4 +28,13 @@ func.func @gemm(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32>
     coda.yield %acc : f32
   }
   return %o : tensor<?x?xf32>
+}
+
+func.func @row_sums(%a: tensor<?x64xbf16>, %b: tensor<200x64xbf16>) -> tensor<?xf32> {
+  %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<200x64xbf16> -> (tensor<?xf32> [m]) {
+  ^bb0(%acc: f32):
+    %s = coda.row_reduce sum %acc
+    coda.yield %s : f32
+  }
+  return %o : tensor<?xf32>
 }

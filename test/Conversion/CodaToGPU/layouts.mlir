@@ -1,4 +1,4 @@
-// RUN: coda-opt %s --coda-to-gpu | FileCheck %s
+// RUN: coda-opt %s --coda-to-gpu=tile-n=128 | FileCheck %s
 
 // How A and B are loaded (TMA boxes, in elements, innermost first) and read
 // by wgmma for each operand layout and element type. K-major operands are one
@@ -67,14 +67,15 @@ func.func @nt_tf32(%a: tensor<?x64xf32>, %b: tensor<?x64xf32>) -> tensor<?x?xf32
 }
 
 // A batched operand is a rank-3 tensor map with a box of one batch, loaded
-// at the block's batch (block z); a shared operand keeps rank 2.
+// at the tile's batch (tile / tiles per batch); a shared operand keeps rank 2.
 // CHECK-LABEL: func.func private @batched
 // CHECK-SAME:    {box = array<i64: 64, 128, 1>, index = 0 : i64, kind = "tensor_map", role = "a"}
 // CHECK-SAME:    {box = array<i64: 64, 128>, index = 1 : i64, kind = "tensor_map", role = "b"}
 // CHECK-LABEL: gpu.func @batched
-// CHECK-SAME:    (%[[A:.*]]: !llvm.ptr, %[[B:.*]]: !llvm.ptr,
-// CHECK:         %[[BZ:.*]] = gpu.block_id z
-// CHECK:         %[[BATCH:.*]] = arith.index_castui %[[BZ]]
+// CHECK-SAME:    (%[[A:.*]]: !llvm.ptr, %[[B:.*]]: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[BATCHES:.*]]: i32)
+// CHECK:         %[[TILES:.*]] = arith.muli %[[PER_BATCH:.*]], %[[BATCHES]] : i32
+// CHECK:         scf.for %[[TILE:.*]] = %{{.*}} to %[[TILES]]
+// CHECK:           %[[BATCH:.*]] = arith.divui %[[TILE]], %[[PER_BATCH]]
 // CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[A]], %{{.*}}, box[%{{.*}}, %{{.*}}, %[[BATCH]]]
 // CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[B]], %{{.*}}, box[%{{.*}}, %{{.*}}] :
 func.func @batched(%a: tensor<?x?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?x?xbf16> {
