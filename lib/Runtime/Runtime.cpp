@@ -159,9 +159,9 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
       &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, impl.device);
   driver->cuDeviceGetName(name, sizeof(name), impl.device);
   if (auto e = driver->check(
-          driver->cuDeviceGetAttribute(
-              &impl.multiprocessors,
-              CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, impl.device),
+          driver->cuDeviceGetAttribute(&impl.multiprocessors,
+                                       CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                       impl.device),
           "cuDeviceGetAttribute", "opening device " + Twine(device)))
     return std::move(e);
   runtime->computeCapability = major * 10 + minor;
@@ -440,7 +440,8 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   for (int64_t size : {problem->m, problem->n, problem->k, problem->batch,
                        abi.getNumTiles(problem->m, problem->n, problem->batch)})
     if (size > INT32_MAX)
-      return error("'" + name + "': sizes (and output tile counts) above "
+      return error("'" + name +
+                   "': sizes (and output tile counts) above "
                    "2^31 - 1 are not supported");
 
   std::vector<ParamStorage> storage(abi.params.size());
@@ -535,9 +536,8 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
       return e;
   }
 
-  std::array<int64_t, 3> grid =
-      abi.getGridDims(problem->m, problem->n, problem->batch,
-                      runtime.impl->multiprocessors);
+  std::array<int64_t, 3> grid = abi.getGridDims(
+      problem->m, problem->n, problem->batch, runtime.impl->multiprocessors);
   return driver.check(
       driver.cuLaunchKernel(kernel.function, grid[0], grid[1], grid[2],
                             abi.blockDims[0], abi.blockDims[1],

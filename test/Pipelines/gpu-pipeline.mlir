@@ -41,7 +41,6 @@
 // PTX-DAG:  wgmma.commit_group.sync.aligned
 // PTX-DAG:  wgmma.wait_group.sync.aligned 1
 // PTX-DAG:  wgmma.wait_group.sync.aligned 0
-// PTX-DAG:  ld.global.v4.b32
 // PTX-DAG:  shfl.sync.bfly.b32
 // PTX-DAG:  st.global.v4.b32
 // PTX-NOT:  .entry

@@ -59,9 +59,9 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
            "multiplying while the other runs its epilogue); empty chooses">,
     Option<"epilogueVectorBytes", "epilogue-vector-bytes", "int64_t",
            /*default=*/"16",
-           "Bytes a lane reads or writes at once from a 16-bit tensor in the "
-           "epilogue: 16 (8 columns, regrouped across each quad of lanes by "
-           "shuffles) or 4 (2 columns)">
+           "Bytes a lane writes at once to a 16-bit output in the epilogue: "
+           "16 (8 columns, regrouped across each quad of lanes by shuffles) "
+           "or 4 (2 columns)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

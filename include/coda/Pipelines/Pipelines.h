@@ -49,7 +49,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::init(0)};
   Option<int64_t> epilogueVectorBytes{
       *this, "epilogue-vector-bytes",
-      llvm::cl::desc("Bytes a lane accesses at once in a 16-bit tensor in the "
+      llvm::cl::desc("Bytes a lane writes at once to a 16-bit output in the "
                      "epilogue: 16 or 4"),
       llvm::cl::init(16)};
   Option<std::string> schedule{

@@ -5,12 +5,12 @@
 //
 // A consumer thread holds 2 rows of each of its m64nN wgmma fragments
 // (h = 2i + h': rows r + 64i + 8h') and N / 4 columns (c = 2j + e: columns
-// 8j + 2(l % 4) + e) of its warpgroup's accumulator. The epilogue is built on demand, slot by
-// slot in store order: an epilogue value is computed at a slot when an
-// output first needs it there, and once per distinct slot along the dims it
-// varies along (EpilogueDims), so a bias is loaded once per column slot, a
-// per-row value once per row slot, a scalar once, and few values are live at
-// a time. Dropout draws one Philox call per 8 elements: the 8 columns
+// 8j + 2(l % 4) + e) of its warpgroup's accumulator. The epilogue is built on
+// demand, slot by slot in store order: an epilogue value is computed at a slot
+// when an output first needs it there, and once per distinct slot along the
+// dims it varies along (EpilogueDims), so a bias is loaded once per column
+// slot, a per-row value once per row slot, a scalar once, and few values are
+// live at a time. Dropout draws one Philox call per 8 elements: the 8 columns
 // 32q + 8j' + 2(l % 4) + {0, 1} (j' = 0..3) of one row that coda.dropout's
 // definition groups are exactly 8 slots of one thread. Row reductions combine
 // the thread's columns, then the 4 lanes that share a row (N must fit one
@@ -20,14 +20,15 @@
 //
 // Tensors that span n are read and written a column group at a time: the 8
 // slots of a row in one 32-column group, which the 4 lanes of a quad (l / 4
-// equal) hold as 4 pairs each (columns 32g + 8j' + 2(l % 4) + {0, 1}). For
-// 16-bit types with epilogue-vector-bytes = 16, the quad regroups its pairs by
-// shuffles (a 4 x 4 transpose of 32-bit words) so that lane t reads or writes
-// the 16 contiguous bytes of columns 32g + 8t .. 32g + 8t + 7, when the whole
-// group is inside the output and aligned; otherwise, and for f32, each pair
-// of adjacent columns is one access (4 or 8 bytes) when inside and aligned,
-// else element by element. The loads of group g + 1 are issued before group
-// g is computed, so that their latency hides behind its arithmetic.
+// equal) hold as 4 pairs each (columns 32g + 8j' + 2(l % 4) + {0, 1}). Each
+// pair of adjacent columns is read with one access (4 or 8 bytes) when inside
+// the tensor and aligned, else element by element; the loads of a step (a
+// group at one row slot) are issued two steps ahead, so that their latency
+// hides behind the arithmetic in between. For 16-bit outputs with
+// epilogue-vector-bytes = 16, the quad regroups its pairs by shuffles (a
+// 4 x 4 transpose of 32-bit words) so that lane t writes the 16 contiguous
+// bytes of columns 32g + 8t .. 32g + 8t + 7 when the whole group is inside
+// the output and aligned; otherwise, and for f32, pair by pair.
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,7 +89,7 @@ private:
   /// Issues the loads of column group `group` at row slot h of every tensor
   /// input that spans n (and of C); those that do not span m at h = 0.
   void prefetchGroup(int64_t group, int64_t h);
-  /// Whether 16-bit tensors are accessed 16 bytes per lane.
+  /// Whether 16-bit outputs are written 16 bytes per lane.
   bool usesChunks(Type elementType) const {
     return plan.epilogueVectorBytes == 16 &&
            elementType.getIntOrFloatBitWidth() == 16;
@@ -97,7 +98,8 @@ private:
   /// the output and its 16-byte chunks are aligned (the same for the 4 lanes
   /// of a quad).
   Value groupFits(Value pointer, unsigned mask, int64_t h, int64_t group);
-  /// The index of this lane's 16-byte chunk of column group `group`.
+  /// The index of this lane's 16-byte chunk of column group `group` (the
+  /// columns it writes after the quad transpose).
   Value chunkIndex(unsigned mask, int64_t h, int64_t group);
   /// A pair of f32 values in the element type, as one value: an i32 for
   /// 16-bit types, a vector<2xf32> for f32; and back.
@@ -243,8 +245,8 @@ Value EpilogueBuilder::isAligned(Value pointer, int64_t bytes) {
   return aligned.lookup({pointer, bytes});
 }
 
-Value EpilogueBuilder::pairFits(Value pointer, Type elementType,
-                                unsigned mask, int64_t h, int64_t c) {
+Value EpilogueBuilder::pairFits(Value pointer, Type elementType, unsigned mask,
+                                int64_t h, int64_t c) {
   Value fits = b.andi(
       b.andi(nIsEven,
              isAligned(pointer, 2 * elementType.getIntOrFloatBitWidth() / 8)),
@@ -265,9 +267,8 @@ Value EpilogueBuilder::groupFits(Value pointer, unsigned mask, int64_t h,
 }
 
 Value EpilogueBuilder::chunkIndex(unsigned mask, int64_t h, int64_t group) {
-  Value column =
-      b.add(b.add(values.colBase, b.i32(32 * group)),
-            b.mul(b.remu(values.lane, b.i32(4)), b.i32(8)));
+  Value column = b.add(b.add(values.colBase, b.i32(32 * group)),
+                       b.mul(b.remu(values.lane, b.i32(4)), b.i32(8)));
   return linearIndex(mask, h, column);
 }
 
@@ -302,8 +303,8 @@ SmallVector<Value> EpilogueBuilder::transposeQuad(ArrayRef<Value> words) {
   SmallVector<Value> w(words.begin(), words.end());
   for (int64_t bit : {1, 0}) {
     int64_t stride = int64_t{1} << bit;
-    Value high = b.eq(b.andi(b.shru(values.lane, b.i32(bit)), b.i32(1)),
-                      b.i32(1));
+    Value high =
+        b.eq(b.andi(b.shru(values.lane, b.i32(bit)), b.i32(1)), b.i32(1));
     auto select = [&](Value cond, Value x, Value y) -> Value {
       return arith::SelectOp::create(b, cond, x, y);
     };
@@ -326,8 +327,8 @@ SmallVector<Value> EpilogueBuilder::transposeQuad(ArrayRef<Value> words) {
   return w;
 }
 
-Value EpilogueBuilder::loadPair(Value pointer, Type elementType,
-                                unsigned mask, int64_t h, int64_t c) {
+Value EpilogueBuilder::loadPair(Value pointer, Type elementType, unsigned mask,
+                                int64_t h, int64_t c) {
   Type rawType = elementType.isF32()
                      ? Type(VectorType::get({2}, b.getF32Type()))
                      : Type(b.getI32Type());
@@ -354,48 +355,17 @@ SmallVector<Value, 4> EpilogueBuilder::loadGroup(Value pointer,
   auto it = loadedGroups.find(key);
   if (it != loadedGroups.end())
     return it->second;
+  // Pairs: a 16-byte chunk would have to be regrouped by the quad transpose
+  // as soon as it arrives, which waits for the load and defeats loading
+  // ahead.
   SmallVector<Value, 4> pairs;
-  if (usesChunks(elementType)) {
-    // Every lane takes part in the transpose; the lanes of a quad agree on
-    // whether their group fits, so they agree on the words they use.
-    Value fits = groupFits(pointer, mask, h, group);
-    auto chunkType = VectorType::get({4}, b.getI32Type());
-    Value chunk = b.ifThenElse(
-        fits, chunkType,
-        [&] {
-          return LLVM::LoadOp::create(
-              b, chunkType,
-              b.gep(pointer, elementType, chunkIndex(mask, h, group)));
-        },
-        [&] { return LLVM::ZeroOp::create(b, chunkType); });
-    SmallVector<Value> words;
-    for (int64_t j = 0; j < 4; ++j)
-      words.push_back(LLVM::ExtractElementOp::create(b, chunk, b.i32(j)));
-    SmallVector<Value> transposed = transposeQuad(words);
-    SmallVector<Type> types(4, b.getI32Type());
-    auto ifOp = scf::IfOp::create(b, types, fits, /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(b, transposed);
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      SmallVector<Value> fallback;
-      for (int64_t j = 0; j < 4; ++j)
-        fallback.push_back(
-            loadPair(pointer, elementType, mask, h, 8 * group + 2 * j));
-      scf::YieldOp::create(b, fallback);
-    }
-    llvm::append_range(pairs, ifOp.getResults());
-  } else {
-    for (int64_t j = 0; j < 4; ++j)
-      pairs.push_back(
-          loadPair(pointer, elementType, mask, h, 8 * group + 2 * j));
-  }
+  for (int64_t j = 0; j < 4; ++j)
+    pairs.push_back(loadPair(pointer, elementType, mask, h, 8 * group + 2 * j));
   return loadedGroups.try_emplace(key, std::move(pairs)).first->second;
 }
 
-Value EpilogueBuilder::loadInput(Value pointer, Type elementType,
-                                 unsigned mask, int64_t h, int64_t c) {
+Value EpilogueBuilder::loadInput(Value pointer, Type elementType, unsigned mask,
+                                 int64_t h, int64_t c) {
   if (!(mask & DimsAttr::kN))
     return loadSlot(pointer, elementType, mask, h, c);
   Value raw = loadGroup(pointer, elementType, mask, h, c / 8)[(c % 8) / 2];
@@ -544,9 +514,9 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
   } else if (auto arg = dyn_cast<BlockArgument>(v)) {
     unsigned i = arg.getArgNumber() - 1;
     auto type = dyn_cast<RankedTensorType>(op.getInputs()[i].getType());
-    result = type ? loadInput(values.inputs[i], type.getElementType(), mask,
-                              h, c)
-                  : values.inputs[i];
+    result =
+        type ? loadInput(values.inputs[i], type.getElementType(), mask, h, c)
+             : values.inputs[i];
   } else if (auto reduce = v.getDefiningOp<RowReduceOp>()) {
     result = computeRowReduce(reduce, h);
   } else if (auto dropout = v.getDefiningOp<DropoutOp>()) {

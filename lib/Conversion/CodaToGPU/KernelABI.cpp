@@ -86,9 +86,9 @@ int64_t KernelABI::getNumTiles(int64_t m, int64_t n, int64_t batch) const {
 std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
                                               int64_t batch,
                                               int64_t multiprocessors) const {
-  return {std::max<int64_t>(
-              1, std::min(getNumTiles(m, n, batch), multiprocessors)),
-          1, 1};
+  return {
+      std::max<int64_t>(1, std::min(getNumTiles(m, n, batch), multiprocessors)),
+      1, 1};
 }
 
 DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {

@@ -93,8 +93,7 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
     return isa<RowReduceOp>(inner);
   });
   auto bType = cast<RankedTensorType>(op.getB().getType());
-  int64_t n =
-      bType.getDimSize(bType.getRank() - (op.getTransposeB() ? 2 : 1));
+  int64_t n = bType.getDimSize(bType.getRank() - (op.getTransposeB() ? 2 : 1));
   TileConfig tile = chooseTile(config, rowReduction, n);
   bool pingpong = *tile.schedule == Schedule::Pingpong;
   if (tile.tileN != 64 && tile.tileN != 128 && tile.tileN != 256)
@@ -124,9 +123,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
               "next is read), got "
            << tile.stages;
   if (tile.epilogueVectorBytes != 4 && tile.epilogueVectorBytes != 16)
-    return op.emitOpError()
-           << "epilogue-vector-bytes must be 4 or 16, got "
-           << tile.epilogueVectorBytes;
+    return op.emitOpError() << "epilogue-vector-bytes must be 4 or 16, got "
+                            << tile.epilogueVectorBytes;
 
   KernelPlan plan;
   plan.op = op;

@@ -66,7 +66,7 @@ struct TileConfig {
   /// Shared-memory pipeline depth (K steps in flight): at least 2.
   int64_t stages = 0;
   std::optional<Schedule> schedule;
-  /// The widest epilogue access to a 16-bit tensor per lane: 16 (a chunk of
+  /// The widest epilogue store to a 16-bit output per lane: 16 (a chunk of
   /// 8 columns, regrouped within each quad of lanes) or 4 (a pair).
   int64_t epilogueVectorBytes = 0;
 };
@@ -93,9 +93,7 @@ struct OperandPlan {
   SmallVector<int64_t> getBox() const;
   /// Bytes of 64 rows (A) or columns (B) of one stage: 64 swizzled rows of
   /// 128 bytes when K-major, one box when MN-major.
-  int64_t getRowBlockBytes() const {
-    return kMajor ? 64 * 128 : getBoxBytes();
-  }
+  int64_t getRowBlockBytes() const { return kMajor ? 64 * 128 : getBoxBytes(); }
   /// Bytes of one box in shared memory.
   int64_t getBoxBytes() const { return getStageBytes() / getNumBoxes(); }
   /// Bytes of one stage of this operand in shared memory.

@@ -87,8 +87,7 @@ private:
   /// Builds `for (tile = first; tile < numTiles; tile += step)` carrying the
   /// ring state (starting at `state`, advanced by `stateStep` K steps per
   /// tile); `body` builds one iteration.
-  void buildTileLoop(Value first, Value step, RingState state,
-                     Value stateStep,
+  void buildTileLoop(Value first, Value step, RingState state, Value stateStep,
                      function_ref<void(const TileCoords &, RingState)> body);
 
   /// The producer: every K step of every tile of the block.
@@ -152,10 +151,9 @@ void KernelBodyBuilder::buildTileLoop(
   scf::YieldOp::create(b, ValueRange{next.slot, next.phase});
 }
 
-void KernelBodyBuilder::loadOperand(const OperandPlan &operand,
-                                    Value tensorMap, Value tileOffset,
-                                    Value outerBase, Value kBase, Value batch,
-                                    Value barrier) {
+void KernelBodyBuilder::loadOperand(const OperandPlan &operand, Value tensorMap,
+                                    Value tileOffset, Value outerBase,
+                                    Value kBase, Value batch, Value barrier) {
   auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
   for (int64_t box = 0, e = operand.getNumBoxes(); box < e; ++box) {
     // A K-major tile is one [extent x tileK] box at (k, row); an MN-major
@@ -184,30 +182,31 @@ void KernelBodyBuilder::loadOperand(const OperandPlan &operand,
 
 void KernelBodyBuilder::buildProducer() {
   RingState start{b.i32(0), b.i32(0)};
-  buildTileLoop(blockId, gridSize, start, kSteps,
-                [&](const TileCoords &tile, RingState base) {
-    Value rowBase = b.mul(tile.rowBlock, b.i32(plan.tile.tileM));
-    Value colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
-    auto loop = scf::ForOp::create(b, b.i32(0), kSteps, b.i32(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kStep = loop.getInductionVar();
-    RingState state = advance(base, kStep);
-    // Wait until the consumers released the slot's previous contents (a
-    // fresh barrier has completed the phase before its first).
-    NVVM::MBarrierTryWaitParityOp::create(
-        b, emptyBarrier(state.slot), b.xori(state.phase, b.i32(1)),
-        b.i32(kWaitTicks));
-    Value full = fullBarrier(state.slot);
-    NVVM::MBarrierArriveExpectTxOp::create(
-        b, /*res=*/Type(), full, b.i32(plan.getStageBytes()),
-        NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
-    Value kBase = b.mul(kStep, b.i32(plan.tileK));
-    loadOperand(plan.a, values.tensorMapA, tileOffsetA(state.slot), rowBase,
-                kBase, tile.batch, full);
-    loadOperand(plan.b, values.tensorMapB, tileOffsetB(state.slot), colBase,
-                kBase, tile.batch, full);
-  });
+  buildTileLoop(
+      blockId, gridSize, start, kSteps,
+      [&](const TileCoords &tile, RingState base) {
+        Value rowBase = b.mul(tile.rowBlock, b.i32(plan.tile.tileM));
+        Value colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
+        auto loop = scf::ForOp::create(b, b.i32(0), kSteps, b.i32(1));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value kStep = loop.getInductionVar();
+        RingState state = advance(base, kStep);
+        // Wait until the consumers released the slot's previous contents (a
+        // fresh barrier has completed the phase before its first).
+        NVVM::MBarrierTryWaitParityOp::create(b, emptyBarrier(state.slot),
+                                              b.xori(state.phase, b.i32(1)),
+                                              b.i32(kWaitTicks));
+        Value full = fullBarrier(state.slot);
+        NVVM::MBarrierArriveExpectTxOp::create(
+            b, /*res=*/Type(), full, b.i32(plan.getStageBytes()),
+            NVVM::MemScopeKind::CTA, /*relaxed=*/false, /*predicate=*/Value());
+        Value kBase = b.mul(kStep, b.i32(plan.tileK));
+        loadOperand(plan.a, values.tensorMapA, tileOffsetA(state.slot), rowBase,
+                    kBase, tile.batch, full);
+        loadOperand(plan.b, values.tensorMapB, tileOffsetB(state.slot), colBase,
+                    kBase, tile.batch, full);
+      });
 }
 
 Value KernelBodyBuilder::descriptor(const OperandPlan &operand, Value offset) {
@@ -227,17 +226,16 @@ Value KernelBodyBuilder::descriptor(const OperandPlan &operand, Value offset) {
 
 void KernelBodyBuilder::releasePrevious(RingState base, Value kStep) {
   RingState previous = advance(base, b.sub(kStep, b.i32(1)));
-  NVVM::MBarrierArriveOp::create(b, /*res=*/Type(),
-                                 emptyBarrier(previous.slot),
+  NVVM::MBarrierArriveOp::create(b, /*res=*/Type(), emptyBarrier(previous.slot),
                                  /*count=*/Value());
 }
 
 SmallVector<Value> KernelBodyBuilder::mmaStep(RingState state,
-                                              Value rowsOffsetA,
-                                              ValueRange acc, bool first) {
+                                              Value rowsOffsetA, ValueRange acc,
+                                              bool first) {
   const OperandPlan &a = plan.a, &bp = plan.b;
-  NVVM::MBarrierTryWaitParityOp::create(b, fullBarrier(state.slot),
-                                        state.phase, b.i32(kWaitTicks));
+  NVVM::MBarrierTryWaitParityOp::create(b, fullBarrier(state.slot), state.phase,
+                                        b.i32(kWaitTicks));
 
   // One wgmma advances along K by 32 bytes within the swizzled rows (K-major)
   // or by mmaK rows of 128 bytes; fragment i reads A's rows 64i further.
@@ -257,8 +255,7 @@ SmallVector<Value> KernelBodyBuilder::mmaStep(RingState state,
   for (int64_t kk = 0; kk < plan.tileK / plan.mmaK; ++kk) {
     Value stepB = b.i64(kk * kStepBytes(bp) >> 4);
     for (int64_t i = 0; i < plan.getFragments(); ++i) {
-      Value stepA =
-          b.i64((kk * kStepBytes(a) + i * a.getRowBlockBytes()) >> 4);
+      Value stepA = b.i64((kk * kStepBytes(a) + i * a.getRowBlockBytes()) >> 4);
       auto scaleD = first && kk == 0 ? NVVM::WGMMAScaleOut::zero
                                      : NVVM::WGMMAScaleOut::one;
       result[i] = NVVM::WgmmaMmaAsyncOp::create(
@@ -292,8 +289,8 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
   // A's rows of this consumer within the stage's A tile.
   Value rowsOffsetA =
       pingpong ? b.i32(0)
-               : b.mul(consumer, b.i32(plan.getFragments() *
-                                       plan.a.getRowBlockBytes()));
+               : b.mul(consumer,
+                       b.i32(plan.getFragments() * plan.a.getRowBlockBytes()));
   Value consumerRow =
       pingpong ? b.i32(0) : b.mul(consumer, b.i32(plan.consumerRows));
   accType = LLVM::LLVMStructType::getLiteral(
@@ -314,8 +311,7 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
                    });
         // The first K step starts the accumulators (K = 0 leaves them zero),
         // the loop runs the others.
-        auto firstStep = scf::IfOp::create(b, accTypes,
-                                           b.ult(b.i32(0), kSteps),
+        auto firstStep = scf::IfOp::create(b, accTypes, b.ult(b.i32(0), kSteps),
                                            /*withElseRegion=*/true);
         {
           OpBuilder::InsertionGuard guard(b);

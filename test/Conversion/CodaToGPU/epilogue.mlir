@@ -43,15 +43,13 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
 
 // alpha, beta and C, per-row and per-column inputs and scalars: C and the
 // tensors are loaded under bounds checks, scalars are parameters. C (f16)
-// is loaded ahead, 16 bytes per lane, and regrouped across each quad.
+// is loaded ahead, a pair of columns (4 bytes) at a time.
 // CHECK-LABEL: gpu.func @affine
 // CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[C:[^:]*]]: !llvm.ptr<1>, %[[ALPHA:[^:]*]]: f32, %[[BETA:[^:]*]]: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>,
 // CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK:         scf.if %{{.*}} -> (vector<4xi32>) {
+// CHECK:         scf.if %{{.*}} -> (i32) {
 // CHECK:           llvm.getelementptr %[[C]]
-// CHECK-NEXT:      llvm.load %{{.*}} : !llvm.ptr<1> -> vector<4xi32>
-// CHECK:         gpu.shuffle  xor %{{.*}}, %c2_i32
-// CHECK:         gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK-NEXT:      llvm.load %{{.*}} : !llvm.ptr<1> -> i32
 // CHECK:         %[[ACC:.*]] = llvm.extractvalue
 // CHECK:         %[[SCALED:.*]] = arith.mulf %[[ACC]], %[[ALPHA]] : f32
 // CHECK:         %[[CPAIR:.*]] = arith.extf %{{.*}} : vector<2xf16> to vector<2xf32>
