@@ -62,6 +62,11 @@ if config.ptxas_executable and os.path.exists(config.ptxas_executable):
         ("%cuda_toolkit",
          os.path.dirname(os.path.dirname(config.ptxas_executable))))
 
+# downstream-build: the install test builds a project against the install
+# tree (slow); CODA_DOWNSTREAM_TEST=0 skips it.
+if shutil.which("cmake") and os.environ.get("CODA_DOWNSTREAM_TEST", "1") == "1":
+    config.available_features.add("downstream-build")
+
 # cuda-gpu: an NVIDIA GPU and its driver are present. Tests that launch
 # kernels say `REQUIRES: cuda-gpu`. CODA_GPU_TESTS=0 turns them off, =1 on.
 def has_cuda_gpu():
