@@ -1,6 +1,7 @@
 # -*- Python -*-
 # lit configuration for coda's test suite.
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -53,6 +54,11 @@ if runner and all(os.path.exists(lib) for lib in runner_libs):
 if subprocess.call([sys.executable, "-c", "import numpy"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("numpy")
+
+# torch: tests that run programs through coda.Program (python/coda) hand it
+# PyTorch tensors. Looked up, not imported (importing torch takes seconds).
+if importlib.util.find_spec("torch"):
+    config.available_features.add("torch")
 
 # ptxas: PTX produced by the GPU pipeline is assembled for sm_90a.
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
