@@ -213,7 +213,8 @@ int main(int argc, char **argv) {
       return fail(runtime.takeError());
     auto buffer = llvm::MemoryBuffer::getFile(programPath);
     auto program = (*runtime)->loadProgram(
-        buffer ? (*buffer)->getBuffer() : "", signature->functionName);
+        buffer ? (*buffer)->getBuffer() : "", signature->functionName, {},
+        programPath);
     if (!program)
       return fail(program.takeError());
     if (llvm::Error error = (*program)->prepare())

@@ -96,11 +96,12 @@ public:
 private:
   friend class GpuRuntime;
   struct Loaded;
-  GpuProgram(GpuRuntime &runtime, std::string source, ProgramSignature signature,
-             GpuCompileOptions options);
+  GpuProgram(GpuRuntime &runtime, std::string source, std::string sourceName,
+             ProgramSignature signature, GpuCompileOptions options);
 
   GpuRuntime &runtime;
   std::string source;
+  std::string sourceName;
   ProgramSignature signature;
   GpuCompileOptions options;
   GpuCompileStats stats;
@@ -142,10 +143,11 @@ public:
   ~GpuRuntime();
 
   /// Parses and verifies a program written in coda IR; `function` names it
-  /// when the module holds several.
+  /// when the module holds several; diagnostics name `sourceName:line:col`.
   llvm::Expected<std::unique_ptr<GpuProgram>>
   loadProgram(llvm::StringRef mlirSource, llvm::StringRef function = "",
-              GpuCompileOptions options = {});
+              GpuCompileOptions options = {},
+              llvm::StringRef sourceName = "program");
 
   /// Waits for all work on the device.
   llvm::Error synchronize();
