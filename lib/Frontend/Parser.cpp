@@ -70,8 +70,8 @@ private:
   LogicalResult parseAssignment(Assignment &assignment);
 
   std::unique_ptr<Expr> parseExpression();
-  std::unique_ptr<Expr> parseAdditive();
-  std::unique_ptr<Expr> parseMultiplicative();
+  /// Parses a left-associative chain of `+` and `-`, or of `*` and `/`.
+  std::unique_ptr<Expr> parseBinary(bool multiplicative);
   std::unique_ptr<Expr> parseUnary();
   std::unique_ptr<Expr> parsePrimary();
   std::unique_ptr<Expr> parseCall(const Token &name);
@@ -310,41 +310,42 @@ std::unique_ptr<Expr> Parser::parseExpression() {
   NestingScope scope(nesting);
   if (failed(checkDepth(nesting, token.getLoc())))
     return nullptr;
-  return parseAdditive();
+  return parseBinary(/*multiplicative=*/false);
 }
 
-std::unique_ptr<Expr> Parser::parseAdditive() {
-  std::unique_ptr<Expr> lhs = parseMultiplicative();
-  while (lhs && (token.is(Kind::Plus) || token.is(Kind::Minus))) {
-    Expr::Kind kind = token.is(Kind::Plus) ? Expr::Kind::Add : Expr::Kind::Sub;
+std::unique_ptr<Expr> Parser::parseBinary(bool multiplicative) {
+  auto parseOperand = [&] {
+    return multiplicative ? parseUnary() : parseBinary(/*multiplicative=*/true);
+  };
+  auto getOperator = [&]() -> std::optional<Expr::Kind> {
+    switch (token.kind) {
+    case Kind::Plus:
+      return multiplicative ? std::nullopt : std::optional(Expr::Kind::Add);
+    case Kind::Minus:
+      return multiplicative ? std::nullopt : std::optional(Expr::Kind::Sub);
+    case Kind::Star:
+      return multiplicative ? std::optional(Expr::Kind::Mul) : std::nullopt;
+    case Kind::Slash:
+      return multiplicative ? std::optional(Expr::Kind::Div) : std::nullopt;
+    default:
+      return std::nullopt;
+    }
+  };
+  std::unique_ptr<Expr> lhs = parseOperand();
+  while (lhs) {
+    std::optional<Expr::Kind> kind = getOperator();
+    if (!kind)
+      break;
     SMLoc loc = token.getLoc();
     consume();
-    std::unique_ptr<Expr> rhs = parseMultiplicative();
+    std::unique_ptr<Expr> rhs = parseOperand();
     if (!rhs)
       return nullptr;
     SMRange range(lhs->range.Start, rhs->range.End);
     std::vector<std::unique_ptr<Expr>> operands;
     operands.push_back(std::move(lhs));
     operands.push_back(std::move(rhs));
-    lhs = makeExpr(kind, loc, range, std::move(operands));
-  }
-  return lhs;
-}
-
-std::unique_ptr<Expr> Parser::parseMultiplicative() {
-  std::unique_ptr<Expr> lhs = parseUnary();
-  while (lhs && (token.is(Kind::Star) || token.is(Kind::Slash))) {
-    Expr::Kind kind = token.is(Kind::Star) ? Expr::Kind::Mul : Expr::Kind::Div;
-    SMLoc loc = token.getLoc();
-    consume();
-    std::unique_ptr<Expr> rhs = parseUnary();
-    if (!rhs)
-      return nullptr;
-    SMRange range(lhs->range.Start, rhs->range.End);
-    std::vector<std::unique_ptr<Expr>> operands;
-    operands.push_back(std::move(lhs));
-    operands.push_back(std::move(rhs));
-    lhs = makeExpr(kind, loc, range, std::move(operands));
+    lhs = makeExpr(*kind, loc, range, std::move(operands));
   }
   return lhs;
 }

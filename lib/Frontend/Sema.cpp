@@ -173,6 +173,9 @@ private:
                            {range});
   }
 
+  /// Reports `name` if it is reserved: `input`, `seed` or a function; `use`
+  /// says what was attempted ("declared", "assigned").
+  LogicalResult checkNotReserved(StringRef name, SMRange range, StringRef use);
   LogicalResult checkDeclarable(const Declaration &declaration, bool isOutput);
   LogicalResult declareOperands();
   LogicalResult declareOutputs();
@@ -290,23 +293,24 @@ unsigned Analyzer::addNode(Node node) {
 // Declarations
 //===----------------------------------------------------------------------===//
 
+LogicalResult Analyzer::checkNotReserved(StringRef name, SMRange range,
+                                         StringRef use) {
+  StringRef reason = name == "input"       ? "is the GEMM result"
+                     : name == "seed"      ? "is reserved for the dropout seed"
+                     : lookupBuiltin(name) ? "is a function"
+                                           : "";
+  if (reason.empty())
+    return success();
+  return emitError(range.Start,
+                   "'" + name + "' " + reason + " and cannot be " + use, range);
+}
+
 LogicalResult Analyzer::checkDeclarable(const Declaration &declaration,
                                         bool isOutput) {
   StringRef name = declaration.name;
   SMRange range = declaration.nameRange;
-  if (name == "input")
-    return emitError(range.Start,
-                     "'input' is the GEMM result and cannot be declared",
-                     range);
-  if (name == "seed")
-    return emitError(range.Start,
-                     "'seed' is reserved for the dropout seed and cannot be "
-                     "declared",
-                     range);
-  if (lookupBuiltin(name))
-    return emitError(range.Start,
-                     "'" + name + "' is a function and cannot be declared",
-                     range);
+  if (failed(checkNotReserved(name, range, "declared")))
+    return failure();
   if (name == "output" && !isOutput)
     return emitError(range.Start,
                      "'output' is the main result and cannot be an operand; "
@@ -380,20 +384,8 @@ LogicalResult Analyzer::declareOutputs() {
 LogicalResult Analyzer::checkAssignable(const Assignment &assignment) {
   StringRef name = assignment.name;
   SMRange range = assignment.nameRange;
-  if (name == "input")
-    return emitError(range.Start,
-                     "cannot assign to 'input': it is the GEMM result; "
-                     "assign the new value to another name",
-                     range);
-  if (name == "seed")
-    return emitError(range.Start,
-                     "cannot assign to 'seed': it is reserved for the dropout "
-                     "seed",
-                     range);
-  if (lookupBuiltin(name))
-    return emitError(range.Start,
-                     "cannot assign to '" + name + "': it is a function",
-                     range);
+  if (failed(checkNotReserved(name, range, "assigned")))
+    return failure();
   auto it = bindings.find(name);
   if (it != bindings.end() && it->second.kind == Binding::Kind::Operand) {
     (void)emitError(range.Start,
