@@ -148,7 +148,6 @@ int main(int argc, char **argv) {
       continue;
     }
     module->print(output->os());
-    output->os() << "\n";
   }
   if (failed)
     return 1;
