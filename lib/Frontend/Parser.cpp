@@ -49,8 +49,10 @@ private:
   LogicalResult emitErrorAfterPrevious(const llvm::Twine &message) {
     return emitError(previousEnd, message);
   }
+  /// Adds a note to the error just reported (if it was).
   void emitNote(SMLoc loc, const llvm::Twine &message, SMRange range = {}) {
-    sourceMgr.PrintMessage(loc, llvm::SourceMgr::DK_Note, message, {range});
+    if (!token.is(Kind::Error))
+      sourceMgr.PrintMessage(loc, llvm::SourceMgr::DK_Note, message, {range});
   }
 
   /// Consumes a token of kind `kind`, or reports `message` just after the
