@@ -2,7 +2,8 @@
 //
 // Feeds arbitrary bytes to the epilogue front-end. Bad input must end in a
 // diagnostic, never a crash, a hang or a sanitizer report; input that passes
-// the front-end's checks must build a program that verifies. The GEMM set-up
+// the front-end's checks must build a program that verifies, and that prints
+// as text that parses back to a program that verifies. The GEMM set-up
 // (operand type, layouts, C, alpha) varies with the input's size, so the
 // corpus covers every combination.
 //
@@ -20,6 +21,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -67,13 +69,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.withAlpha = size & 32;
   OwningOpRef<ModuleOp> module =
       coda::buildEpilogueModule(*program, sourceMgr, &context, options);
-  if (failed(verify(*module))) {
-    llvm::errs() << "the front-end accepted this epilogue but built a program "
-                    "that does not verify:\n"
+  auto fail = [&](StringRef what) {
+    llvm::errs() << "the front-end accepted this epilogue but " << what << ":\n"
                  << StringRef(reinterpret_cast<const char *>(data), size)
                  << "\n";
     module->print(llvm::errs());
     std::abort();
-  }
+  };
+  if (failed(verify(*module)))
+    fail("built a program that does not verify");
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  if (!parseSourceString<ModuleOp>(text, &context))
+    fail("the printed program does not parse back");
   return 0;
 }
