@@ -4,6 +4,10 @@
 // epilogue written in the DSL (docs/dsl.md). The options set up the GEMM
 // around it as coda-run does.
 //
+// A small main rather than mlir-translate's: its --split-input-file keeps the
+// file's line numbers in diagnostics (mlir-translate renumbers each part),
+// which lets the error tests check every location with [[@LINE]].
+//
 //===----------------------------------------------------------------------===//
 
 #include "coda/Frontend/EpilogueImport.h"
