@@ -19,6 +19,10 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.coda_obj_root, "test")
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+# In a CODA_ENABLE_FUZZERS build the tools have AddressSanitizer but libMLIR.so
+# does not; LLVM's allocators then poison memory that uninstrumented code
+# uses. Manual poisoning is turned off (no effect on other builds).
+config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0"
 llvm_config.use_default_substitutions()
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
@@ -32,6 +36,7 @@ tools = [
     "coda-opt",
     ToolSubst("coda-run", unresolved="ignore"),
     ToolSubst("coda-translate", unresolved="ignore"),
+    ToolSubst("coda-dsl-fuzzer", unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.coda_tools_dir, append_path=True)
@@ -48,6 +53,10 @@ if runner and all(os.path.exists(lib) for lib in runner_libs):
     config.available_features.add("mlir-runner")
     config.substitutions.append(("%mlir_runner_utils", ",".join(runner_libs)))
     config.substitutions.append(("%mlir_runner", runner))
+
+# coda-dsl-fuzzer: the build has the libFuzzer targets (CODA_ENABLE_FUZZERS).
+if os.path.exists(os.path.join(config.coda_tools_dir, "coda-dsl-fuzzer")):
+    config.available_features.add("coda-dsl-fuzzer")
 
 # numpy: the end-to-end tests compare against fp64 numpy references.
 # %python (from llvm_config) is the interpreter running lit.
