@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -299,4 +300,43 @@ mlir::coda::importEpilogue(llvm::SourceMgr &sourceMgr, MLIRContext *context,
   if (failed(verify(*module)))
     return nullptr;
   return module;
+}
+
+llvm::Error mlir::coda::setImportOptions(MLIRContext *context, StringRef dtype,
+                                         StringRef layoutA, StringRef layoutB,
+                                         EpilogueImportOptions &options) {
+  auto error = [](const Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  Builder builder(context);
+  if (dtype == "bf16")
+    options.operandType = builder.getBF16Type();
+  else if (dtype == "f16")
+    options.operandType = builder.getF16Type();
+  else if (dtype == "f32")
+    options.operandType = builder.getF32Type();
+  else
+    return error("unknown operand type '" + dtype +
+                 "'; expected bf16, f16 or f32");
+  if (layoutA != "mk" && layoutA != "km")
+    return error("unknown layout of A '" + layoutA + "'; expected mk or km");
+  if (layoutB != "nk" && layoutB != "kn")
+    return error("unknown layout of B '" + layoutB + "'; expected nk or kn");
+  options.transposeA = layoutA == "km";
+  options.transposeB = layoutB == "nk";
+  return llvm::Error::success();
+}
+
+OwningOpRef<ModuleOp>
+mlir::coda::loadProgramFile(StringRef path, llvm::SourceMgr &sourceMgr,
+                            MLIRContext *context,
+                            const EpilogueImportOptions &options) {
+  std::string includedPath;
+  if (sourceMgr.AddIncludeFile(path.str(), llvm::SMLoc(), includedPath) == 0) {
+    emitError(UnknownLoc::get(context)) << "cannot read '" << path << "'";
+    return nullptr;
+  }
+  if (path.ends_with(".coda"))
+    return importEpilogue(sourceMgr, context, options);
+  return parseSourceFile<ModuleOp>(sourceMgr, context);
 }

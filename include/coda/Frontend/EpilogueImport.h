@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
 
 namespace llvm {
 class SourceMgr;
@@ -34,6 +35,13 @@ struct EpilogueImportOptions {
   bool withAlpha = false;
 };
 
+/// Sets up `options` from the spellings coda's tools use: `dtype` bf16, f16
+/// or f32; `layoutA` mk or km; `layoutB` nk or kn. Fails with a message that
+/// names the bad value and the legal ones.
+llvm::Error setImportOptions(MLIRContext *context, StringRef dtype,
+                             StringRef layoutA, StringRef layoutB,
+                             EpilogueImportOptions &options);
+
 /// Builds the program of a checked epilogue: a module holding one func.func
 /// named after the epilogue, with arguments A, B, [C], [alpha], [beta], the
 /// epilogue's operands in order, then `seed: i64` if the epilogue uses
@@ -51,6 +59,14 @@ OwningOpRef<ModuleOp> buildEpilogueModule(const dsl::EpilogueProgram &program,
 OwningOpRef<ModuleOp> importEpilogue(llvm::SourceMgr &sourceMgr,
                                      MLIRContext *context,
                                      const EpilogueImportOptions &options);
+
+/// Reads the program in the file at `path`: an epilogue (`.coda`), imported
+/// with `options`, or coda IR (any other name). Errors are reported through
+/// `sourceMgr` (which holds the file afterwards) and null is returned.
+OwningOpRef<ModuleOp> loadProgramFile(StringRef path,
+                                      llvm::SourceMgr &sourceMgr,
+                                      MLIRContext *context,
+                                      const EpilogueImportOptions &options);
 
 } // namespace mlir::coda
 
