@@ -4,6 +4,7 @@
 #include "CudaDriver.h"
 
 #include "coda/Conversion/CodaToGPU/KernelABI.h"
+#include "coda/Frontend/EpilogueImport.h"
 #include "coda/Pipelines/Pipelines.h"
 #include "coda/Registration/Registration.h"
 #include "coda/Runtime/Version.h"
@@ -199,6 +200,43 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
   return std::unique_ptr<GpuProgram>(
       new GpuProgram(*this, mlirSource.str(), sourceName.str(),
                      std::move(*signature), options));
+}
+
+llvm::Expected<std::unique_ptr<GpuProgram>>
+GpuRuntime::loadEpilogue(llvm::StringRef dslSource, llvm::StringRef dtype,
+                         llvm::StringRef layoutA, llvm::StringRef layoutB,
+                         bool withC, bool withAlpha, GpuCompileOptions options,
+                         llvm::StringRef sourceName) {
+  std::string source;
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    EpilogueImportOptions import;
+    if (auto e = setImportOptions(impl->mlir.get(), dtype, layoutA, layoutB,
+                                  import))
+      return std::move(e);
+    import.withC = withC;
+    import.withAlpha = withAlpha;
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(dslSource, sourceName),
+        llvm::SMLoc());
+    std::string diagnostics;
+    llvm::raw_string_ostream os(diagnostics);
+    sourceMgr.setDiagHandler(
+        [](const llvm::SMDiagnostic &d, void *stream) {
+          d.print(nullptr, *static_cast<llvm::raw_ostream *>(stream));
+        },
+        &os);
+    SourceMgrDiagnosticHandler handler(sourceMgr, impl->mlir.get(), os);
+    OwningOpRef<ModuleOp> module =
+        importEpilogue(sourceMgr, impl->mlir.get(), import);
+    if (!module)
+      return error(diagnostics);
+    // Compiled from text; locations keep pointing into the epilogue.
+    llvm::raw_string_ostream text(source);
+    module->print(text, OpPrintingFlags().enableDebugInfo());
+  }
+  return loadProgram(source, "", options, sourceName);
 }
 
 //===----------------------------------------------------------------------===//

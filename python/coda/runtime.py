@@ -34,7 +34,20 @@ class _Value(ctypes.Structure):
 
 class _Options(ctypes.Structure):
     _fields_ = [("tile_n", ctypes.c_int64), ("stages", ctypes.c_int64),
-                ("function", ctypes.c_char_p)]
+                ("function", ctypes.c_char_p), ("epilogue", ctypes.c_int32),
+                ("dtype", ctypes.c_char_p), ("layout_a", ctypes.c_char_p),
+                ("layout_b", ctypes.c_char_p), ("with_c", ctypes.c_int32),
+                ("with_alpha", ctypes.c_int32)]
+
+
+def _is_epilogue(source):
+    """Whether `source` is written in the epilogue DSL (it starts with EPILOGUE
+    after comments) rather than in coda IR."""
+    for line in source.splitlines():
+        line = line.split("//")[0].split("#")[0].strip()
+        if line:
+            return line.startswith("EPILOGUE")
+    return False
 
 
 def _find_library():
@@ -103,15 +116,22 @@ def _runtime(device):
 
 
 class Program:
-    """A coda program (coda IR text) bound to a CUDA device."""
+    """A coda program bound to a CUDA device: coda IR text, or an epilogue in
+    the DSL (docs/dsl.md), whose GEMM is set up by dtype ("bf16", "f16",
+    "f32"), layout_a ("mk", "km"), layout_b ("nk", "kn"), with_c and
+    with_alpha."""
 
-    def __init__(self, source, function="", device=0, tile_n=0, stages=0):
+    def __init__(self, source, function="", device=0, tile_n=0, stages=0,
+                 dtype="bf16", layout_a="mk", layout_b="nk", with_c=False,
+                 with_alpha=False):
         import torch
 
         torch.cuda.init()  # the runtime shares PyTorch's primary context
         self.device = device
         lib = _library()
-        options = _Options(tile_n, stages, function.encode() or None)
+        options = _Options(tile_n, stages, function.encode() or None,
+                           int(_is_epilogue(source)), dtype.encode(), layout_a.encode(),
+                           layout_b.encode(), int(with_c), int(with_alpha))
         handle = ctypes.c_void_p()
         text = source.encode()
         _check(lib.coda_program_load(_runtime(device), text, len(text),

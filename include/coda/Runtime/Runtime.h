@@ -152,6 +152,17 @@ public:
   /// Waits for all work on the device.
   llvm::Error synchronize();
 
+  /// Parses an epilogue written in the DSL (docs/dsl.md) into a program whose
+  /// GEMM has operands of `dtype` (bf16, f16, f32), A stored as `layoutA`
+  /// (mk, km) and B as `layoutB` (nk, kn), with C and beta arguments when
+  /// `withC`, an alpha argument when `withAlpha`.
+  llvm::Expected<std::unique_ptr<GpuProgram>>
+  loadEpilogue(llvm::StringRef dslSource, llvm::StringRef dtype = "bf16",
+               llvm::StringRef layoutA = "mk", llvm::StringRef layoutB = "nk",
+               bool withC = false, bool withAlpha = false,
+               GpuCompileOptions options = {},
+               llvm::StringRef sourceName = "epilogue");
+
   /// "NVIDIA H200 (sm_90)".
   const std::string &getDeviceDescription() const { return description; }
   /// The compute capability as 10 * major + minor (90 for Hopper).
