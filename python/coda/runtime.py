@@ -165,16 +165,18 @@ class Program:
         """Compiles (or fetches from a cache) now rather than at the first call."""
         _check(_library().coda_program_prepare(self._handle))
 
-    def __call__(self, a, b, c=None, *, alpha=None, beta=None, seed=None, out=None, **inputs):
+    def __call__(self, a, b, c=None, *, gemm_alpha=None, gemm_beta=None, seed=None, out=None,
+                 **inputs):
         """Launches the program; returns {output name: tensor}.
 
-        Epilogue inputs are keyword arguments by name; `out` may give
-        preallocated outputs by name.
+        Epilogue inputs are keyword arguments by name (an epilogue may have
+        an input named alpha: the GEMM's own scalars are gemm_alpha and
+        gemm_beta, default 1); `out` may give preallocated outputs by name.
         """
         import torch
 
         dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
-        given = {"a": a, "b": b, "c": c, "alpha": alpha, "beta": beta}
+        given = {"a": a, "b": b, "c": c, "alpha": gemm_alpha, "beta": gemm_beta}
         values = (_Value * len(self.arguments))()
         for i, arg in enumerate(self.arguments):
             if arg["role"] == "input":

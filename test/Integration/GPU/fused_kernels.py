@@ -300,7 +300,7 @@ def nn_f16():
     c, rs = randn((m, n), 'f32'), randn(m, 'f32')
     acc = 0.5 * (a.T @ b) - 1.5 * c
     return Case('nn_f16', NN_F16,
-                dict(a=a, b=b, c=c, alpha=0.5, beta=-1.5, row_scale=rs, shift=0.25),
+                dict(a=a, b=b, c=c, gemm_alpha=0.5, gemm_beta=-1.5, row_scale=rs, shift=0.25),
                 {'output': (ref.relu(acc) * rs[:, None] + 0.25, 5e-3)})
 
 
@@ -453,9 +453,11 @@ def run(case, torch, report):
     program = coda.Program(case.program, tile_n=case.tile_n, stages=case.stages)
     args = {}
     for arg in program.arguments:
-        value = case.args[arg['name']]
-        args[arg['name']] = (torch.from_numpy(value).to('cuda', dtypes[arg['type']])
-                             if arg['tensor'] else value)
+        # The GEMM's own scalars are keyword arguments gemm_alpha and gemm_beta.
+        key = {'alpha': 'gemm_alpha', 'beta': 'gemm_beta'}.get(arg['role'], arg['name'])
+        value = case.args[key]
+        args[key] = (torch.from_numpy(value).to('cuda', dtypes[arg['type']])
+                     if arg['tensor'] else value)
     if case.error:
         try:
             program(**args)
