@@ -149,6 +149,22 @@ def main():
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d"), "compile_s": time.time() - t,
            "configs": dict(configs), "rows": {}}
+    # What a launch of a cached kernel costs the host: coda.Program's argument
+    # checks, tensor-map encoding and cuLaunchKernel, on a problem too small
+    # for the GPU to be the bottleneck.
+    Xs = torch.randn(128, 128, device=dev, dtype=torch.bfloat16)
+    Ws = torch.randn(128, 128, device=dev, dtype=torch.bfloat16)
+    gemm = programs[configs[0][0]][1]
+    gemm(Xs, Ws)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(1000):
+        gemm(Xs, Ws)
+    res["launch_overhead_us"] = (time.perf_counter() - t) / 1000 * 1e6
+    torch.cuda.synchronize()
+    print(f"compile (cold, both programs of {len(configs)} configs): {res['compile_s']:.2f} s; "
+          f"host time per launch: "
+          f"{res['launch_overhead_us']:.1f} us", flush=True)
     comp = torch.compile(chain)
     os.environ.setdefault("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS", "ATEN,TRITON")
     ma = torch.compile(chain, mode="max-autotune-no-cudagraphs")
@@ -187,7 +203,9 @@ def main():
     json.dump(res, open(os.path.join(out, "bench.json"), "w"), indent=1)
     cols = ["gemm", "coda_gemm", "coda", "eager", "lt", "inductor", "ma"]
     cols += [f"{c}[{config}]" for config, _ in configs[1:] for c in ("coda_gemm", "coda")]
-    lines = [f"{res['device']}, torch {res['torch']}, {res['date']}; ms (median, L2 flushed), M = {M}",
+    lines = [f"{res['device']}, torch {res['torch']}, {res['date']}; ms (median, L2 flushed), M = {M}; "
+             f"cold compile of the programs {res['compile_s']:.2f} s, host time per cached launch "
+             f"{res['launch_overhead_us']:.1f} us",
              "",
              "| shape (K->N) | " + " | ".join(cols) + " | coda_gemm / gemm throughput | coda / gemm time | eager / coda |",
              "|---" * (len(cols) + 4) + "|"]

@@ -1,14 +1,13 @@
 #!/bin/bash
 # One device call for kernel-shape work: correctness of every kernel shape
-# (test/Integration/GPU/fused_kernels.py, compiled on the host), then coda's
-# GEMM and fused chain under several shapes next to cuBLAS and eager PyTorch
+# (test/Integration/GPU/fused_kernels.py through coda.Program), then coda's GEMM
+# and fused chain under several shapes next to cuBLAS and eager PyTorch
 # (bench/bench.py). Prepare on the host, from the worktree:
 #
 #   scripts/device-kit.sh
-#   python3 test/Integration/GPU/fused_kernels.py --coda-opt build/bin/coda-opt \
-#       --work /tmp/work --phase compile
-#   P=<checkout that the device call ships>/.carry/perf; mkdir -p $P/tree/{python/coda,test/lib,test/Integration/GPU,bench}
-#   cp .carry/kit.tar.xz bench/perf-run.sh $P/ && tar -cJf $P/work.tar.xz -C /tmp work
+#   P=<checkout that the device call ships>/.carry/perf
+#   mkdir -p $P/tree/python/coda $P/tree/test/lib $P/tree/test/Integration/GPU $P/tree/bench
+#   cp .carry/kit.tar.xz bench/perf-run.sh $P/
 #   cp python/coda/*.py $P/tree/python/coda/ && cp test/lib/*.py $P/tree/test/lib/
 #   cp test/Integration/GPU/fused_kernels.py $P/tree/test/Integration/GPU/ && cp bench/bench.py $P/tree/bench/
 #
@@ -17,17 +16,17 @@
 cd "$(dirname "$0")/../.."
 P=.carry/perf
 CONFIGS=${CONFIGS:-"default:;coop256x128:tile_m=256,tile_n=128;pp128x128:schedule=pingpong,tile_m=128,tile_n=128"}
-tar -xJf $P/kit.tar.xz -C $P && tar -xJf $P/work.tar.xz -C $P || exit 1
+tar -xJf $P/kit.tar.xz -C $P || exit 1
 cp -r $P/tree/. .
 export CODA_RUNTIME_LIBRARY=$PWD/$P/kit/lib/libcoda_runtime.so
 export LD_LIBRARY_PATH=$PWD/$P/kit/lib:$LD_LIBRARY_PATH PYTHONUNBUFFERED=1 CODA_CACHE_DIR=/tmp/coda-cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
 T0=$(date +%s)
-timeout 90 python3 test/Integration/GPU/fused_kernels.py --phase run --work $P/work > $OUT/fused.log 2> $OUT/fused.err
+timeout 150 python3 test/Integration/GPU/fused_kernels.py > $OUT/fused.log 2>&1
 echo "fused_kernels rc=$? ($(( $(date +%s) - T0 )) s)"
-echo "ok rows: $(grep -c " ok$" $OUT/fused.err), failing rows:"
-grep -E "FAIL|exception|Error|Traceback" $OUT/fused.err | head -20
-grep -E "coda |cuBLAS|eager" $OUT/fused.log
+echo "ok rows: $(grep -c " ok$" $OUT/fused.log), failing rows:"
+grep -E "FAIL|exception|Error|Traceback" $OUT/fused.log | head -20
+grep -E " ms " $OUT/fused.log
 T1=$(date +%s)
 timeout 65 python3 bench/bench.py --baselines gemm,eager --max-autotune '' --rep-ms 60 \
   --configs "$CONFIGS" > $OUT/bench.log 2>&1

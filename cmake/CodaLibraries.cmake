@@ -21,6 +21,9 @@ function(coda_add_library name)
     $<BUILD_INTERFACE:${CODA_SOURCE_DIR}/include>
     $<BUILD_INTERFACE:${CODA_BINARY_DIR}/include>
     $<INSTALL_INTERFACE:include>)
+  # Users of coda's headers need MLIR's and LLVM's.
+  target_include_directories(${name} SYSTEM PUBLIC
+    ${MLIR_INCLUDE_DIRS} ${LLVM_INCLUDE_DIRS})
   set_property(GLOBAL APPEND PROPERTY CODA_LIBS ${name})
   install(TARGETS ${name} EXPORT CodaTargets
     ARCHIVE DESTINATION lib LIBRARY DESTINATION lib)

@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# The main job: compile an example epilogue program and run it on random data,
-# on the GPU when there is one (and coda-run was built with the CUDA runtime),
+# The main job: compile an example epilogue program (by default the paper's,
+# examples/paper.coda) and run it on random data, on the GPU when there is one,
 # otherwise on the CPU reference path; then check the result against fp64 numpy.
 #   scripts/demo.sh [PROGRAM] [M N K]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-program=${1:-examples/paper.mlir}
+program=${1:-examples/paper.coda}
 m=${2:-256} n=${3:-768} k=${4:-512}
 python=.venv/bin/python
 [ -x "$python" ] || python=python3
 
 device=cpu
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
-   build/bin/coda-run --help 2>/dev/null | grep -q -- "=cuda"; then
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
   device=cuda
 fi
 

@@ -45,7 +45,8 @@ lit_config.load_config(config, os.path.join(repo, "test", "lit.cfg.py"))
 PY
 cat > "$kit/run-lit.sh" <<'SH'
 #!/usr/bin/env bash
-# run-lit.sh TEST_PATH... : runs coda's lit tests (paths under test/) with the kit.
+# run-lit.sh TEST_PATH... : runs coda's lit tests (paths under test/) with the
+# kit; CODA_LIT_ARGS adds lit options (-a shows every test's output).
 kit=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$kit/../.." && pwd)
 export LD_LIBRARY_PATH="$kit/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -60,7 +61,7 @@ for path in "$@"; do
   args+=("$kit/test/$rel")
 done
 exec python3 -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from lit.main import main; main()" \
-  "$kit/lit" -sv "${args[@]}"
+  "$kit/lit" -sv ${CODA_LIT_ARGS:-} "${args[@]}"
 SH
 chmod +x "$kit/run-lit.sh"
 tar -cJf .carry/kit.tar.xz -C .carry kit

@@ -12,7 +12,8 @@ export CODA_CACHE_DIR=$(mktemp -d)
 nvidia-smi -L
 
 echo "== lit: test/Integration/GPU"
-$kit/run-lit.sh test/Integration/GPU 2>&1 | tee "$out/gpu-lit.log" | grep -E "^(PASS|FAIL|UNSUPPORTED|XFAIL)|Passed|Failed|worst"
+CODA_LIT_ARGS=-a $kit/run-lit.sh test/Integration/GPU 2>&1 | tee "$out/gpu-lit.log" |
+  grep -E "^(PASS|FAIL|UNSUPPORTED|XFAIL)|Passed|Failed|worst"
 
 work=$(mktemp -d)
 python3 - "$work" <<'PY'

@@ -1,6 +1,7 @@
 # -*- Python -*-
 # lit configuration for coda's test suite.
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -18,6 +19,10 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.coda_obj_root, "test")
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+# In a CODA_ENABLE_FUZZERS build the tools have AddressSanitizer but libMLIR.so
+# does not; LLVM's allocators then poison memory that uninstrumented code
+# uses. Manual poisoning is turned off (no effect on other builds).
+config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0"
 llvm_config.use_default_substitutions()
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
@@ -31,6 +36,7 @@ tools = [
     "coda-opt",
     ToolSubst("coda-run", unresolved="ignore"),
     ToolSubst("coda-translate", unresolved="ignore"),
+    ToolSubst("coda-dsl-fuzzer", unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.coda_tools_dir, append_path=True)
@@ -48,11 +54,20 @@ if runner and all(os.path.exists(lib) for lib in runner_libs):
     config.substitutions.append(("%mlir_runner_utils", ",".join(runner_libs)))
     config.substitutions.append(("%mlir_runner", runner))
 
+# coda-dsl-fuzzer: the build has the libFuzzer targets (CODA_ENABLE_FUZZERS).
+if os.path.exists(os.path.join(config.coda_tools_dir, "coda-dsl-fuzzer")):
+    config.available_features.add("coda-dsl-fuzzer")
+
 # numpy: the end-to-end tests compare against fp64 numpy references.
 # %python (from llvm_config) is the interpreter running lit.
 if subprocess.call([sys.executable, "-c", "import numpy"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("numpy")
+
+# torch: tests that run programs through coda.Program (python/coda) hand it
+# PyTorch tensors. Looked up, not imported (importing torch takes seconds).
+if importlib.util.find_spec("torch"):
+    config.available_features.add("torch")
 
 # ptxas: PTX produced by the GPU pipeline is assembled for sm_90a.
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
@@ -61,6 +76,11 @@ if config.ptxas_executable and os.path.exists(config.ptxas_executable):
     config.substitutions.append(
         ("%cuda_toolkit",
          os.path.dirname(os.path.dirname(config.ptxas_executable))))
+
+# downstream-build: the install test builds a project against the install
+# tree (slow); CODA_DOWNSTREAM_TEST=0 skips it.
+if shutil.which("cmake") and os.environ.get("CODA_DOWNSTREAM_TEST", "1") == "1":
+    config.available_features.add("downstream-build")
 
 # cuda-gpu: an NVIDIA GPU and its driver are present. Tests that launch
 # kernels say `REQUIRES: cuda-gpu`. CODA_GPU_TESTS=0 turns them off, =1 on.

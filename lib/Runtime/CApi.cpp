@@ -63,19 +63,25 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
                               coda_program **program) {
   if (!runtime || !source || !program)
     return fail("coda_program_load: null argument");
+  coda_compile_options defaults = {};
+  const coda_compile_options &o = options ? *options : defaults;
   GpuCompileOptions compile;
-  const char *function = "";
-  if (options) {
-    compile.tileM = options->tile_m;
-    compile.tileN = options->tile_n;
-    compile.stages = options->stages;
-    if (options->schedule)
-      compile.schedule = options->schedule;
-    if (options->function)
-      function = options->function;
-  }
-  auto loaded = runtime->runtime->loadProgram(StringRef(source, length),
-                                              function, compile);
+  compile.tileM = o.tile_m;
+  compile.tileN = o.tile_n;
+  compile.stages = o.stages;
+  if (o.schedule)
+    compile.schedule = o.schedule;
+  auto orDefault = [](const char *value, const char *fallback) {
+    return StringRef(value ? value : fallback);
+  };
+  auto loaded =
+      o.epilogue
+          ? runtime->runtime->loadEpilogue(
+                StringRef(source, length), orDefault(o.dtype, "bf16"),
+                orDefault(o.layout_a, "mk"), orDefault(o.layout_b, "nk"),
+                o.with_c, o.with_alpha, compile)
+          : runtime->runtime->loadProgram(StringRef(source, length),
+                                          orDefault(o.function, ""), compile);
   if (!loaded)
     return status(loaded.takeError());
   *program = new coda_program{std::move(*loaded)};

@@ -4,6 +4,7 @@
 #include "CudaDriver.h"
 
 #include "coda/Conversion/CodaToGPU/KernelABI.h"
+#include "coda/Frontend/EpilogueImport.h"
 #include "coda/Pipelines/Pipelines.h"
 #include "coda/Registration/Registration.h"
 #include "coda/Runtime/Version.h"
@@ -62,14 +63,25 @@ public:
   explicit DiagnosticCollector(MLIRContext &context)
       : handler(context.getDiagEngine().registerHandler([this](Diagnostic &d) {
           llvm::raw_string_ostream os(text);
-          os << d.getLocation() << ": " << d << "\n";
-          for (Diagnostic &note : d.getNotes())
-            os << note.getLocation() << ": note: " << note << "\n";
+          print(os, d.getLocation());
+          os << (d.getSeverity() == DiagnosticSeverity::Error ? "error: " : "")
+             << d << "\n";
+          for (Diagnostic &note : d.getNotes()) {
+            print(os, note.getLocation());
+            os << "note: " << note << "\n";
+          }
           return success();
         })),
         context(context) {}
   ~DiagnosticCollector() { context.getDiagEngine().eraseHandler(handler); }
   std::string text;
+
+  /// Prints `location` as "file:line:col: " when it has one.
+  static void print(llvm::raw_ostream &os, Location location) {
+    if (auto file = dyn_cast<FileLineColLoc>(location))
+      os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+         << file.getColumn() << ": ";
+  }
 
 private:
   DiagnosticEngine::HandlerID handler;
@@ -182,20 +194,57 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
 
 llvm::Expected<std::unique_ptr<GpuProgram>>
 GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
-                        GpuCompileOptions options) {
+                        GpuCompileOptions options, llvm::StringRef sourceName) {
   std::lock_guard<std::mutex> lock(impl->mutex);
   DiagnosticCollector diagnostics(*impl->mlir);
   OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(mlirSource, impl->mlir.get(), "program");
+      parseSourceString<ModuleOp>(mlirSource, impl->mlir.get(), sourceName);
   if (!module)
     return error("cannot parse the program:\n" + diagnostics.text);
   FailureOr<ProgramSignature> signature =
       ProgramSignature::get(*module, function);
   if (failed(signature))
     return error(diagnostics.text);
-  return std::unique_ptr<GpuProgram>(new GpuProgram(
-      *this, mlirSource.str() + "\n// function: " + function.str(),
-      std::move(*signature), options));
+  return std::unique_ptr<GpuProgram>(
+      new GpuProgram(*this, mlirSource.str(), sourceName.str(),
+                     std::move(*signature), options));
+}
+
+llvm::Expected<std::unique_ptr<GpuProgram>>
+GpuRuntime::loadEpilogue(llvm::StringRef dslSource, llvm::StringRef dtype,
+                         llvm::StringRef layoutA, llvm::StringRef layoutB,
+                         bool withC, bool withAlpha, GpuCompileOptions options,
+                         llvm::StringRef sourceName) {
+  std::string source;
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    EpilogueImportOptions import;
+    if (auto e = setImportOptions(impl->mlir.get(), dtype, layoutA, layoutB,
+                                  import))
+      return std::move(e);
+    import.withC = withC;
+    import.withAlpha = withAlpha;
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(dslSource, sourceName),
+        llvm::SMLoc());
+    std::string diagnostics;
+    llvm::raw_string_ostream os(diagnostics);
+    sourceMgr.setDiagHandler(
+        [](const llvm::SMDiagnostic &d, void *stream) {
+          d.print(nullptr, *static_cast<llvm::raw_ostream *>(stream));
+        },
+        &os);
+    SourceMgrDiagnosticHandler handler(sourceMgr, impl->mlir.get(), os);
+    OwningOpRef<ModuleOp> module =
+        importEpilogue(sourceMgr, impl->mlir.get(), import);
+    if (!module)
+      return error(diagnostics);
+    // Compiled from text; locations keep pointing into the epilogue.
+    llvm::raw_string_ostream text(source);
+    module->print(text, OpPrintingFlags().enableDebugInfo());
+  }
+  return loadProgram(source, "", options, sourceName);
 }
 
 //===----------------------------------------------------------------------===//
@@ -203,19 +252,21 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
 //===----------------------------------------------------------------------===//
 
 GpuProgram::GpuProgram(GpuRuntime &runtime, std::string source,
-                       ProgramSignature signature, GpuCompileOptions options)
+                       std::string sourceName, ProgramSignature signature,
+                       GpuCompileOptions options)
     : runtime(runtime), source(std::move(source)),
-      signature(std::move(signature)), options(options) {}
+      sourceName(std::move(sourceName)), signature(std::move(signature)),
+      options(options) {}
 
 GpuProgram::~GpuProgram() = default;
 
 /// Compiles `source` with coda-gpu-pipeline into PTX and the kernel's ABI.
 static llvm::Error compile(MLIRContext &context, StringRef source,
-                           StringRef function, const GpuPipelineOptions &pipeline,
-                           Kernel &kernel) {
+                           StringRef sourceName, StringRef function,
+                           const GpuPipelineOptions &pipeline, Kernel &kernel) {
   DiagnosticCollector diagnostics(context);
   OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(source, &context, "program");
+      parseSourceString<ModuleOp>(source, &context, sourceName);
   if (!module)
     return error("cannot parse the program:\n" + diagnostics.text);
   PassManager pm(&context);
@@ -297,6 +348,35 @@ static void writeCache(MLIRContext &context, StringRef directory, StringRef key,
   write(base + ".ptx", kernel.ptx);
 }
 
+/// Loads a compiled kernel into the driver; on failure unloads what it loaded.
+static llvm::Error load(const CudaDriver &driver, CUcontext context,
+                        StringRef function, Kernel &kernel) {
+  std::string what = ("loading the kernel of '" + function + "'").str();
+  if (auto e = driver.check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent",
+                            what))
+    return e;
+  if (auto e = driver.check(driver.cuModuleLoadDataEx(&kernel.module,
+                                                      kernel.ptx.c_str(), 0,
+                                                      nullptr, nullptr),
+                            "cuModuleLoadDataEx", what))
+    return e;
+  llvm::Error error = driver.check(
+      driver.cuModuleGetFunction(&kernel.function, kernel.module,
+                                 kernel.abi.kernel.c_str()),
+      "cuModuleGetFunction", what);
+  if (!error && kernel.abi.sharedMemoryBytes > 48 * 1024)
+    error = driver.check(
+        driver.cuFuncSetAttribute(
+            kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            static_cast<int>(kernel.abi.sharedMemoryBytes)),
+        "cuFuncSetAttribute", what);
+  if (error) {
+    driver.cuModuleUnload(kernel.module);
+    kernel.module = nullptr;
+  }
+  return error;
+}
+
 llvm::Error GpuProgram::prepare() {
   if (loaded)
     return llvm::Error::success();
@@ -314,53 +394,34 @@ llvm::Error GpuProgram::prepare() {
   llvm::SHA256 hash;
   for (StringRef part : {StringRef(kCodaCompilerVersion),
                          StringRef(pipeline.chip.getValue()),
-                         StringRef(source)})
+                         StringRef(source),
+                         StringRef(signature.functionName)})
     hash.update(part), hash.update(StringRef("\0", 1));
   hash.update(std::to_string(pipeline.tileM) + "/" +
               std::to_string(pipeline.tileN) + "/" +
               std::to_string(pipeline.stages) + "/" + options.schedule);
   stats.key = llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 
-  std::shared_ptr<Kernel> &kernel = impl.kernels[stats.key];
+  std::shared_ptr<Kernel> kernel = impl.kernels.lookup(stats.key);
   if (!kernel) {
     auto fresh = std::make_shared<Kernel>();
     auto start = std::chrono::steady_clock::now();
     if (readCache(*impl.mlir, runtime.cacheDirectory, stats.key, *fresh)) {
       stats.fromDiskCache = true;
     } else {
-      if (auto e = compile(*impl.mlir, source, signature.functionName,
-                           pipeline, *fresh))
+      if (auto e = compile(*impl.mlir, source, sourceName,
+                           signature.functionName, pipeline, *fresh))
         return e;
       stats.compileSeconds = secondsSince(start);
       writeCache(*impl.mlir, runtime.cacheDirectory, stats.key, *fresh);
     }
 
     start = std::chrono::steady_clock::now();
-    const CudaDriver &driver = *impl.driver;
-    std::string what = "loading the kernel of '" + signature.functionName + "'";
-    if (auto e = driver.check(driver.cuCtxSetCurrent(impl.context),
-                              "cuCtxSetCurrent", what))
+    if (auto e = load(*impl.driver, impl.context, signature.functionName,
+                      *fresh))
       return e;
-    if (auto e = driver.check(driver.cuModuleLoadDataEx(&fresh->module,
-                                                        fresh->ptx.c_str(), 0,
-                                                        nullptr, nullptr),
-                              "cuModuleLoadDataEx", what))
-      return e;
-    if (auto e = driver.check(
-            driver.cuModuleGetFunction(&fresh->function, fresh->module,
-                                       fresh->abi.kernel.c_str()),
-            "cuModuleGetFunction", what))
-      return e;
-    if (fresh->abi.sharedMemoryBytes > 48 * 1024)
-      if (auto e = driver.check(
-              driver.cuFuncSetAttribute(
-                  fresh->function,
-                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                  static_cast<int>(fresh->abi.sharedMemoryBytes)),
-              "cuFuncSetAttribute", what))
-        return e;
     stats.loadSeconds = secondsSince(start);
-    kernel = std::move(fresh);
+    impl.kernels[stats.key] = kernel = std::move(fresh);
   }
   ptx = kernel->ptx;
   loaded = std::make_unique<Loaded>(Loaded{kernel});

@@ -54,18 +54,20 @@ def dropout_bits(seed, stream, batch, rows, cols):
     return (word >> ((cols & np.uint64(1)) << np.uint64(4))) & np.uint64(0xFFFF)
 
 
-def dropout_mask(seed, shape, p, stream=0, batch=0):
-    """The keep mask (bool array of `shape` = (M, N)) of one dropout."""
+def dropout_mask(seed, shape, p, stream=0, batch=0, first_row=0):
+    """The keep mask (bool array of `shape` = (M, N)) of one dropout: rows
+    first_row .. first_row + M - 1 of its output."""
     m, n = shape
-    rows, cols = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    rows, cols = np.meshgrid(np.arange(first_row, first_row + m), np.arange(n), indexing="ij")
     return dropout_bits(seed, stream, batch, rows, cols) >= dropout_threshold(p)
 
 
-def dropout(x, p, seed, stream=0, batch=0):
-    """Applies coda's inverted dropout to a 2-D array; returns float64."""
+def dropout(x, p, seed, stream=0, batch=0, first_row=0):
+    """Applies coda's inverted dropout to a 2-D array holding rows first_row ..
+    of the output; returns float64."""
     x = np.asarray(x, dtype=np.float64)
     t = dropout_threshold(p)
     if t >= 65536:
         return np.zeros_like(x)
     scale = float(np.float32(65536.0 / (65536.0 - t)))
-    return np.where(dropout_mask(seed, x.shape, p, stream, batch), x * scale, 0.0)
+    return np.where(dropout_mask(seed, x.shape, p, stream, batch, first_row), x * scale, 0.0)

@@ -34,8 +34,21 @@ class _Value(ctypes.Structure):
 
 class _Options(ctypes.Structure):
     _fields_ = [("tile_n", ctypes.c_int64), ("stages", ctypes.c_int64),
-                ("function", ctypes.c_char_p), ("tile_m", ctypes.c_int64),
+                ("function", ctypes.c_char_p), ("epilogue", ctypes.c_int32),
+                ("dtype", ctypes.c_char_p), ("layout_a", ctypes.c_char_p),
+                ("layout_b", ctypes.c_char_p), ("with_c", ctypes.c_int32),
+                ("with_alpha", ctypes.c_int32), ("tile_m", ctypes.c_int64),
                 ("schedule", ctypes.c_char_p)]
+
+
+def _is_epilogue(source):
+    """Whether `source` is written in the epilogue DSL (it starts with EPILOGUE
+    after comments) rather than in coda IR."""
+    for line in source.splitlines():
+        line = line.split("//")[0].split("#")[0].strip()
+        if line:
+            return line.startswith("EPILOGUE")
+    return False
 
 
 def _find_library():
@@ -104,16 +117,22 @@ def _runtime(device):
 
 
 class Program:
-    """A coda program (coda IR text) bound to a CUDA device."""
+    """A coda program bound to a CUDA device: coda IR text, or an epilogue in
+    the DSL (docs/dsl.md), whose GEMM is set up by dtype ("bf16", "f16",
+    "f32"), layout_a ("mk", "km"), layout_b ("nk", "kn"), with_c and
+    with_alpha."""
 
     def __init__(self, source, function="", device=0, tile_n=0, stages=0,
-                 tile_m=0, schedule=""):
+                 dtype="bf16", layout_a="mk", layout_b="nk", with_c=False,
+                 with_alpha=False, tile_m=0, schedule=""):
         import torch
 
         torch.cuda.init()  # the runtime shares PyTorch's primary context
         self.device = device
         lib = _library()
-        options = _Options(tile_n, stages, function.encode() or None, tile_m,
+        options = _Options(tile_n, stages, function.encode() or None,
+                           int(_is_epilogue(source)), dtype.encode(), layout_a.encode(),
+                           layout_b.encode(), int(with_c), int(with_alpha), tile_m,
                            schedule.encode() or None)
         handle = ctypes.c_void_p()
         text = source.encode()
@@ -148,16 +167,18 @@ class Program:
         """Compiles (or fetches from a cache) now rather than at the first call."""
         _check(_library().coda_program_prepare(self._handle))
 
-    def __call__(self, a, b, c=None, *, alpha=None, beta=None, seed=None, out=None, **inputs):
+    def __call__(self, a, b, c=None, *, gemm_alpha=None, gemm_beta=None, seed=None, out=None,
+                 **inputs):
         """Launches the program; returns {output name: tensor}.
 
-        Epilogue inputs are keyword arguments by name; `out` may give
-        preallocated outputs by name.
+        Epilogue inputs are keyword arguments by name (an epilogue may have
+        an input named alpha: the GEMM's own scalars are gemm_alpha and
+        gemm_beta, default 1); `out` may give preallocated outputs by name.
         """
         import torch
 
         dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
-        given = {"a": a, "b": b, "c": c, "alpha": alpha, "beta": beta}
+        given = {"a": a, "b": b, "c": c, "alpha": gemm_alpha, "beta": gemm_beta}
         values = (_Value * len(self.arguments))()
         for i, arg in enumerate(self.arguments):
             if arg["role"] == "input":

@@ -5,17 +5,26 @@ DIR/<binary>.ptx and prints the names written.
 """
 
 import os
+import re
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
-import coda_gpu  # noqa: E402
+
+def extract_ptx(mlir_text):
+    """The PTX of every gpu.binary (format=isa), by binary name."""
+    out = {}
+    pattern = re.compile(r'gpu\.binary @(\w+)\s.*?assembly = "(.*?)"', re.S)
+    for name, escaped in pattern.findall(mlir_text):
+        # gpu.binary escapes bytes as \XX hex pairs.
+        out[name] = re.sub(r'\\([0-9A-Fa-f]{2})',
+                           lambda m: chr(int(m.group(1), 16)), escaped)
+    return out
 
 
 def main():
     source, out_dir = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
     with open(source) as f:
-        binaries = coda_gpu.extract_ptx(f.read())
+        binaries = extract_ptx(f.read())
     for name, ptx in sorted(binaries.items()):
         with open(os.path.join(out_dir, name + '.ptx'), 'w') as f:
             f.write(ptx)

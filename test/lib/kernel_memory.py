@@ -9,17 +9,72 @@ prints, per kernel:
   <kernel>: loads <role>#<index> ...; stores <role>#<index> ...
 """
 
-import os
 import re
+import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
-import coda_gpu  # noqa: E402
+
+class _AttrParser:
+    """Parses the subset of MLIR attribute syntax coda.kernel_abi uses."""
+
+    TOKEN = re.compile(r'\s*(array<i64:[^>]*>|"[^"]*"'
+                       r'|(?:0x[0-9A-Fa-f]+|-?[\d.]+(?:e[-+]?\d+)?)\s*:\s*[if]64'
+                       r'|[{}\[\]=,]|[A-Za-z_][\w.]*)')
+
+    def __init__(self, text):
+        self.tokens = self.TOKEN.findall(text)
+        self.pos = 0
+
+    def next(self):
+        self.pos += 1
+        return self.tokens[self.pos - 1]
+
+    def value(self):
+        tok = self.next()
+        if tok == '{':
+            d = {}
+            while self.tokens[self.pos] != '}':
+                key = self.next()
+                assert self.next() == '='
+                d[key] = self.value()
+                if self.tokens[self.pos] == ',':
+                    self.pos += 1
+            self.pos += 1
+            return d
+        if tok == '[':
+            items = []
+            while self.tokens[self.pos] != ']':
+                items.append(self.value())
+                if self.tokens[self.pos] == ',':
+                    self.pos += 1
+            self.pos += 1
+            return items
+        if tok.startswith('array<'):
+            body = tok[len('array<i64:'):-1].strip()
+            return [int(x) for x in body.split(',')] if body else []
+        if tok.startswith('"'):
+            return tok[1:-1]
+        number, kind = [t.strip() for t in tok.split(':')]
+        if kind == 'i64':
+            return int(number)
+        if number.startswith('0x'):  # a float printed by its bits
+            return struct.unpack('>d', bytes.fromhex(number[2:]))[0]
+        return float(number)
+
+
+def extract_abis(mlir_text):
+    """Every coda.kernel_abi of the host declarations, by kernel name."""
+    abis = {}
+    for m in re.finditer(r'func\.func private @\w+\(.*?coda\.kernel_abi = ',
+                         mlir_text):
+        abi = _AttrParser(mlir_text[m.end():]).value()
+        abis[abi['kernel']] = abi
+    return abis
 
 
 def main():
     text = open(sys.argv[1]).read()
-    abis = coda_gpu.extract_abis(text)
+    abis = extract_abis(text)
     funcs = re.split(r'(?=gpu\.func @)', text)[1:]
     for func in funcs:
         name = re.match(r'gpu\.func @(\w+)', func).group(1)

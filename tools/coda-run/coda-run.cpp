@@ -1,11 +1,13 @@
 //===- coda-run.cpp - run a coda program on .npy data ---------------------===//
 //
-// coda-run PROGRAM --a A.npy --b B.npy [--c C.npy] [--alpha X] [--beta X]
+// coda-run PROGRAM --a A.npy --b B.npy [--layout-a mk|km] [--layout-b nk|kn]
+//          [--dtype bf16|f16|f32] [--c C.npy] [--alpha X] [--beta X]
 //          [--arg NAME=FILE.npy|NUMBER]... [--out NAME=FILE.npy]... [--seed S]
 //          [--device cpu|cuda] [--check] [--bench N]
 //
 //===----------------------------------------------------------------------===//
 
+#include "coda/Frontend/EpilogueImport.h"
 #include "coda/Program/ProgramSignature.h"
 #include "coda/Registration/Registration.h"
 #include "coda/Runner/Bindings.h"
@@ -34,7 +36,20 @@ namespace cl = llvm::cl;
 namespace {
 cl::OptionCategory category("coda-run options");
 cl::opt<std::string> programPath(cl::Positional, cl::Required,
-                                 cl::desc("<program .mlir>"), cl::cat(category));
+                                 cl::desc("<program: .coda epilogue or .mlir>"),
+                                 cl::cat(category));
+cl::opt<std::string> dtype("dtype",
+                           cl::desc("a .coda program's operand type: bf16 "
+                                    "(default), f16 or f32 (run as tf32)"),
+                           cl::cat(category));
+cl::opt<std::string> layoutA("layout-a",
+                             cl::desc("a .coda program's layout of A: mk "
+                                      "([M, K], default) or km"),
+                             cl::cat(category));
+cl::opt<std::string> layoutB("layout-b",
+                             cl::desc("a .coda program's layout of B: nk "
+                                      "([N, K], default) or kn"),
+                             cl::cat(category));
 cl::opt<std::string> aPath("a", cl::desc("A as a .npy file"),
                            cl::value_desc("file"), cl::cat(category));
 cl::opt<std::string> bPath("b", cl::desc("B as a .npy file"),
@@ -131,14 +146,37 @@ int main(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  bool isEpilogue = StringRef(programPath).ends_with(".coda");
+  EpilogueImportOptions importOptions;
+  if (llvm::Error error = setImportOptions(
+          &context, dtype.empty() ? StringRef("bf16") : StringRef(dtype),
+          layoutA.empty() ? StringRef("mk") : StringRef(layoutA),
+          layoutB.empty() ? StringRef("nk") : StringRef(layoutB),
+          importOptions))
+    return fail(std::move(error));
+  importOptions.withC = !cPath.empty();
+  importOptions.withAlpha = alpha.getNumOccurrences() > 0;
   OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(programPath, sourceMgr, &context);
+      loadProgramFile(programPath, sourceMgr, &context, importOptions);
   if (!module)
     return 1;
   FailureOr<ProgramSignature> signature =
       ProgramSignature::get(*module, functionName);
   if (failed(signature))
     return 1;
+  // A .mlir program fixes its operand type and layouts: the flags that set
+  // them up for an epilogue must agree.
+  if (!isEpilogue) {
+    std::string actual;
+    llvm::raw_string_ostream(actual) << signature->operandType;
+    if (!dtype.empty() && dtype != actual)
+      return fail("--dtype " + dtype + " does not match the program, whose "
+                  "operands are " + actual);
+    if (!layoutA.empty() && (layoutA == "km") != signature->transposeA)
+      return fail("--layout-a " + layoutA + " does not match the program");
+    if (!layoutB.empty() && (layoutB == "nk") != signature->transposeB)
+      return fail("--layout-b " + layoutB + " does not match the program");
+  }
 
   RunRequest request;
   request.a = aPath;
@@ -211,9 +249,12 @@ int main(int argc, char **argv) {
     auto runtime = GpuRuntime::create(0);
     if (!runtime)
       return fail(runtime.takeError());
-    auto buffer = llvm::MemoryBuffer::getFile(programPath);
-    auto program = (*runtime)->loadProgram(
-        buffer ? (*buffer)->getBuffer() : "", signature->functionName);
+    // The runtime compiles from text; locations keep pointing into the file.
+    std::string source;
+    llvm::raw_string_ostream os(source);
+    module->print(os, OpPrintingFlags().enableDebugInfo());
+    auto program = (*runtime)->loadProgram(source, signature->functionName, {},
+                                           programPath);
     if (!program)
       return fail(program.takeError());
     if (llvm::Error error = (*program)->prepare())

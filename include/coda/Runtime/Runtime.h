@@ -98,11 +98,12 @@ public:
 private:
   friend class GpuRuntime;
   struct Loaded;
-  GpuProgram(GpuRuntime &runtime, std::string source, ProgramSignature signature,
-             GpuCompileOptions options);
+  GpuProgram(GpuRuntime &runtime, std::string source, std::string sourceName,
+             ProgramSignature signature, GpuCompileOptions options);
 
   GpuRuntime &runtime;
   std::string source;
+  std::string sourceName;
   ProgramSignature signature;
   GpuCompileOptions options;
   GpuCompileStats stats;
@@ -144,13 +145,25 @@ public:
   ~GpuRuntime();
 
   /// Parses and verifies a program written in coda IR; `function` names it
-  /// when the module holds several.
+  /// when the module holds several; diagnostics name `sourceName:line:col`.
   llvm::Expected<std::unique_ptr<GpuProgram>>
   loadProgram(llvm::StringRef mlirSource, llvm::StringRef function = "",
-              GpuCompileOptions options = {});
+              GpuCompileOptions options = {},
+              llvm::StringRef sourceName = "program");
 
   /// Waits for all work on the device.
   llvm::Error synchronize();
+
+  /// Parses an epilogue written in the DSL (docs/dsl.md) into a program whose
+  /// GEMM has operands of `dtype` (bf16, f16, f32), A stored as `layoutA`
+  /// (mk, km) and B as `layoutB` (nk, kn), with C and beta arguments when
+  /// `withC`, an alpha argument when `withAlpha`.
+  llvm::Expected<std::unique_ptr<GpuProgram>>
+  loadEpilogue(llvm::StringRef dslSource, llvm::StringRef dtype = "bf16",
+               llvm::StringRef layoutA = "mk", llvm::StringRef layoutB = "nk",
+               bool withC = false, bool withAlpha = false,
+               GpuCompileOptions options = {},
+               llvm::StringRef sourceName = "epilogue");
 
   /// "NVIDIA H200 (sm_90)".
   const std::string &getDeviceDescription() const { return description; }

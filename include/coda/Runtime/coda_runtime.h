@@ -47,13 +47,24 @@ typedef enum coda_argument_kind {
   CODA_ARGUMENT_I64 = 2
 } coda_argument_kind;
 
-/* How a program is compiled; NULL selects the defaults (all zero). */
+/* How a program is read and compiled; NULL selects the defaults (all zero). */
 typedef struct coda_compile_options {
   /* Output columns per tile (64, 128, 256) and pipeline stages; 0: default. */
   int64_t tile_n;
   int64_t stages;
-  /* The function that is the program, when the module holds several. */
+  /* coda IR: the function that is the program, when the module holds
+     several (NULL: the only one). */
   const char *function;
+  /* Nonzero: the source is an epilogue in the DSL (docs/dsl.md), whose GEMM
+     has operands of `dtype` ("bf16" when NULL, "f16", "f32"), A stored as
+     `layout_a` ("mk" when NULL, "km"), B as `layout_b` ("nk" when NULL, "kn"),
+     C and beta arguments when `with_c`, an alpha argument when `with_alpha`. */
+  int32_t epilogue;
+  const char *dtype;
+  const char *layout_a;
+  const char *layout_b;
+  int32_t with_c;
+  int32_t with_alpha;
   /* Output rows per tile (64, 128, 256); 0: default. */
   int64_t tile_m;
   /* "cooperative" or "pingpong"; NULL or "": default. */
@@ -68,8 +79,9 @@ const char *coda_last_error(void);
 coda_status coda_runtime_create(int device, coda_runtime **runtime);
 void coda_runtime_destroy(coda_runtime *runtime);
 
-/* Parses and verifies a program in coda IR (MLIR text). It is compiled when
-   first launched, and cached in memory and on disk. */
+/* Parses and verifies a program: coda IR (MLIR text), or an epilogue in the
+   DSL (options->epilogue). It is compiled when first launched, and cached in
+   memory and on disk. */
 coda_status coda_program_load(coda_runtime *runtime, const char *source,
                               size_t length,
                               const coda_compile_options *options,

@@ -1,46 +1,49 @@
-"""Checks the kernels coda-gpu-pipeline generates against fp64 references on
-an NVIDIA GPU (sm_90a), on ragged shapes, with poisoned and guarded outputs.
+"""Runs coda programs on an NVIDIA GPU (sm_90a) through coda.Program, the
+product's runtime, and checks every output against a float64 reference.
 
-  fused_kernels.py --coda-opt PATH --work DIR [--phase compile|run|all]
+  fused_kernels.py [CASE ...]    (libcoda_runtime.so: $CODA_RUNTIME_LIBRARY)
 
-`compile` runs coda-opt on every case (no GPU needed) and writes DIR/<case>.mlir;
-`run` loads those with the CUDA driver, launches them on random inputs (torch)
-and compares every output with a float64 reference: relative error by norm
-under a per-dtype tolerance, no NaN, every element written, nothing written
-past the end, dropout masks identical to coda.dropout's definition. The fc1
-cases (GPT-2's MLP up-projection, bias + GELU + dropout + residual) are also
-timed, under several tilings, against cuBLAS and eager PyTorch (torch), with
-CUDA events.
+Shapes are ragged (not multiples of the tile). Each output is a view, passed as
+out=, of a NaN-filled buffer that runs on past its end: every element must be
+written, the NaN guard after it left untouched, and the output within a relative
+(norm) tolerance of the reference. Dropout decisions must be those of
+coda.dropout's definition. A row reduction wider than its kernel's tile must be
+refused before the launch. GPT-2's fc1 chain and its plain GEMM are checked and
+timed under several tilings, next to cuBLAS and eager PyTorch (informational).
 """
 
-import argparse
-import functools
+import copy
 import math
 import os
-import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'lib'))
-import coda_gpu  # noqa: E402
-import coda_reference  # noqa: E402
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'lib'))
+sys.path.insert(0, os.path.join(HERE, '..', '..', '..', 'python'))
+import coda  # noqa: E402
+import coda_ref as ref  # noqa: E402
 
 SEED = 0x1234ABCD5678EF01
+GUARD = 4096  # elements of NaN after each output
+rng = np.random.default_rng(0)
 
-# --- The programs ------------------------------------------------------------
+# --- The programs -------------------------------------------------------------
 
 
-def mlp(m, n, k, dyn_m=True):
-    md = '?' if dyn_m else str(m)
+def mlp(n, k):
     return f'''
-func.func @mlp(%x: tensor<{md}x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
+func.func @mlp(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
                %bias: tensor<{n}xf32> {{coda.name = "bias"}},
-               %res: tensor<{md}x{n}xbf16> {{coda.name = "residual"}},
+               %res: tensor<?x{n}xbf16> {{coda.name = "residual"}},
                %seed: i64 {{coda.name = "seed"}})
-    -> (tensor<{md}x{n}xbf16>, tensor<{md}x{n}xf32>, tensor<{md}x{n}xf32>) {{
+    -> (tensor<?x{n}xbf16> {{coda.name = "output"}}, tensor<?x{n}xf32> {{coda.name = "pre"}},
+        tensor<?x{n}xf32> {{coda.name = "dropped"}}) {{
   %out, %pre, %drop = coda.gemm %x, %w transpose_b
-      ins(%bias : tensor<{n}xf32> [n], %res : tensor<{md}x{n}xbf16> [m, n], %seed : i64)
-      : tensor<{md}x{k}xbf16>, tensor<{n}x{k}xbf16>
-      -> (tensor<{md}x{n}xbf16> [m, n], tensor<{md}x{n}xf32> [m, n], tensor<{md}x{n}xf32> [m, n]) {{
+      ins(%bias : tensor<{n}xf32> [n], %res : tensor<?x{n}xbf16> [m, n], %seed : i64)
+      : tensor<?x{k}xbf16>, tensor<{n}x{k}xbf16>
+      -> (tensor<?x{n}xbf16> [m, n], tensor<?x{n}xf32> [m, n], tensor<?x{n}xf32> [m, n]) {{
   ^bb0(%acc: f32, %b: f32, %r: f32, %s: i64):
     %0 = arith.addf %acc, %b : f32
     %1 = coda.activation gelu_tanh %0
@@ -48,14 +51,17 @@ func.func @mlp(%x: tensor<{md}x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
     %3 = arith.addf %2, %r : f32
     coda.yield %3, %1, %2 : f32, f32, f32
   }}
-  return %out, %pre, %drop : tensor<{md}x{n}xbf16>, tensor<{md}x{n}xf32>, tensor<{md}x{n}xf32>
+  return %out, %pre, %drop : tensor<?x{n}xbf16>, tensor<?x{n}xf32>, tensor<?x{n}xf32>
 }}'''
 
 
-def fc1_chain(m, n, k):
+def fc1_chain(n, k):
     return f'''
-func.func @fc1(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>, %bias: tensor<{n}xf32>,
-               %res: tensor<?x{n}xbf16>, %seed: i64) -> tensor<?x{n}xbf16> {{
+func.func @fc1(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
+               %bias: tensor<{n}xf32> {{coda.name = "bias"}},
+               %res: tensor<?x{n}xbf16> {{coda.name = "residual"}},
+               %seed: i64 {{coda.name = "seed"}})
+    -> (tensor<?x{n}xbf16> {{coda.name = "output"}}) {{
   %out = coda.gemm %x, %w transpose_b
       ins(%bias : tensor<{n}xf32> [n], %res : tensor<?x{n}xbf16> [m, n], %seed : i64)
       : tensor<?x{k}xbf16>, tensor<{n}x{k}xbf16> -> (tensor<?x{n}xbf16> [m, n]) {{
@@ -70,9 +76,10 @@ func.func @fc1(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>, %bias: tensor<{
 }}'''
 
 
-def gemm_only(m, n, k):
+def gemm_only(n, k):
     return f'''
-func.func @gemm(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>) -> tensor<?x{n}xbf16> {{
+func.func @gemm(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>)
+    -> (tensor<?x{n}xbf16> {{coda.name = "output"}}) {{
   %out = coda.gemm %x, %w transpose_b : tensor<?x{k}xbf16>, tensor<{n}x{k}xbf16>
       -> (tensor<?x{n}xbf16> [m, n]) {{
   ^bb0(%acc: f32):
@@ -84,7 +91,9 @@ func.func @gemm(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>) -> tensor<?x{n
 
 NN_F16 = '''
 func.func @nn(%a: tensor<100x264xf16>, %b: tensor<100x328xf16>, %c: tensor<264x328xf32>,
-              %alpha: f32, %beta: f32, %rs: tensor<264xf32>, %s: f32) -> tensor<264x328xf16> {
+              %alpha: f32, %beta: f32, %rs: tensor<264xf32> {coda.name = "row_scale"},
+              %s: f32 {coda.name = "shift"})
+    -> (tensor<264x328xf16> {coda.name = "output"}) {
   %o = coda.gemm %a, %b transpose_a c(%c : tensor<264x328xf32>) alpha(%alpha) beta(%beta)
       ins(%rs : tensor<264xf32> [m], %s : f32)
       : tensor<100x264xf16>, tensor<100x328xf16> -> (tensor<264x328xf16> [m, n]) {
@@ -99,7 +108,7 @@ func.func @nn(%a: tensor<100x264xf16>, %b: tensor<100x328xf16>, %c: tensor<264x3
 
 TN_MIXED = '''
 func.func @tn(%a: tensor<150x200xbf16>, %b: tensor<200x72xbf16>)
-    -> (tensor<150x72xf32>, tensor<150x72xbf16>) {
+    -> (tensor<150x72xf32> {coda.name = "silu"}, tensor<150x72xbf16> {coda.name = "acc"}) {
   %s, %o = coda.gemm %a, %b : tensor<150x200xbf16>, tensor<200x72xbf16>
       -> (tensor<150x72xf32> [m, n], tensor<150x72xbf16> [m, n]) {
   ^bb0(%acc: f32):
@@ -110,8 +119,9 @@ func.func @tn(%a: tensor<150x200xbf16>, %b: tensor<200x72xbf16>)
 }'''
 
 TF32 = '''
-func.func @tf32(%a: tensor<130x52xf32>, %b: tensor<136x52xf32>, %bias: tensor<136xbf16>)
-    -> tensor<130x136xf32> {
+func.func @tf32(%a: tensor<130x52xf32>, %b: tensor<136x52xf32>,
+                %bias: tensor<136xbf16> {coda.name = "bias"})
+    -> (tensor<130x136xf32> {coda.name = "output"}) {
   %o = coda.gemm %a, %b transpose_b ins(%bias : tensor<136xbf16> [n])
       : tensor<130x52xf32>, tensor<136x52xf32> -> (tensor<130x136xf32> [m, n]) {
   ^bb0(%acc: f32, %bi: f32):
@@ -125,8 +135,10 @@ func.func @tf32(%a: tensor<130x52xf32>, %b: tensor<136x52xf32>, %bias: tensor<13
 }'''
 
 LAYERNORM = '''
-func.func @ln(%a: tensor<200x72xbf16>, %b: tensor<96x72xbf16>, %g: tensor<96xf32>)
-    -> (tensor<200x96xf16>, tensor<200xf32>, tensor<200xf32>) {
+func.func @ln(%a: tensor<200x72xbf16>, %b: tensor<96x72xbf16>,
+              %g: tensor<96xf32> {coda.name = "gamma"})
+    -> (tensor<200x96xf16> {coda.name = "y"}, tensor<200xf32> {coda.name = "mean"},
+        tensor<200xf32> {coda.name = "max"}) {
   %y, %mu, %mx = coda.gemm %a, %b transpose_b ins(%g : tensor<96xf32> [n])
       : tensor<200x72xbf16>, tensor<96x72xbf16>
       -> (tensor<200x96xf16> [m, n], tensor<200xf32> [m], tensor<200xf32> [m]) {
@@ -147,9 +159,12 @@ func.func @ln(%a: tensor<200x72xbf16>, %b: tensor<96x72xbf16>, %g: tensor<96xf32
 }'''
 
 BATCHED_A = '''
-func.func @batched(%a: tensor<3x70x64xbf16>, %b: tensor<130x64xbf16>, %bias: tensor<130xbf16>,
-                   %res: tensor<3x70x130xf32>, %seed: i64)
-    -> (tensor<3x70x130xbf16>, tensor<3x70x130xf32>, tensor<3x70x130xf32>) {
+func.func @batched(%a: tensor<3x70x64xbf16>, %b: tensor<130x64xbf16>,
+                   %bias: tensor<130xbf16> {coda.name = "bias"},
+                   %res: tensor<3x70x130xf32> {coda.name = "residual"},
+                   %seed: i64 {coda.name = "seed"})
+    -> (tensor<3x70x130xbf16> {coda.name = "output"}, tensor<3x70x130xf32> {coda.name = "pre"},
+        tensor<3x70x130xf32> {coda.name = "dropped"}) {
   %o, %pre, %drop = coda.gemm %a, %b transpose_b
       ins(%bias : tensor<130xbf16> [n], %res : tensor<3x70x130xf32> [b, m, n], %seed : i64)
       : tensor<3x70x64xbf16>, tensor<130x64xbf16>
@@ -165,7 +180,8 @@ func.func @batched(%a: tensor<3x70x64xbf16>, %b: tensor<130x64xbf16>, %bias: ten
 }'''
 
 BATCHED_B = '''
-func.func @batched_b(%a: tensor<70x40xf16>, %b: tensor<2x40x136xf16>) -> tensor<2x70x136xf32> {
+func.func @batched_b(%a: tensor<70x40xf16>, %b: tensor<2x40x136xf16>)
+    -> (tensor<2x70x136xf32> {coda.name = "output"}) {
   %o = coda.gemm %a, %b : tensor<70x40xf16>, tensor<2x40x136xf16>
       -> (tensor<2x70x136xf32> [b, m, n]) {
   ^bb0(%acc: f32):
@@ -175,9 +191,11 @@ func.func @batched_b(%a: tensor<70x40xf16>, %b: tensor<2x40x136xf16>) -> tensor<
 }'''
 
 VECTORS = '''
-func.func @vectors(%a: tensor<300x48xbf16>, %b: tensor<200x48xbf16>, %bias: tensor<200xf32>,
-                   %rv: tensor<300xf32>)
-    -> (tensor<300x200xf32>, tensor<200xf32>, tensor<300xbf16>) {
+func.func @vectors(%a: tensor<300x48xbf16>, %b: tensor<200x48xbf16>,
+                   %bias: tensor<200xf32> {coda.name = "bias"},
+                   %rv: tensor<300xf32> {coda.name = "row"})
+    -> (tensor<300x200xf32> {coda.name = "output"}, tensor<200xf32> {coda.name = "twice_bias"},
+        tensor<300xbf16> {coda.name = "row_plus_one"}) {
   %o, %bn, %rm = coda.gemm %a, %b transpose_b
       ins(%bias : tensor<200xf32> [n], %rv : tensor<300xf32> [m])
       : tensor<300x48xbf16>, tensor<200x48xbf16>
@@ -196,7 +214,8 @@ func.func @vectors(%a: tensor<300x48xbf16>, %b: tensor<200x48xbf16>, %bias: tens
 
 BATCHED_LN = '''
 func.func @batched_ln(%a: tensor<2x150x64xbf16>, %b: tensor<2x64x72xbf16>)
-    -> (tensor<2x150x72xf32>, tensor<2x150xf32>, tensor<2x72xf32>) {
+    -> (tensor<2x150x72xf32> {coda.name = "centered"}, tensor<2x150xf32> {coda.name = "row_sum"},
+        tensor<2x72xf32> {coda.name = "col_mean"}) {
   %y, %s, %cm = coda.gemm %a, %b : tensor<2x150x64xbf16>, tensor<2x64x72xbf16>
       -> (tensor<2x150x72xf32> [b, m, n], tensor<2x150xf32> [b, m], tensor<2x72xf32> [b, n]) {
   ^bb0(%acc: f32):
@@ -210,8 +229,10 @@ func.func @batched_ln(%a: tensor<2x150x64xbf16>, %b: tensor<2x64x72xbf16>)
 }'''
 
 DBIAS = '''
-func.func @dbias(%a: tensor<300x72xbf16>, %b: tensor<200x72xbf16>, %bias: tensor<200xf32>)
-    -> (tensor<300x200xbf16>, tensor<200xf32>, tensor<200xf32>) {
+func.func @dbias(%a: tensor<300x72xbf16>, %b: tensor<200x72xbf16>,
+                 %bias: tensor<200xf32> {coda.name = "bias"})
+    -> (tensor<300x200xbf16> {coda.name = "output"}, tensor<200xf32> {coda.name = "dbias"},
+        tensor<200xf32> {coda.name = "col_max"}) {
   %o, %db, %mx = coda.gemm %a, %b transpose_b ins(%bias : tensor<200xf32> [n])
       : tensor<300x72xbf16>, tensor<200x72xbf16>
       -> (tensor<300x200xbf16> [m, n], tensor<200xf32> [n], tensor<200xf32> [n]) {
@@ -225,7 +246,8 @@ func.func @dbias(%a: tensor<300x72xbf16>, %b: tensor<200x72xbf16>, %bias: tensor
 }'''
 
 WIDE_ROWS = '''
-func.func @wide_rows(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?xf32> {
+func.func @wide_rows(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>)
+    -> (tensor<?xf32> {coda.name = "row_sum"}) {
   %s = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?xf32> [m]) {
   ^bb0(%acc: f32):
     %0 = coda.row_reduce sum %acc
@@ -234,468 +256,326 @@ func.func @wide_rows(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?xf
   return %s : tensor<?xf32>
 }'''
 
+# --- The cases: programs, inputs and references -------------------------------
+
 
 class Case:
-    """A program compiled with `options`, checked by the runner `kind` (the
-    case's name when not given) with the extra arguments `sizes`."""
+    """A program with its arguments by name (float64 arrays holding values of
+    the declared types, scalars) and {output: (reference, tolerance)}. Elements
+    a reference leaves NaN are only checked to be written. `masks` lists
+    (pre, dropped, p, stream): `dropped` must be coda.dropout of `pre`. `error`:
+    the launch must be refused with a message holding it."""
 
-    def __init__(self, name, program, options='', kind=None, sizes=()):
-        self.name, self.program, self.options = name, program, options
-        self.kind, self.sizes = kind or name, sizes
+    def __init__(self, name, program, args, expected, tile_n=0, stages=0,
+                 masks=(), launches=1, timed=False, error=None, tile_m=0, schedule=''):
+        self.name, self.program, self.args, self.expected = name, program, args, expected
+        self.tile_n, self.stages, self.masks = tile_n, stages, masks
+        self.launches, self.timed, self.error = launches, timed, error
+        self.tile_m, self.schedule = tile_m, schedule
 
-
-CASES = [
-    Case('mlp', mlp(300, 200, 136), sizes=(300, 200, 136)),
-    Case('mlp_n64_s2', mlp(300, 200, 136), 'tile-n=64 stages=2', 'mlp',
-         (300, 200, 136)),
-    Case('mlp_n256_s3', mlp(300, 200, 136), 'tile-n=256 stages=3', 'mlp',
-         (300, 200, 136)),
-    Case('nn_f16', NN_F16),
-    Case('tn_mixed', TN_MIXED),
-    Case('tf32', TF32),
-    Case('layernorm', LAYERNORM),
-    Case('batched_a', BATCHED_A),
-    Case('batched_b', BATCHED_B),
-    Case('vectors', VECTORS),
-    Case('batched_ln', BATCHED_LN),
-    Case('dbias', DBIAS),
-    Case('deep', mlp(1000, 1000, 1000), kind='mlp', sizes=(1000, 1000, 1000)),
-    Case('wide_rows', WIDE_ROWS),
-]
-# The kernel shapes besides the default: many tiles per persistent block
-# (ragged M and N, K of 16 steps and of fewer steps than stages, odd N) under
-# each, and the other cases under the ping-pong schedules.
-SCHEDULES = ['epilogue-vector-bytes=4', 'tile-m=256 tile-n=128',
-             'schedule=pingpong tile-m=128 tile-n=128',
-             'schedule=pingpong tile-m=64 tile-n=256',
-             'tile-n=64 stages=2',
-             'schedule=pingpong tile-m=64 tile-n=64 stages=2']
-for i, options in enumerate([''] + SCHEDULES):
-    for name, sizes in (('big', (2999, 1496, 1000)),
-                        ('shallow', (2999, 1499, 136))):
-        CASES.append(Case('%s_%d' % (name, i), mlp(*sizes), options, 'mlp',
-                          sizes))
-for i, options in enumerate(SCHEDULES[2:4]):
-    for kind, program in (('nn_f16', NN_F16), ('tf32', TF32),
-                          ('layernorm', LAYERNORM), ('batched_a', BATCHED_A),
-                          ('batched_ln', BATCHED_LN), ('dbias', DBIAS)):
-        CASES.append(Case('%s_pp%d' % (kind, i), program, options, kind))
-# The chain and the bare GEMM of GPT-2's fc1, timed under several tilings.
-TILINGS = ['', 'epilogue-vector-bytes=4', 'tile-m=256 tile-n=128',
-           'schedule=pingpong tile-m=128 tile-n=128',
-           'schedule=pingpong tile-m=64 tile-n=256']
-for i, tiling in enumerate(TILINGS):
-    CASES.append(Case('fc1_%d' % i, fc1_chain(8192, 3072, 768), tiling))
-    CASES.append(Case('gemm_%d' % i, gemm_only(8192, 3072, 768), tiling))
+    def under(self, name, **shape):
+        """This case under another kernel shape (tile_m, tile_n, stages,
+        schedule), named `name`."""
+        case = copy.copy(self)
+        case.name = name
+        for key, value in shape.items():
+            setattr(case, key, value)
+        return case
 
 
-def compile_cases(coda_opt, work):
-    os.makedirs(work, exist_ok=True)
-    for case in CASES:
-        pipeline = '--coda-gpu-pipeline=%s' % case.options if case.options \
-            else '--coda-gpu-pipeline'
-        out = subprocess.run([coda_opt, pipeline], input=case.program,
-                             capture_output=True, text=True)
-        if out.returncode:
-            sys.exit('%s: coda-opt failed:\n%s' % (case.name, out.stderr))
-        with open(os.path.join(work, case.name + '.mlir'), 'w') as f:
-            f.write(out.stdout)
+def randn(shape, dtype='bf16', scale=1.0):
+    """Normal values rounded to `dtype`: exactly what the GPU reads."""
+    return ref.round_to(rng.standard_normal(shape) * scale, dtype)
 
 
-# --- Running -----------------------------------------------------------------
+def dropout(x, p, stream, first_row=0):
+    """coda.dropout (seed SEED) of x, [m, n] or [batch, m, n], in float64."""
+    if x.ndim == 2:
+        return ref.dropout(x, p, SEED, stream, first_row=first_row)
+    return np.stack([ref.dropout(xb, p, SEED, stream, batch) for batch, xb in enumerate(x)])
 
 
-class Checker:
-    def __init__(self, torch):
-        self.torch = torch
+def mlp_case(name, m, n, k, tile_n=0, stages=0):
+    x, w = randn((m, k)), randn((n, k), scale=0.1)
+    bias, res = randn(n, 'f32'), randn((m, n))
+    pre = ref.gelu_tanh(x @ w.T + bias)
+    dropped = dropout(pre, 0.1, 0)
+    return Case(name, mlp(n, k), dict(a=x, b=w, bias=bias, residual=res, seed=SEED),
+                {'output': (dropped + res, 1e-2), 'pre': (pre, 1e-4), 'dropped': (dropped, 1e-4)},
+                tile_n, stages, masks=[('pre', 'dropped', 0.1, 0)])
+
+
+def nn_f16():
+    m, n, k = 264, 328, 100
+    a, b = randn((k, m), 'f16'), randn((k, n), 'f16')
+    c, rs = randn((m, n), 'f32'), randn(m, 'f32')
+    acc = 0.5 * (a.T @ b) - 1.5 * c
+    return Case('nn_f16', NN_F16,
+                dict(a=a, b=b, c=c, gemm_alpha=0.5, gemm_beta=-1.5, row_scale=rs, shift=0.25),
+                {'output': (ref.relu(acc) * rs[:, None] + 0.25, 5e-3)})
+
+
+def tn_mixed():
+    a, b = randn((150, 200)), randn((200, 72))
+    acc = a @ b
+    return Case('tn_mixed', TN_MIXED, dict(a=a, b=b),
+                {'silu': (ref.silu(acc), 1e-4), 'acc': (acc, 1e-2)})
+
+
+def tf32():
+    a, b, bias = randn((130, 52), 'f32'), randn((136, 52), 'f32'), randn(136)
+    acc = a @ b.T
+    return Case('tf32', TF32, dict(a=a, b=b, bias=bias),
+                {'output': (ref.sigmoid(acc + bias) + ref.gelu_erf(acc), 5e-3)})
+
+
+def layernorm():
+    a, b, gamma = randn((200, 72)), randn((96, 72)), randn(96, 'f32')
+    acc = a @ b.T
+    mean = acc.mean(axis=1, keepdims=True)
+    var = ((acc - mean) ** 2).mean(axis=1, keepdims=True)
+    return Case('layernorm', LAYERNORM, dict(a=a, b=b, gamma=gamma),
+                {'y': ((acc - mean) / np.sqrt(var + 1e-5) * gamma, 5e-3),
+                 'mean': (mean[:, 0], 1e-4), 'max': (acc.max(axis=1), 1e-5)})
+
+
+def batched_a():
+    a, b = randn((3, 70, 64)), randn((130, 64))
+    bias, res = randn(130), randn((3, 70, 130), 'f32')
+    pre = a @ b.T + bias
+    dropped = dropout(pre, 0.25, 1)
+    return Case('batched_a', BATCHED_A, dict(a=a, b=b, bias=bias, residual=res, seed=SEED),
+                {'output': (dropped + res, 1e-2), 'pre': (pre, 1e-5), 'dropped': (dropped, 1e-5)},
+                masks=[('pre', 'dropped', 0.25, 1)])
+
+
+def batched_b():
+    a, b = randn((70, 40), 'f16'), randn((2, 40, 136), 'f16')
+    return Case('batched_b', BATCHED_B, dict(a=a, b=b), {'output': (a @ b, 1e-5)})
+
+
+def vectors():
+    a, b = randn((300, 48)), randn((200, 48))
+    bias, row = randn(200, 'f32'), randn(300, 'f32')
+    return Case('vectors', VECTORS, dict(a=a, b=b, bias=bias, row=row),
+                {'output': (a @ b.T + bias * row[:, None], 1e-5),
+                 'twice_bias': (2 * bias, 0.0), 'row_plus_one': (row + 1, 1e-2)})
+
+
+def batched_ln():
+    a, b = randn((2, 150, 64)), randn((2, 64, 72))
+    acc = a @ b
+    return Case('batched_ln', BATCHED_LN, dict(a=a, b=b),
+                {'centered': (acc - acc.mean(axis=2, keepdims=True), 1e-5),
+                 'row_sum': (acc.sum(axis=2), 1e-5), 'col_mean': (acc.mean(axis=1), 1e-5)})
+
+
+def dbias():
+    """Column reductions accumulate with atomics: launched twice, the outputs
+    must start over."""
+    a, b, bias = randn((300, 72)), randn((200, 72)), randn(200, 'f32')
+    acc = a @ b.T
+    return Case('dbias', DBIAS, dict(a=a, b=b, bias=bias),
+                {'output': (acc + bias, 1e-2), 'dbias': ((acc + bias).sum(axis=0), 1e-5),
+                 'col_max': (acc.max(axis=0), 1e-6)}, launches=2)
+
+
+def wide_rows():
+    """A fused row reduction over N = 200, wider than the kernel's 128 columns."""
+    return Case('wide_rows', WIDE_ROWS, dict(a=randn((256, 64)), b=randn((200, 64))), {},
+                error='N = 200, but its GPU kernel holds at most 128 columns')
+
+
+FC1 = (8192, 3072, 768)  # GPT-2's MLP up-projection: M tokens, N, K
+# The kernel shapes the fc1 chain and GEMM are timed under.
+TILINGS = [('default', {}), ('coop256x128', dict(tile_m=256, tile_n=128)),
+           ('pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128)),
+           ('pp64x256', dict(schedule='pingpong', tile_m=64, tile_n=256)),
+           ('n128', dict(tile_n=128))]
+# The kernel shapes besides the default that every persistent-kernel case
+# runs under.
+SHAPES = [('coop256x128', dict(tile_m=256, tile_n=128)),
+          ('pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128)),
+          ('pp64x256', dict(schedule='pingpong', tile_m=64, tile_n=256)),
+          ('n64s2', dict(tile_n=64, stages=2)),
+          ('pp64x64s2', dict(schedule='pingpong', tile_m=64, tile_n=64, stages=2))]
+
+
+def fc1_cases():
+    """The fc1 chain (reference on its first and last rows) and its plain GEMM,
+    under every tiling, on the same inputs."""
+    m, n, k = FC1
+    x, w = randn((m, k)), randn((n, k), scale=0.05)
+    bias, res = randn(n, 'f32'), randn((m, n))
+    acc = x @ w.T
+    chain = np.full((m, n), np.nan)
+    for rows in (slice(0, 1024), slice(m - 256, m)):
+        pre = ref.gelu_tanh(acc[rows] + bias)
+        chain[rows] = dropout(pre, 0.1, 0, first_row=rows.start) + res[rows]
+    chain_case = Case('fc1', fc1_chain(n, k), dict(a=x, b=w, bias=bias, residual=res, seed=SEED),
+                      {'output': (chain, 1e-2)}, timed=True)
+    gemm_case = Case('gemm', gemm_only(n, k), dict(a=x, b=w), {'output': (acc, 1e-2)},
+                     timed=True)
+    cases = []
+    for tag, shape in TILINGS:
+        cases.append(chain_case.under('fc1_' + tag, **shape))
+        cases.append(gemm_case.under('gemm_' + tag, **shape))
+    return cases
+
+
+def shape_cases():
+    """Many tiles per persistent block (ragged M and N, K of 16 steps and of 3,
+    fewer than the stages, an odd N) under the default and every other kernel
+    shape; the other programs under the ping-pong shapes."""
+    cases = []
+    for name, (m, n, k) in (('big', (2999, 1496, 1000)), ('shallow', (2999, 1499, 136))):
+        case = mlp_case(name, m, n, k)
+        cases.append(case)
+        cases += [case.under(f'{name}_{tag}', **shape) for tag, shape in SHAPES]
+    for case in (nn_f16(), tf32(), layernorm(), batched_a(), batched_ln(), dbias()):
+        cases += [case.under(f'{case.name}_{tag}', **shape) for tag, shape in SHAPES[1:3]]
+    return cases
+
+
+def all_cases():
+    return [mlp_case('mlp', 300, 200, 136), mlp_case('mlp_n64_s2', 300, 200, 136, 64, 2),
+            mlp_case('mlp_n256_s3', 300, 200, 136, 256, 3), nn_f16(), tn_mixed(), tf32(),
+            layernorm(), batched_a(), batched_b(), vectors(), batched_ln(), dbias(),
+            mlp_case('deep', 1000, 1000, 1000), wide_rows()] + shape_cases() + fc1_cases()
+
+
+# --- Checking -----------------------------------------------------------------
+
+
+class Report:
+    def __init__(self):
         self.rows = []
         self.failed = False
 
-    def poisoned(self, shape, dtype):
-        """An output poisoned with NaN, followed by a NaN guard region."""
-        numel = math.prod(shape)
-        buf = self.torch.full((numel + 4096,), float('nan'), dtype=dtype,
-                              device='cuda')
-        return buf[:numel].view(shape), buf[numel:]
-
-    def compare(self, case, what, out, guard, ref, tol):
-        torch = self.torch
-        o = out.double()
-        unwritten = int(torch.isnan(o).sum())
-        overrun = int((~torch.isnan(guard.double())).sum())
-        err = float(torch.linalg.norm((o - ref).nan_to_num(1e30)) /
-                    torch.linalg.norm(ref))
-        ok = unwritten == 0 and overrun == 0 and err <= tol
+    def add(self, case, what, value, tol, unwritten, overrun, ok):
         self.failed |= not ok
-        self.rows.append((case, what, '%.2e' % err, '%.0e' % tol,
-                          unwritten, overrun, 'ok' if ok else 'FAIL'))
+        self.rows.append((case, what, value, tol, unwritten, overrun, 'ok' if ok else 'FAIL'))
 
-    def coverage(self, case, what, out, guard):
-        """Every element written, nothing past the end."""
-        torch = self.torch
-        unwritten = int(torch.isnan(out.double()).sum())
-        overrun = int((~torch.isnan(guard.double())).sum())
-        ok = unwritten == 0 and overrun == 0
-        self.failed |= not ok
-        self.rows.append((case, what, '-', '-', unwritten, overrun,
-                          'ok' if ok else 'FAIL'))
+    def compare(self, case, output, got, overrun, want, tol):
+        unwritten = int(np.isnan(got).sum())
+        known = ~np.isnan(want)
+        err = ref.rel_error(np.nan_to_num(got[known], nan=1e30), want[known])
+        self.add(case, output, f'{err:.2e}', f'{tol:.0e}', unwritten, overrun,
+                 unwritten == 0 and overrun == 0 and err <= tol)
 
-    def mask(self, case, pre, dropped, keep, scale):
-        """Dropout decisions identical to the definition, kept values
-        scaled."""
-        torch = self.torch
-        keep = torch.from_numpy(keep).cuda()
+    def mask(self, case, pre, dropped, p, stream):
+        """`dropped` is coda.dropout of `pre`: the same decisions wherever pre is
+        not zero, kept values scaled."""
+        want = dropout(pre, p, stream)
         valid = pre != 0
-        got = dropped != 0
-        mismatches = int(((got != keep) & valid).sum())
-        scaled = (dropped.double() - pre.double() * scale).abs()
-        bad_scale = int(((scaled > 1e-5 * pre.double().abs() + 1e-30) &
-                         keep & valid).sum())
-        ok = mismatches == 0 and bad_scale == 0
-        self.failed |= not ok
-        self.rows.append((case, 'dropout mask', '%d/%d differ' % (
-            mismatches, int(valid.sum())), '0', '-', '-',
-            'ok' if ok else 'FAIL'))
+        differ = int(((dropped != 0) != (want != 0))[valid].sum())
+        kept = valid & (want != 0)
+        badly_scaled = int((np.abs(dropped - want) > 1e-5 * np.abs(pre))[kept].sum())
+        self.add(case, 'dropout mask',
+                 f'{differ}/{int(valid.sum())} differ, {badly_scaled} scaled wrong', '0', '-', '-',
+                 differ == 0 and badly_scaled == 0)
+
+    def show(self):
+        row = '%-20s %-16s %-16s %-6s %-9s %-7s %s'
+        print(row % ('case', 'output', 'rel err', 'tol', 'unwritten', 'overrun', ''))
+        for r in self.rows:
+            print(row % r)
 
 
-def gelu_tanh(x):
-    return 0.5 * x * (1 + (0.7978845608028654 * (x + 0.044715 * x ** 3)).tanh())
-
-
-def run_cases(work, names):
-    import torch
-    torch.manual_seed(0)
-    driver = coda_gpu.Driver()
-    check = Checker(torch)
-    timings = []
-
-    def load(name):
-        text = open(os.path.join(work, name + '.mlir')).read()
-        ptx = coda_gpu.extract_ptx(text)
-        abi = next(iter(coda_gpu.extract_abis(text).values()))
-        return coda_gpu.Kernel(driver, ptx[abi['module']], abi)
-
-    def rand(*shape, dtype=torch.bfloat16, scale=1.0):
-        return (torch.randn(*shape, device='cuda') * scale).to(dtype)
-
-    @functools.lru_cache(maxsize=None)
-    def keep_mask(seed, stream, p, b, m, n, first_row=0):
-        import numpy as np
-        bb, mm, nn = np.meshgrid(np.arange(b), np.arange(first_row,
-                                                         first_row + m),
-                                 np.arange(n), indexing='ij')
-        keep, scale = coda_reference.dropout_keep(seed, stream, p, bb, mm, nn)
-        return keep.reshape((m, n) if b == 1 else (b, m, n)), scale
-
-    def run_mlp(name, m, n, k):
-        kern = load(name)
-        x, w = rand(m, k), rand(n, k, scale=0.1)
-        bias, res = rand(n, dtype=torch.float32), rand(m, n)
-        out, g0 = check.poisoned((m, n), torch.bfloat16)
-        pre, g1 = check.poisoned((m, n), torch.float32)
-        drop, g2 = check.poisoned((m, n), torch.float32)
-        kern({0: x, 1: w, 2: bias, 3: res, 4: SEED}, {0: out, 1: pre, 2: drop},
-             m, n, k)
-        driver.synchronize()
-        acc = x.double() @ w.double().T
-        ref_pre = gelu_tanh(acc + bias.double())
-        keep, scale = keep_mask(SEED, 0, 0.1, 1, m, n)
-        keep_t = torch.from_numpy(keep).cuda()
-        ref_drop = torch.where(keep_t, ref_pre * scale, torch.zeros_like(ref_pre))
-        check.compare(name, 'pre (f32)', pre, g1, ref_pre, 1e-4)
-        check.compare(name, 'dropped (f32)', drop, g2, ref_drop, 1e-4)
-        check.compare(name, 'output (bf16)', out, g0, ref_drop + res.double(),
-                      1e-2)
-        check.mask(name, pre, drop, keep, scale)
-
-    def run_nn_f16(name):
-        kern = load(name)
-        m, n, k = 264, 328, 100
-        a, b = rand(k, m, dtype=torch.float16), rand(k, n, dtype=torch.float16)
-        c, rs = rand(m, n, dtype=torch.float32), rand(m, dtype=torch.float32)
-        alpha, beta, s = 0.5, -1.5, 0.25
-        out, g = check.poisoned((m, n), torch.float16)
-        kern({0: a, 1: b, 2: c, 3: alpha, 4: beta, 5: rs, 6: s}, {0: out},
-             m, n, k)
-        driver.synchronize()
-        acc = alpha * (a.double().T @ b.double()) + beta * c.double()
-        ref = acc.clamp(min=0) * rs.double()[:, None] + s
-        check.compare(name, 'output (f16)', out, g, ref, 5e-3)
-
-    def run_tn_mixed(name):
-        kern = load(name)
-        m, n, k = 150, 72, 200
-        a, b = rand(m, k), rand(k, n)
-        s, gs = check.poisoned((m, n), torch.float32)
-        o, go = check.poisoned((m, n), torch.bfloat16)
-        kern({0: a, 1: b}, {0: s, 1: o}, m, n, k)
-        driver.synchronize()
-        acc = a.double() @ b.double()
-        check.compare(name, 'silu (f32)', s, gs, acc * acc.sigmoid(),
-                      1e-4)
-        check.compare(name, 'acc (bf16)', o, go, acc, 1e-2)
-
-    def run_tf32(name):
-        kern = load(name)
-        m, n, k = 130, 136, 52
-        a, b = rand(m, k, dtype=torch.float32), rand(n, k, dtype=torch.float32)
-        bias = rand(n)
-        out, g = check.poisoned((m, n), torch.float32)
-        kern({0: a, 1: b, 2: bias}, {0: out}, m, n, k)
-        driver.synchronize()
-        acc = a.double() @ b.double().T
-        ref = (acc + bias.double()).sigmoid() + 0.5 * acc * (
-            1 + torch.special.erf(acc / math.sqrt(2)))
-        check.compare(name, 'output (f32, tf32 operands)', out, g, ref, 5e-3)
-
-    def run_layernorm(name):
-        kern = load(name)
-        m, n, k = 200, 96, 72
-        a, b, gamma = rand(m, k), rand(n, k), rand(n, dtype=torch.float32)
-        y, gy = check.poisoned((m, n), torch.float16)
-        mu, gm = check.poisoned((m,), torch.float32)
-        mx, gx = check.poisoned((m,), torch.float32)
-        kern({0: a, 1: b, 2: gamma}, {0: y, 1: mu, 2: mx}, m, n, k)
-        driver.synchronize()
-        acc = a.double() @ b.double().T
-        mean = acc.mean(dim=1, keepdim=True)
-        var = ((acc - mean) ** 2).mean(dim=1, keepdim=True)
-        ref = (acc - mean) / (var + 1e-5).sqrt() * gamma.double()
-        check.compare(name, 'y (f16)', y, gy, ref, 5e-3)
-        check.compare(name, 'row mean (f32)', mu, gm, mean[:, 0], 1e-4)
-        check.compare(name, 'row max (f32)', mx, gx,
-                      acc.max(dim=1).values, 1e-5)
-
-    def run_batched_a(name):
-        kern = load(name)
-        bt, m, n, k = 3, 70, 130, 64
-        a, b = rand(bt, m, k), rand(n, k)
-        bias, res = rand(n), rand(bt, m, n, dtype=torch.float32)
-        o, go = check.poisoned((bt, m, n), torch.bfloat16)
-        pre, gp = check.poisoned((bt, m, n), torch.float32)
-        drop, gd = check.poisoned((bt, m, n), torch.float32)
-        kern({0: a, 1: b, 2: bias, 3: res, 4: SEED}, {0: o, 1: pre, 2: drop},
-             m, n, k, bt)
-        driver.synchronize()
-        ref_pre = a.double() @ b.double().T + bias.double()
-        keep, scale = keep_mask(SEED, 1, 0.25, bt, m, n)
-        keep_t = torch.from_numpy(keep).cuda()
-        dropped = torch.where(keep_t, ref_pre * scale, torch.zeros_like(ref_pre))
-        check.compare(name, 'pre (f32)', pre, gp, ref_pre, 1e-5)
-        check.compare(name, 'dropped (f32)', drop, gd, dropped, 1e-5)
-        check.compare(name, 'output (bf16)', o, go,
-                      dropped + res.double(), 1e-2)
-        check.mask(name, pre, drop, keep, scale)
-
-    def run_batched_b(name):
-        kern = load(name)
-        bt, m, n, k = 2, 70, 136, 40
-        a, b = rand(m, k, dtype=torch.float16), rand(bt, k, n,
-                                                     dtype=torch.float16)
-        o, g = check.poisoned((bt, m, n), torch.float32)
-        kern({0: a, 1: b}, {0: o}, m, n, k, bt)
-        driver.synchronize()
-        check.compare(name, 'output (f32)', o, g,
-                      a.double() @ b.double(), 1e-5)
-
-    def run_vectors(name):
-        kern = load(name)
-        m, n, k = 300, 200, 48
-        a, b = rand(m, k), rand(n, k)
-        bias, rv = rand(n, dtype=torch.float32), rand(m, dtype=torch.float32)
-        o, go = check.poisoned((m, n), torch.float32)
-        bn, gb = check.poisoned((n,), torch.float32)
-        rm, gr = check.poisoned((m,), torch.bfloat16)
-        kern({0: a, 1: b, 2: bias, 3: rv}, {0: o, 1: bn, 2: rm}, m, n, k)
-        driver.synchronize()
-        acc = a.double() @ b.double().T
-        check.compare(name, 'acc + bias*row (f32)', o, go,
-                      acc + bias.double() * rv.double()[:, None], 1e-5)
-        check.compare(name, '[n] output (f32)', bn, gb,
-                      2 * bias.double(), 0.0)
-        check.compare(name, '[m] output (bf16)', rm, gr,
-                      rv.double() + 1, 1e-2)
-
-    def run_batched_ln(name):
-        kern = load(name)
-        bt, m, n, k = 2, 150, 72, 64
-        a, b = rand(bt, m, k), rand(bt, k, n)
-        y, gy = check.poisoned((bt, m, n), torch.float32)
-        s_, gs = check.poisoned((bt, m), torch.float32)
-        cm, gc = check.poisoned((bt, n), torch.float32)
-        kern({0: a, 1: b}, {0: y, 1: s_, 2: cm}, m, n, k, bt)
-        driver.synchronize()
-        acc = a.double() @ b.double()
-        check.compare(name, 'acc - row mean (f32)', y, gy,
-                      acc - acc.mean(dim=2, keepdim=True), 1e-5)
-        check.compare(name, '[b, m] row sum (f32)', s_, gs,
-                      acc.sum(dim=2), 1e-5)
-        check.compare(name, '[b, n] column mean (f32)', cm, gc,
-                      acc.mean(dim=1), 1e-5)
-
-    def run_dbias(name):
-        kern = load(name)
-        m, n, k = 300, 200, 72
-        a, b, bias = rand(m, k), rand(n, k), rand(n, dtype=torch.float32)
-        o, go = check.poisoned((m, n), torch.bfloat16)
-        db, gd = check.poisoned((n,), torch.float32)
-        mx, gm = check.poisoned((n,), torch.float32)
-        launch = kern.prepare({0: a, 1: b, 2: bias}, {0: o, 1: db, 2: mx},
-                              m, n, k)
-        for _ in range(2):  # the outputs start over at every launch
-            launch()
-        driver.synchronize()
-        acc = a.double() @ b.double().T
-        pre = acc + bias.double()
-        check.compare(name, 'acc + bias (bf16)', o, go, pre, 1e-2)
-        check.compare(name, '[n] column sum (f32)', db, gd, pre.sum(dim=0),
-                      1e-5)
-        check.compare(name, '[n] column max (f32)', mx, gm,
-                      acc.max(dim=0).values, 1e-6)
-
-    def run_wide_rows(name):
-        """A fused row reduction launched (against the ABI) with N wider than
-        the tile must fail, not return a wrong answer."""
-        kern = load(name)
-        m, n, k = 256, kern.abi['max_n'] + 72, 64
-        a, b = rand(m, k), rand(n, k)
-        s_, _ = check.poisoned((m,), torch.float32)
-        params = kern.params({0: a, 1: b}, {0: s_}, m, n, k)
+def run(case, torch, report):
+    """Launches `case` through coda.Program and checks it; returns a function
+    that launches it again."""
+    dtypes = {'bf16': torch.bfloat16, 'f16': torch.float16, 'f32': torch.float32}
+    program = coda.Program(case.program, tile_n=case.tile_n, stages=case.stages,
+                           tile_m=case.tile_m, schedule=case.schedule)
+    args = {}
+    for arg in program.arguments:
+        # The GEMM's own scalars are keyword arguments gemm_alpha and gemm_beta.
+        key = {'alpha': 'gemm_alpha', 'beta': 'gemm_beta'}.get(arg['role'], arg['name'])
+        value = case.args[key]
+        args[key] = (torch.from_numpy(value).to('cuda', dtypes[arg['type']])
+                     if arg['tensor'] else value)
+    if case.error:
         try:
-            driver.launch(kern.func, kern.grid(m, n), kern.abi['block'],
-                          kern.abi['shared_memory_bytes'], params)
-            driver.synchronize()
-            outcome, ok = 'completed', False
-        except coda_gpu.CudaError as e:
-            outcome, ok = str(e).split(' failed: ')[-1], True
-        check.failed |= not ok
-        check.rows.append((name, 'N=%d > max_n=%d' % (n, kern.abi['max_n']),
-                           outcome, '-',
-                           '-', '-', 'ok' if ok else 'FAIL'))
+            program(**args)
+            torch.cuda.synchronize()
+            outcome, ok = 'launched', False
+        except coda.CodaError as e:
+            outcome, ok = str(e), case.error in str(e)
+        report.add(case.name, 'refused', outcome, '-', '-', '-', ok)
+        return None
 
-    def time_kernel(launch, reps=10, launches=20):
-        """Median over `reps` of the mean time of `launches` back-to-back
-        launches, in ms."""
-        for _ in range(5):
+    outs, guards = {}, {}
+    for output in program.outputs:
+        name, shape = output['name'], case.expected[output['name']][0].shape
+        numel = math.prod(shape)
+        buffer = torch.full((numel + GUARD,), float('nan'), dtype=dtypes[output['type']],
+                            device='cuda')
+        outs[name], guards[name] = buffer[:numel].view(shape), buffer[numel:]
+
+    def launch():
+        program(out=outs, **args)
+    for _ in range(case.launches):
+        launch()
+    torch.cuda.synchronize()
+    got = {name: out.double().cpu().numpy() for name, out in outs.items()}
+    for name, (want, tol) in case.expected.items():
+        overrun = int((~torch.isnan(guards[name])).sum())
+        report.compare(case.name, name, got[name], overrun, want, tol)
+    for pre, dropped, p, stream in case.masks:
+        report.mask(case.name, got[pre], got[dropped], p, stream)
+    return launch
+
+
+def time_ms(torch, launch, reps=10, launches=20):
+    """Median over `reps` of the mean time of `launches` back-to-back launches."""
+    for _ in range(5):
+        launch()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(launches):
             launch()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(launches):
-                launch()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / launches)
-        times.sort()
-        return times[len(times) // 2]
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / launches)
+    return sorted(times)[reps // 2]
 
-    def run_fc1(variant):
-        m, n, k = 8192, 3072, 768
-        chain, gemm = load('fc1_%d' % variant), load('gemm_%d' % variant)
-        x, w = rand(m, k), rand(n, k, scale=0.05)
-        bias, res = rand(n, dtype=torch.float32), rand(m, n)
-        out, g = check.poisoned((m, n), torch.bfloat16)
-        plain, g2 = check.poisoned((m, n), torch.bfloat16)
-        stream = torch.cuda.current_stream().cuda_stream
-        run_chain = chain.prepare({0: x, 1: w, 2: bias, 3: res, 4: SEED},
-                                  {0: out}, m, n, k, stream=stream)
-        run_gemm = gemm.prepare({0: x, 1: w}, {0: plain}, m, n, k,
-                                stream=stream)
-        run_chain()
-        run_gemm()
-        torch.cuda.synchronize()
-        acc = x.double() @ w.double().T
-        tag = '[%s]' % TILINGS[variant]
-        check.compare('gemm', 'output (bf16) ' + tag, plain, g2, acc, 1e-2)
-        # The chain's reference on the first and last rows (the dropout
-        # reference is computed on the host).
-        for first, rows in ((0, 1024), (m - 256, 256)):
-            part = slice(first, first + rows)
-            pre = gelu_tanh(acc[part] + bias.double())
-            keep, scale = keep_mask(SEED, 0, 0.1, 1, rows, n, first)
-            keep_t = torch.from_numpy(keep).cuda()
-            ref = torch.where(keep_t, pre * scale,
-                              torch.zeros_like(pre)) + res[part].double()
-            check.compare('fc1', 'rows %d+ (bf16) %s' % (first, tag),
-                          out[part], g[:0], ref, 1e-2)
-        del acc
-        check.coverage('fc1', 'every element ' + tag, out, g)
 
-        F = torch.nn.functional
-        bias16 = bias.to(torch.bfloat16)
-        t_chain = time_kernel(run_chain)
-        t_gemm = time_kernel(run_gemm)
-        measured = [('coda fused chain ' + tag, t_chain),
-                    ('coda GEMM only ' + tag, t_gemm)]
-        if variant == 0:
-            measured += [
-                ('cuBLAS F.linear', time_kernel(lambda: F.linear(x, w))),
-                ('eager chain (torch)', time_kernel(lambda: F.dropout(
-                    F.gelu(F.linear(x, w, bias16), approximate='tanh'), 0.1)
-                    + res))]
-        flops = 2 * m * n * k
-        for what, t in measured:
-            timings.append((what, '%.4f ms' % t,
-                            '%.0f TFLOP/s' % (flops / t / 1e9)))
-
-    kinds = {
-        'mlp': run_mlp,
-        'nn_f16': run_nn_f16,
-        'tn_mixed': run_tn_mixed,
-        'tf32': run_tf32,
-        'layernorm': run_layernorm,
-        'batched_a': run_batched_a,
-        'batched_b': run_batched_b,
-        'vectors': run_vectors,
-        'batched_ln': run_batched_ln,
-        'dbias': run_dbias,
-        'wide_rows': run_wide_rows,
-    }
-    runners = {c.name: lambda c=c: kinds[c.kind](c.name, *c.sizes)
-               for c in CASES if c.kind in kinds}
-    for i in range(len(TILINGS)):
-        runners['fc1_%d' % i] = lambda i=i: run_fc1(i)
-    # A kernel that traps leaves the context unusable: that case goes last.
-    runners['wide_rows'] = runners.pop('wide_rows')
-    row_format = '%-14s %-34s %-16s %-6s %-9s %-7s %s'
-    for name, runner in runners.items():
-        if names and name not in names:
-            continue
-        done = len(check.rows)
-        try:
-            runner()
-        except Exception as e:  # report and go on to the next case
-            check.failed = True
-            check.rows.append((name, 'exception', str(e)[:120], '', '', '',
-                               'FAIL'))
-        # Progress, in case the run is cut short.
-        for row in check.rows[done:]:
-            print(row_format % row, file=sys.stderr, flush=True)
-    print(row_format % (
-        'case', 'output', 'rel err', 'tol', 'unwritten', 'overrun', ''))
-    for row in check.rows:
-        print(row_format % row)
-    for row in timings:
-        print('%-44s %-12s %s' % row)
-    return 1 if check.failed else 0
+def baselines(torch, args):
+    """cuBLAS and the eager PyTorch chain on the fc1 inputs."""
+    F = torch.nn.functional
+    x, w, bias, res = (torch.from_numpy(args[name]).to('cuda', torch.bfloat16)
+                       for name in ('a', 'b', 'bias', 'residual'))
+    return [('cuBLAS F.linear', time_ms(torch, lambda: F.linear(x, w))),
+            ('eager chain (torch)', time_ms(torch, lambda: F.dropout(
+                F.gelu(F.linear(x, w, bias), approximate='tanh'), 0.1) + res))]
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--coda-opt', default='coda-opt')
-    parser.add_argument('--work', required=True)
-    parser.add_argument('--phase', choices=['compile', 'run', 'all'],
-                        default='all')
-    parser.add_argument('cases', nargs='*')
-    args = parser.parse_args()
-    if args.phase in ('compile', 'all'):
-        compile_cases(args.coda_opt, args.work)
-    if args.phase in ('run', 'all'):
-        sys.exit(run_cases(args.work, args.cases))
+    import torch
+
+    selected = [case for case in all_cases() if not sys.argv[1:] or case.name in sys.argv[1:]]
+    report, timings = Report(), []
+    for case in selected:
+        try:
+            launch = run(case, torch, report)
+            if case.timed:
+                timings.append((case.name, time_ms(torch, launch)))
+        except Exception as e:  # report and go on to the next case
+            report.add(case.name, 'exception', str(e)[:200], '', '', '', False)
+    chain = next((case for case in selected if case.name == 'fc1_default'), None)
+    if chain:
+        timings += baselines(torch, chain.args)
+    report.show()
+    flops = 2 * math.prod(FC1)
+    for what, ms in timings:
+        print('%-24s %.4f ms  %4.0f TFLOP/s' % (what, ms, flops / ms / 1e9))
+    return 1 if report.failed else 0
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

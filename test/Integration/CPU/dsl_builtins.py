@@ -1,0 +1,71 @@
+# REQUIRES: numpy
+# RUN: %python %s %testlib
+#
+# Every DSL builtin and operand kind through coda-run on the CPU reference
+# path, against fp64 numpy: bf16, f16 and f32 operands, all four layouts,
+# ragged shapes, alpha/beta/C, scalar/[M]/[N]/[M, N] operands, several outputs.
+
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import coda_ref as ref
+from coda_test import random, run_program
+
+PROGRAM = """
+EPILOGUE builtins(v: f32[N], r: {T}[M, N], w: f32[M], s: f32)
+    -> (o1: f32[M, N], o2: f32[M, N], o3: f32[M, N], o4: f32[M, N], o5: f32[M, N],
+        o6: {T}[M, N], sums: f32[M], cols: f32[N]) {{
+  x = input * s + v;                      # scalar and [N] operands
+  p = abs(x) + 1;                         # positive, for log/sqrt/rsqrt/pow
+  o1 = gelu(x) + gelu_erf(x) + relu(x) + silu(x) + sigmoid(x);
+  o2 = tanh(x) + exp(-p) + log(p) + sqrt(p) + rsqrt(p);
+  o3 = min(x, w) + max(x, r) + clamp(x, -0.5, 0.5);
+  o4 = pow(p, 3) + pow(p, 0.5) - -x / 2;
+  o5 = x - row_mean(x) + row_max(x) - row_sum(x) / 8;
+  o6 = x * w + r;                         # [M] and [M, N] operands, output in {T}
+  sums = row_sum(r);
+  cols = col_sum(x);
+}}
+"""
+
+rng = np.random.default_rng(4)
+cases = [("bf16", "mk", "nk", 37, 50, 24, False), ("f16", "km", "kn", 19, 64, 33, True),
+         ("f32", "mk", "kn", 65, 17, 8, True), ("bf16", "km", "nk", 8, 40, 71, False)]
+with tempfile.TemporaryDirectory() as folder:
+    for dtype, la, lb, m, n, k, with_c in cases:
+        path = os.path.join(folder, f"builtins_{dtype}.coda")
+        open(path, "w").write(PROGRAM.format(T=dtype))
+        a = random(rng, *((k, m) if la == "km" else (m, k)))
+        b = random(rng, *((n, k) if lb == "nk" else (k, n)))
+        arrays = {"a": a, "b": b, "v": random(rng, n), "r": random(rng, m, n), "w": random(rng, m)}
+        if with_c:
+            arrays["c"] = random(rng, m, n)
+        outputs = ["o1", "o2", "o3", "o4", "o5", "o6", "sums", "cols"]
+        outs = run_program(path, arrays, outputs, scalars={"s": 0.5},
+                           alpha=1.5 if with_c else None, beta=-0.25 if with_c else None,
+                           extra=["--dtype", dtype, "--layout-a", la, "--layout-b", lb])
+        ra, rb = ref.round_to(a, dtype), ref.round_to(b, dtype)
+        acc = (ra.T if la == "km" else ra) @ (rb if lb == "kn" else rb.T)
+        if with_c:
+            acc = 1.5 * acc - 0.25 * ref.round_to(arrays["c"], dtype)
+        r = ref.round_to(arrays["r"], dtype)
+        w = arrays["w"].astype(np.float64)[:, None]
+        x = acc * 0.5 + arrays["v"]
+        p = np.abs(x) + 1
+        want = {
+            "o1": ref.gelu_tanh(x) + ref.gelu_erf(x) + ref.relu(x) + ref.silu(x) + ref.sigmoid(x),
+            "o2": np.tanh(x) + np.exp(-p) + np.log(p) + np.sqrt(p) + 1 / np.sqrt(p),
+            "o3": np.minimum(x, w) + np.maximum(x, r) + np.clip(x, -0.5, 0.5),
+            "o4": p ** 3 + p ** 0.5 + x / 2,
+            "o5": x - x.mean(1, keepdims=True) + x.max(1, keepdims=True) - x.sum(1, keepdims=True) / 8,
+            "o6": x * w + r,
+            "sums": r.sum(axis=1),
+            "cols": x.sum(axis=0),
+        }
+        for name, value in want.items():
+            tol = dtype if name == "o6" else "f32"
+            ref.check(f"{dtype} A {la} B {lb} {m}x{n}x{k}{' C' if with_c else ''} {name}",
+                      outs[name], value, tol)

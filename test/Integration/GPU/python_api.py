@@ -1,0 +1,56 @@
+# REQUIRES: cuda-gpu, numpy, torch
+# RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %testlib %coda_src
+#
+# The python package on PyTorch tensors: an epilogue in the DSL compiled by
+# coda.Program, run on the current stream on bf16 CUDA tensors, against fp64
+# numpy; and the errors it raises for bad source and bad tensors.
+
+import os
+import sys
+
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, os.path.join(sys.argv[2], "python"))
+import numpy as np
+import torch
+
+import coda
+import coda_ref as ref
+from coda_examples import EXAMPLES
+
+source = open(os.path.join(sys.argv[2], "examples", "mlp_up.coda")).read()
+program = coda.Program(source)
+assert [a["name"] for a in program.arguments] == ["a", "b", "bias", "residual", "rs", "alpha"]
+assert [o["name"] for o in program.outputs] == ["output", "pre", "dbias"]
+
+rng = np.random.default_rng(12)
+arrays, scalars = EXAMPLES["mlp_up"].inputs(rng, 300, 264, 136)
+dev = {name: torch.from_numpy(value).cuda() for name, value in arrays.items()}
+bf16 = {name: dev[name].to(torch.bfloat16) for name in ("a", "b", "residual")}
+outs = program(bf16["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], rs=dev["rs"],
+               alpha=scalars["alpha"])
+torch.cuda.synchronize()
+want = EXAMPLES["mlp_up"].reference(arrays, scalars, 0)
+for name, tol in EXAMPLES["mlp_up"].tolerances.items():
+    ref.check(f"mlp_up {name}", outs[name].float().cpu().numpy(), want[name], tol)
+
+# A second call reuses the compiled kernel and writes into given outputs.
+given = {name: torch.full_like(t, float("nan")) for name, t in outs.items()}
+program(bf16["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], rs=dev["rs"],
+        alpha=scalars["alpha"], out=given)
+torch.cuda.synchronize()
+for name in outs:
+    assert torch.equal(given[name], outs[name]), f"{name}: second launch differs"
+
+# Errors: a DSL error names the line and column; tensors are checked.
+try:
+    coda.Program("EPILOGUE {\n  output = gelu(input;\n}\n")
+    raise AssertionError("a syntax error was accepted")
+except coda.CodaError as error:
+    assert "epilogue:2:" in str(error), str(error)
+    print("syntax error:", str(error).splitlines()[0])
+try:
+    program(dev["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], rs=dev["rs"], alpha=1.0)
+    raise AssertionError("an f32 tensor was accepted as a bf16 operand")
+except coda.CodaError as error:
+    assert "must be torch.bfloat16" in str(error), str(error)
+print("python api: ok")

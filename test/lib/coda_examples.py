@@ -1,0 +1,85 @@
+"""Inputs and fp64 references for the programs in examples/, shared by the
+CPU and GPU end-to-end tests.
+
+    for name, case in EXAMPLES.items():
+        arrays, scalars = case.inputs(rng, m, n, k)
+        want = case.reference(arrays, scalars, seed)   # {output: array}
+"""
+
+import numpy as np
+
+import coda_ref as ref
+from coda_test import random
+
+
+def _gemm(arrays, dtype="bf16"):
+    # The examples use the default layouts: A [M, K], B [N, K].
+    return ref.round_to(arrays["a"], dtype) @ ref.round_to(arrays["b"], dtype).T
+
+
+class Example:
+    def __init__(self, inputs, reference, tolerances):
+        self.inputs, self.reference, self.tolerances = inputs, reference, tolerances
+
+
+def _ab(rng, m, n, k):
+    return {"a": random(rng, m, k), "b": random(rng, n, k) / np.float32(np.sqrt(k))}
+
+
+def _paper(arrays, scalars, seed):
+    out = ref.dropout(ref.gelu_tanh(_gemm(arrays)), 0.1, seed)
+    return {"output": out + ref.round_bf16(arrays["residual"])}
+
+
+def _mlp_up(arrays, scalars, seed):
+    acc = _gemm(arrays)
+    pre = acc * np.float32(scalars["alpha"]) + arrays["bias"]
+    out = ref.gelu_tanh(pre) * arrays["rs"][:, None] + ref.round_bf16(arrays["residual"])
+    return {"output": out, "pre": pre, "dbias": acc.sum(axis=0)}
+
+
+def _layernorm(arrays, scalars, seed):
+    x = _gemm(arrays) + arrays["bias"] + ref.round_bf16(arrays["residual"])
+    mean = x.mean(axis=1)
+    d = x - mean[:, None]
+    rstd = 1.0 / np.sqrt((d * d).mean(axis=1) + 1e-5)
+    return {"output": d * rstd[:, None] * arrays["gamma"] + arrays["beta"],
+            "mean": mean, "rstd": rstd}
+
+
+def _softmax(arrays, scalars, seed):
+    s = _gemm(arrays) * np.float32(scalars["scale"])
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return {"output": e / e.sum(axis=1, keepdims=True)}
+
+
+def _bias_grad(arrays, scalars, seed):
+    grad = _gemm(arrays) * ref.round_bf16(arrays["mask"])
+    return {"output": grad, "dbias": grad.sum(axis=0)}
+
+
+EXAMPLES = {
+    "paper": Example(lambda rng, m, n, k: ({**_ab(rng, m, n, k), "residual": random(rng, m, n)}, {}),
+                     _paper, {"output": "bf16"}),
+    "mlp_up": Example(lambda rng, m, n, k: ({**_ab(rng, m, n, k), "bias": random(rng, n),
+                                             "residual": random(rng, m, n), "rs": random(rng, m)},
+                                            {"alpha": 0.75}),
+                      _mlp_up, {"output": "bf16", "pre": "f32", "dbias": "f32"}),
+    "bias_gelu": Example(lambda rng, m, n, k: ({**_ab(rng, m, n, k), "bias": random(rng, n)}, {}),
+                         lambda a, s, seed: {"output": ref.gelu_tanh(_gemm(a) + a["bias"])},
+                         {"output": "bf16"}),
+    "residual_layernorm": Example(
+        lambda rng, m, n, k: ({**_ab(rng, m, n, k), "bias": random(rng, n),
+                               "residual": random(rng, m, n), "gamma": random(rng, n),
+                               "beta": random(rng, n)}, {}),
+        _layernorm, {"output": "bf16", "mean": "f32", "rstd": "f32"}),
+    "softmax_rows": Example(lambda rng, m, n, k: (_ab(rng, m, n, k), {"scale": 0.5}),
+                            _softmax, {"output": "bf16"}),
+    "squared_relu": Example(lambda rng, m, n, k: ({**_ab(rng, m, n, k), "bias": random(rng, n)}, {}),
+                            lambda a, s, seed: {"output": np.maximum(_gemm(a) + a["bias"], 0) ** 2},
+                            {"output": "bf16"}),
+    "bias_grad": Example(lambda rng, m, n, k: ({**_ab(rng, m, n, k),
+                                                "mask": (rng.random((m, n)) > 0.5).astype(np.float32)},
+                                               {}),
+                         _bias_grad, {"output": "bf16", "dbias": "f32"}),
+}
