@@ -55,4 +55,24 @@ try:
     raise AssertionError("an f32 tensor was accepted as a bf16 operand")
 except coda.CodaError as error:
     assert "must be torch.bfloat16" in str(error), str(error)
+# The runtime checks shapes before it launches anything.
+def refused(expected, **overrides):
+    args = dict(bias=dev["bias"], residual=bf16["residual"], rs=dev["rs"], alpha=1.0)
+    a, b = overrides.pop("a", bf16["a"]), overrides.pop("b", bf16["b"])
+    args.update(overrides)
+    try:
+        program(a, b, **args)
+    except coda.CodaError as error:
+        assert expected in str(error), str(error)
+        print("refused:", str(error).splitlines()[0])
+        return
+    raise AssertionError(f"launched, expected an error containing {expected!r}")
+
+
+refused("output 'pre' must have", out={"pre": torch.empty(3, 3, device="cuda")})
+refused("'bias' has shape [7], but for M = 300, N = 264 it must be [264]",
+        bias=dev["bias"][:7].contiguous())
+refused("K = 0 is not supported on the GPU",
+        a=torch.empty(300, 0, device="cuda", dtype=torch.bfloat16),
+        b=torch.empty(264, 0, device="cuda", dtype=torch.bfloat16))
 print("python api: ok")
