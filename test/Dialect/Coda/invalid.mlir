@@ -345,6 +345,17 @@ func.func @non_f32_math(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x
 
 // -----
 
+func.func @foreign_terminator(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
+  %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'ub.unreachable' op cannot end a GEMM epilogue: an epilogue ends with 'coda.yield'}}
+    ub.unreachable
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
 func.func @yield_count(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
   %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [m, n]) {
   ^bb0(%acc: f32):

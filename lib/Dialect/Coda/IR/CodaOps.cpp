@@ -404,6 +404,12 @@ LogicalResult GemmOp::verifyRegions() {
                            << getInputArg(i).getType();
   }
 
+  // The block's last op is a terminator (the generic verifier checks that),
+  // but not necessarily ours.
+  if (!isa<YieldOp>(block.back()))
+    return block.back().emitOpError()
+           << "cannot end a GEMM epilogue: an epilogue ends with 'coda.yield'";
+
   for (Operation &op : block.without_terminator()) {
     if (!isa<arith::ArithDialect, math::MathDialect, CodaDialect>(
             op.getDialect()))
