@@ -70,8 +70,9 @@ llvm::Error CudaDriver::check(CUresult result, llvm::StringRef call,
     cuGetErrorName(result, &name);
   if (cuGetErrorString)
     cuGetErrorString(result, &description);
-  return driverError(context + ": " + call + " failed with " +
-                     (name ? name : "CUDA error " + std::to_string(result)) +
-                     (description ? llvm::Twine(" (") + description + ")"
-                                  : llvm::Twine()));
+  std::string what =
+      name ? std::string(name) : "CUDA error " + std::to_string(result);
+  if (description)
+    what += std::string(" (") + description + ")";
+  return driverError(context + ": " + call + " failed with " + what);
 }
