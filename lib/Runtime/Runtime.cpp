@@ -151,30 +151,32 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
   if (device < 0 || device >= count)
     return error("there is no CUDA device " + Twine(device) + " (found " +
                  Twine(count) + ")");
+  std::string opening = ("opening device " + Twine(device)).str();
   if (auto e = driver->check(driver->cuDeviceGet(&impl.device, device),
-                             "cuDeviceGet", "opening device " + Twine(device)))
+                             "cuDeviceGet", opening))
     return std::move(e);
   if (auto e = driver->check(
           driver->cuDevicePrimaryCtxRetain(&impl.context, impl.device),
-          "cuDevicePrimaryCtxRetain", "opening device " + Twine(device)))
+          "cuDevicePrimaryCtxRetain", opening))
     return std::move(e);
   if (auto e = driver->check(driver->cuCtxSetCurrent(impl.context),
-                             "cuCtxSetCurrent",
-                             "opening device " + Twine(device)))
+                             "cuCtxSetCurrent", opening))
     return std::move(e);
 
   int major = 0, minor = 0;
+  std::pair<int *, CUdevice_attribute> attributes[] = {
+      {&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+      {&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
+      {&impl.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT}};
+  for (auto [value, attribute] : attributes)
+    if (auto e = driver->check(
+            driver->cuDeviceGetAttribute(value, attribute, impl.device),
+            "cuDeviceGetAttribute", opening))
+      return std::move(e);
   char name[256] = {0};
-  driver->cuDeviceGetAttribute(
-      &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, impl.device);
-  driver->cuDeviceGetAttribute(
-      &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, impl.device);
-  driver->cuDeviceGetName(name, sizeof(name), impl.device);
-  if (auto e = driver->check(
-          driver->cuDeviceGetAttribute(&impl.multiprocessors,
-                                       CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                       impl.device),
-          "cuDeviceGetAttribute", "opening device " + Twine(device)))
+  if (auto e = driver->check(driver->cuDeviceGetName(name, sizeof(name),
+                                                     impl.device),
+                             "cuDeviceGetName", opening))
     return std::move(e);
   runtime->computeCapability = major * 10 + minor;
   runtime->description = std::string(name) + " (sm_" +
