@@ -41,6 +41,24 @@ static DeviceTensor toTensor(const coda_tensor &tensor) {
   return result;
 }
 
+/// Argument `index` of `program`, or null when either is out of range.
+static const ProgramArgument *getArgument(const coda_program *program,
+                                          int32_t index) {
+  if (!program || index < 0 ||
+      size_t(index) >= program->program->getSignature().arguments.size())
+    return nullptr;
+  return &program->program->getSignature().arguments[index];
+}
+
+/// Output `index` of `program`, or null when either is out of range.
+static const ProgramOutput *getOutput(const coda_program *program,
+                                      int32_t index) {
+  if (!program || index < 0 ||
+      size_t(index) >= program->program->getSignature().outputs.size())
+    return nullptr;
+  return &program->program->getSignature().outputs[index];
+}
+
 extern "C" {
 
 const char *coda_last_error(void) { return lastError.c_str(); }
@@ -96,28 +114,23 @@ int32_t coda_program_num_arguments(const coda_program *program) {
 
 const char *coda_program_argument_name(const coda_program *program,
                                        int32_t index) {
-  if (index < 0 || index >= coda_program_num_arguments(program))
-    return nullptr;
-  return program->program->getSignature().arguments[index].name.c_str();
+  const ProgramArgument *argument = getArgument(program, index);
+  return argument ? argument->name.c_str() : nullptr;
 }
 
 coda_argument_kind coda_program_argument_kind(const coda_program *program,
                                               int32_t index) {
-  if (index < 0 || index >= coda_program_num_arguments(program))
+  const ProgramArgument *argument = getArgument(program, index);
+  if (!argument || isa<RankedTensorType>(argument->type))
     return CODA_ARGUMENT_TENSOR;
-  Type type = program->program->getSignature().arguments[index].type;
-  if (isa<RankedTensorType>(type))
-    return CODA_ARGUMENT_TENSOR;
-  return type.isF32() ? CODA_ARGUMENT_F32 : CODA_ARGUMENT_I64;
+  return argument->type.isF32() ? CODA_ARGUMENT_F32 : CODA_ARGUMENT_I64;
 }
 
 const char *coda_program_argument_role(const coda_program *program,
                                        int32_t index) {
   static const char *const kRoles[] = {"a", "b", "c", "alpha", "beta", "input"};
-  if (index < 0 || index >= coda_program_num_arguments(program))
-    return nullptr;
-  return kRoles[static_cast<int>(
-      program->program->getSignature().arguments[index].role)];
+  const ProgramArgument *argument = getArgument(program, index);
+  return argument ? kRoles[static_cast<int>(argument->role)] : nullptr;
 }
 
 /// "bf16", "f16", "f32" or "i64": the element type of a tensor type, or the
@@ -130,38 +143,14 @@ static const char *typeName(Type type) {
 
 const char *coda_program_argument_type(const coda_program *program,
                                        int32_t index) {
-  if (index < 0 || index >= coda_program_num_arguments(program))
-    return nullptr;
-  return typeName(program->program->getSignature().arguments[index].type);
+  const ProgramArgument *argument = getArgument(program, index);
+  return argument ? typeName(argument->type) : nullptr;
 }
 
 int32_t coda_program_argument_dims(const coda_program *program,
                                    int32_t index) {
-  if (index < 0 || index >= coda_program_num_arguments(program))
-    return 0;
-  return program->program->getSignature().arguments[index].dims;
-}
-
-const char *coda_program_output_type(const coda_program *program,
-                                     int32_t index) {
-  if (index < 0 || index >= coda_program_num_outputs(program))
-    return nullptr;
-  return typeName(program->program->getSignature().outputs[index].type);
-}
-
-int32_t coda_program_output_dims(const coda_program *program, int32_t index) {
-  if (index < 0 || index >= coda_program_num_outputs(program))
-    return 0;
-  return program->program->getSignature().outputs[index].dims;
-}
-
-void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
-                          int32_t *transpose_b) {
-  const ProgramSignature &signature = program->program->getSignature();
-  if (transpose_a)
-    *transpose_a = signature.transposeA;
-  if (transpose_b)
-    *transpose_b = signature.transposeB;
+  const ProgramArgument *argument = getArgument(program, index);
+  return argument ? argument->dims : 0;
 }
 
 int32_t coda_program_num_outputs(const coda_program *program) {
@@ -170,9 +159,29 @@ int32_t coda_program_num_outputs(const coda_program *program) {
 
 const char *coda_program_output_name(const coda_program *program,
                                      int32_t index) {
-  if (index < 0 || index >= coda_program_num_outputs(program))
-    return nullptr;
-  return program->program->getSignature().outputs[index].name.c_str();
+  const ProgramOutput *output = getOutput(program, index);
+  return output ? output->name.c_str() : nullptr;
+}
+
+const char *coda_program_output_type(const coda_program *program,
+                                     int32_t index) {
+  const ProgramOutput *output = getOutput(program, index);
+  return output ? typeName(output->type) : nullptr;
+}
+
+int32_t coda_program_output_dims(const coda_program *program, int32_t index) {
+  const ProgramOutput *output = getOutput(program, index);
+  return output ? output->dims : 0;
+}
+
+void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
+                          int32_t *transpose_b) {
+  const ProgramSignature *signature =
+      program ? &program->program->getSignature() : nullptr;
+  if (transpose_a)
+    *transpose_a = signature && signature->transposeA;
+  if (transpose_b)
+    *transpose_b = signature && signature->transposeB;
 }
 
 coda_status coda_program_prepare(coda_program *program) {

@@ -88,8 +88,9 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
                               coda_program **program);
 void coda_program_destroy(coda_program *program);
 
-/* The program's interface: its arguments and outputs, in order. Names are
-   NULL and kinds CODA_ARGUMENT_TENSOR for an index out of range. */
+/* The program's interface: its arguments and outputs, in order. For a NULL
+   program or an index out of range, names and types are NULL, kinds
+   CODA_ARGUMENT_TENSOR, dims and counts 0. */
 int32_t coda_program_num_arguments(const coda_program *program);
 const char *coda_program_argument_name(const coda_program *program,
                                        int32_t index);
@@ -113,7 +114,7 @@ const char *coda_program_output_type(const coda_program *program,
                                      int32_t index);
 /* The dims an output spans (bits as for arguments). */
 int32_t coda_program_output_dims(const coda_program *program, int32_t index);
-/* Whether A is stored [K, M] and B [N, K]. */
+/* Whether A is stored [K, M] and B [N, K] (0 for a NULL program). */
 void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
                           int32_t *transpose_b);
 
