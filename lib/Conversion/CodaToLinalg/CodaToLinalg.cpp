@@ -55,7 +55,7 @@ public:
   LogicalResult lower(ValueRange operands);
 
 private:
-  /// The size of output-space dim `bit`, or of the contraction for bit 0.
+  /// The size of output-space dim `bit`.
   OpFoldResult size(unsigned bit) const;
   /// An empty tensor over the dims of `mask`.
   Value emptyTensor(unsigned mask, Type elementType);
@@ -89,22 +89,13 @@ private:
   Location loc;
   unsigned space;
   Type f32;
-  OpFoldResult batchSize, mSize, nSize, kSize;
+  OpFoldResult batchSize, mSize, nSize;
   llvm::DenseMap<Value, Materialized> values;
   std::optional<EpilogueDims> dims;
 };
 
 OpFoldResult GemmLowering::size(unsigned bit) const {
-  switch (bit) {
-  case DimsAttr::kB:
-    return batchSize;
-  case DimsAttr::kM:
-    return mSize;
-  case DimsAttr::kN:
-    return nSize;
-  default:
-    return kSize;
-  }
+  return bit == DimsAttr::kB ? batchSize : bit == DimsAttr::kM ? mSize : nSize;
 }
 
 Value GemmLowering::emptyTensor(unsigned mask, Type elementType) {
@@ -392,8 +383,6 @@ LogicalResult GemmLowering::lower(ValueRange operands) {
   int64_t ra = aType.getRank(), rb = bType.getRank();
   mSize = tensor::getMixedSize(rewriter, loc, a,
                                op.getTransposeA() ? ra - 1 : ra - 2);
-  kSize = tensor::getMixedSize(rewriter, loc, a,
-                               op.getTransposeA() ? ra - 2 : ra - 1);
   nSize = tensor::getMixedSize(rewriter, loc, b,
                                op.getTransposeB() ? rb - 2 : rb - 1);
   if (ra == 3)
