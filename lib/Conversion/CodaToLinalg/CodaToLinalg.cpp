@@ -75,9 +75,12 @@ private:
 
   Value lowerContraction(Value a, Value b);
   Value lowerAccumulator(Value product, Value c, Value alpha, Value beta);
-  LogicalResult lowerEpilogueOp(Operation &inner);
+  void lowerEpilogueOp(Operation &inner);
   Materialized lowerReduction(ReductionKind kind, Materialized input,
                               unsigned reducedBit);
+  /// `OpTy` of every element of `input` and the f32 scalar `scalar`.
+  template <typename OpTy>
+  Materialized withScalar(Materialized input, Value scalar);
   Value lowerOutput(Materialized value, unsigned mask,
                     RankedTensorType type);
 
@@ -243,16 +246,7 @@ Materialized GemmLowering::lowerReduction(ReductionKind kind,
     // value itself, the sum is the value times the extent.
     if (kind != ReductionKind::Sum)
       return input;
-    Value extent = sizeAsF32(reducedBit);
-    if (input.mask == 0)
-      return {arith::MulFOp::create(rewriter, loc, input.value, extent), 0};
-    return {buildElementwise(input.mask, {input, {extent, 0}}, {f32},
-                             [](OpBuilder &b, Location l, ValueRange args) {
-                               return SmallVector<Value>{
-                                   arith::MulFOp::create(b, l, args[0],
-                                                         args[1])};
-                             })[0],
-            input.mask};
+    return withScalar<arith::MulFOp>(input, sizeAsF32(reducedBit));
   }
 
   double identity = kind == ReductionKind::Max
@@ -286,18 +280,22 @@ Materialized GemmLowering::lowerReduction(ReductionKind kind,
                                              ValueRange{});
   if (kind != ReductionKind::Mean)
     return result;
-  Value extent = sizeAsF32(reducedBit);
-  if (outMask == 0)
-    return {arith::DivFOp::create(rewriter, loc, result.value, extent), 0};
-  return {buildElementwise(outMask, {result, {extent, 0}}, {f32},
-                           [](OpBuilder &b, Location l, ValueRange args) {
-                             return SmallVector<Value>{
-                                 arith::DivFOp::create(b, l, args[0], args[1])};
-                           })[0],
-          outMask};
+  return withScalar<arith::DivFOp>(result, sizeAsF32(reducedBit));
 }
 
-LogicalResult GemmLowering::lowerEpilogueOp(Operation &inner) {
+template <typename OpTy>
+Materialized GemmLowering::withScalar(Materialized input, Value scalar) {
+  if (input.mask == 0)
+    return {OpTy::create(rewriter, loc, input.value, scalar), 0};
+  return {buildElementwise(input.mask, {input, {scalar, 0}}, {f32},
+                           [](OpBuilder &b, Location l, ValueRange args) {
+                             return SmallVector<Value>{
+                                 OpTy::create(b, l, args[0], args[1])};
+                           })[0],
+          input.mask};
+}
+
+void GemmLowering::lowerEpilogueOp(Operation &inner) {
   SmallVector<Materialized> operands;
   for (Value operand : inner.getOperands())
     operands.push_back(values.lookup(operand));
@@ -305,12 +303,12 @@ LogicalResult GemmLowering::lowerEpilogueOp(Operation &inner) {
   if (auto reduce = dyn_cast<RowReduceOp>(inner)) {
     values[reduce.getResult()] =
         lowerReduction(reduce.getKind(), operands[0], DimsAttr::kN);
-    return success();
+    return;
   }
   if (auto reduce = dyn_cast<ColReduceOp>(inner)) {
     values[reduce.getResult()] =
         lowerReduction(reduce.getKind(), operands[0], DimsAttr::kM);
-    return success();
+    return;
   }
 
   unsigned mask = dims->getMask(inner.getResult(0));
@@ -347,16 +345,12 @@ LogicalResult GemmLowering::lowerEpilogueOp(Operation &inner) {
         buildScalar(rewriter, inner.getLoc(), scalars);
     for (auto [result, value] : llvm::zip(inner.getResults(), results))
       values[result] = {value, 0};
-    return success();
+    return;
   }
-  ValueRange results = buildElementwise(
-      mask, operands, inner.getResultTypes(),
-      [&](OpBuilder &b, Location l, ValueRange args) {
-        return buildScalar(b, l, args);
-      });
+  ValueRange results =
+      buildElementwise(mask, operands, inner.getResultTypes(), buildScalar);
   for (auto [result, value] : llvm::zip(inner.getResults(), results))
     values[result] = {value, mask};
-  return success();
 }
 
 Value GemmLowering::lowerOutput(Materialized value, unsigned mask,
@@ -402,8 +396,7 @@ LogicalResult GemmLowering::lower(ValueRange operands) {
 
   dims.emplace(op);
   for (Operation &inner : op.getEpilogueBlock().without_terminator())
-    if (failed(lowerEpilogueOp(inner)))
-      return failure();
+    lowerEpilogueOp(inner);
 
   SmallVector<Value> results;
   for (auto [i, value] : llvm::enumerate(op.getYield().getValues()))
