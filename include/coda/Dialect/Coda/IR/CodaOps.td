@@ -205,13 +205,13 @@ def Coda_DropoutOp : Coda_EpilogueOp<"dropout", [Pure]> {
   }];
 }
 
-class Coda_ReduceOp<string mnemonic, string along> : Coda_EpilogueOp<mnemonic, [Pure]> {
+class Coda_ReduceOp<string mnemonic> : Coda_EpilogueOp<mnemonic, [Pure]> {
   let arguments = (ins Coda_ReductionKindAttr:$kind, F32:$input);
   let results = (outs F32:$result);
   let assemblyFormat = "$kind $input attr-dict";
 }
 
-def Coda_RowReduceOp : Coda_ReduceOp<"row_reduce", "n"> {
+def Coda_RowReduceOp : Coda_ReduceOp<"row_reduce"> {
   let summary = "reduces a value over the columns of its row";
   let description = [{
     The result at `(b, m, n)` is the `sum`, `max` or `mean` of the input over
@@ -225,7 +225,7 @@ def Coda_RowReduceOp : Coda_ReduceOp<"row_reduce", "n"> {
   }];
 }
 
-def Coda_ColReduceOp : Coda_ReduceOp<"col_reduce", "m"> {
+def Coda_ColReduceOp : Coda_ReduceOp<"col_reduce"> {
   let summary = "reduces a value over the rows of its column";
   let description = [{
     The result at `(b, n)` is the `sum`, `max` or `mean` of the input over all
