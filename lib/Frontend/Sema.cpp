@@ -208,6 +208,15 @@ private:
     node.operands.assign(operands.begin(), operands.end());
     return addNode(std::move(node));
   }
+  /// Adds epilogue input `name` and returns the node of its value.
+  unsigned addInput(StringRef name, SMLoc loc, ValueType type) {
+    Node node;
+    node.kind = NodeKind::Input;
+    node.loc = loc;
+    node.index = program.inputs.size();
+    program.inputs.push_back({name.str(), loc, type});
+    return addNode(std::move(node));
+  }
   unsigned addConstant(float value, SMLoc loc) {
     Node node;
     node.kind = NodeKind::Constant;
@@ -341,14 +350,10 @@ LogicalResult Analyzer::declareOperands() {
   for (const Declaration &declaration : epilogue.operands) {
     if (failed(checkDeclarable(declaration, /*isOutput=*/false)))
       return failure();
-    Node node;
-    node.kind = NodeKind::Input;
-    node.loc = declaration.nameRange.Start;
-    node.index = program.inputs.size();
-    program.inputs.push_back(
-        {declaration.name, declaration.nameRange.Start, declaration.type});
+    unsigned node = addInput(declaration.name, declaration.nameRange.Start,
+                             declaration.type);
     bindings[declaration.name] =
-        Binding::makeOperand(addNode(node), declaration.nameRange);
+        Binding::makeOperand(node, declaration.nameRange);
   }
   return success();
 }
@@ -553,14 +558,9 @@ FailureOr<unsigned> Analyzer::analyzeName(const Expr &expr) {
 
   // An undeclared name that is never assigned is an [M, N] operand of the
   // GEMM operand type.
-  Node node;
-  node.kind = NodeKind::Input;
-  node.loc = expr.loc;
-  node.index = program.inputs.size();
-  program.inputs.push_back({name.str(), expr.loc, ValueType{}});
-  unsigned index = addNode(node);
-  bindings[name] = Binding::makeOperand(index, expr.range);
-  return index;
+  unsigned node = addInput(name, expr.loc, ValueType{});
+  bindings[name] = Binding::makeOperand(node, expr.range);
+  return node;
 }
 
 FailureOr<float> Analyzer::getConstant(unsigned value, const Expr &expr,
