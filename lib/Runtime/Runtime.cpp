@@ -174,9 +174,9 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
             "cuDeviceGetAttribute", opening))
       return std::move(e);
   char name[256] = {0};
-  if (auto e = driver->check(driver->cuDeviceGetName(name, sizeof(name),
-                                                     impl.device),
-                             "cuDeviceGetName", opening))
+  if (auto e = driver->check(
+          driver->cuDeviceGetName(name, sizeof(name), impl.device),
+          "cuDeviceGetName", opening))
     return std::move(e);
   runtime->computeCapability = major * 10 + minor;
   runtime->description = std::string(name) + " (sm_" +
