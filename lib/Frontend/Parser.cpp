@@ -226,11 +226,11 @@ LogicalResult Parser::parseType(ValueType &type) {
                       .Case("f32", ElementType::F32)
                       .Default(std::nullopt);
   if (!elementType)
-    return emitErrorHere(
-        token.is(Kind::Identifier)
-            ? "unknown element type '" + token.spelling +
-                  "'; expected bf16, f16 or f32"
-            : llvm::Twine("expected an element type: bf16, f16 or f32"));
+    return emitErrorHere(token.is(Kind::Identifier)
+                             ? ("unknown element type '" + token.spelling +
+                                "'; expected bf16, f16 or f32")
+                                   .str()
+                             : "expected an element type: bf16, f16 or f32");
   type.elementType = elementType;
   consume();
   type.dims = kScalar;
@@ -252,9 +252,10 @@ LogicalResult Parser::parseType(ValueType &type) {
     if (!dim)
       return emitErrorHere(
           token.is(Kind::Identifier)
-              ? "unknown dimension '" + token.spelling +
-                    "'; the dimensions are M (rows) and N (columns)"
-              : llvm::Twine("expected a dimension: M (rows) or N (columns)"));
+              ? ("unknown dimension '" + token.spelling +
+                 "'; the dimensions are M (rows) and N (columns)")
+                    .str()
+              : "expected a dimension: M (rows) or N (columns)");
     dims.push_back(dim);
     consume();
   }
