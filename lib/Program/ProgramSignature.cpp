@@ -8,7 +8,7 @@
 using namespace mlir;
 using namespace mlir::coda;
 
-static StringRef roleName(ArgumentRole role) {
+StringRef mlir::coda::stringifyArgumentRole(ArgumentRole role) {
   switch (role) {
   case ArgumentRole::A:
     return "a";
@@ -78,7 +78,7 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
                   unsigned dims) -> LogicalResult {
     auto arg = dyn_cast<BlockArgument>(operand);
     if (!arg || arg.getOwner() != &body)
-      return notProgram("coda.gemm operand '" + roleName(role) +
+      return notProgram("coda.gemm operand '" + stringifyArgumentRole(role) +
                         "' must be a function argument");
     if (bound[arg.getArgNumber()])
       return notProgram("argument #" + Twine(arg.getArgNumber()) +
@@ -92,7 +92,7 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
                                                       "coda.name"))
       entry.name = attr.str();
     else if (role != ArgumentRole::Input)
-      entry.name = roleName(role).str();
+      entry.name = stringifyArgumentRole(role).str();
     else
       entry.name = "arg" + std::to_string(arg.getArgNumber());
     return success();

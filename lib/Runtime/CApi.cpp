@@ -128,9 +128,8 @@ coda_argument_kind coda_program_argument_kind(const coda_program *program,
 
 const char *coda_program_argument_role(const coda_program *program,
                                        int32_t index) {
-  static const char *const kRoles[] = {"a", "b", "c", "alpha", "beta", "input"};
   const ProgramArgument *argument = getArgument(program, index);
-  return argument ? kRoles[static_cast<int>(argument->role)] : nullptr;
+  return argument ? stringifyArgumentRole(argument->role).data() : nullptr;
 }
 
 /// "bf16", "f16", "f32" or "i64": the element type of a tensor type, or the

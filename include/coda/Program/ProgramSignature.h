@@ -23,6 +23,10 @@ namespace mlir::coda {
 /// What a program argument feeds.
 enum class ArgumentRole { A, B, C, Alpha, Beta, Input };
 
+/// The name of `role`: "a", "b", "c", "alpha", "beta" or "input" (a string
+/// literal, so its data() is null-terminated).
+StringRef stringifyArgumentRole(ArgumentRole role);
+
 struct ProgramArgument {
   /// `coda.name` if present, else the role ("a", "b", "c", "alpha", "beta"),
   /// else "argN".
