@@ -19,8 +19,8 @@
 //    correct; one block per SM is the fast one (a block takes most of an
 //    SM's shared memory and registers). Skip the launch when M or N is 0;
 //    the tile count must fit an i32.
-//  - Block: `blockDims` threads (the kernel is compiled for exactly that
-//    many: `.reqntid`).
+//  - Block: `blockDims` threads (the kernel's warpgroup roles assume exactly
+//    that many; the PTX declares them as `.maxntid`).
 //  - Dynamic shared memory: `sharedMemoryBytes`. Above 48 KiB, first raise
 //    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it.
 //  - Parameters, in the order of `params`; `kernelParams[i]` points at:
