@@ -39,8 +39,9 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
     Both carry `coda.kernel_abi`, the launch contract (parameters, grid,
     block, shared memory; see KernelABI.h). Programs the kernel cannot run
     (target, layouts wgmma cannot read, TMA row alignment, column
-    reductions, row reductions wider than a tile, shared-memory budget) are
-    rejected with an error and the module is left unchanged.
+    reductions into non-f32 outputs, row reductions wider than a tile,
+    shared-memory budget) are rejected with an error and the module is left
+    unchanged.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
