@@ -1,4 +1,4 @@
-//===- Version.h - the compiler version kernels are cached under -*- C++ -*-===//
+//===- Version.h - the compiler version kernels are cached under *- C++ -*-===//
 
 #ifndef CODA_RUNTIME_VERSION_H
 #define CODA_RUNTIME_VERSION_H

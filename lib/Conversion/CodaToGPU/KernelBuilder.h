@@ -1,5 +1,4 @@
-//===- KernelBuilder.h - conveniences for building kernel bodies -*- C++
-//-*-===//
+//===- KernelBuilder.h - conveniences for building kernels ------*- C++ -*-===//
 //
 // Internal to coda-to-gpu: an ImplicitLocOpBuilder with short names for the
 // i32 index arithmetic, shared-memory pointers and structured ifs that the

@@ -1,5 +1,4 @@
-//===- LinalgToCoda.h - raise linalg contractions into coda.gemm -*- C++
-//-*-===//
+//===- LinalgToCoda.h - raise linalg contractions to coda.gemm --*- C++ -*-===//
 
 #ifndef CODA_CONVERSION_LINALGTOCODA_LINALGTOCODA_H
 #define CODA_CONVERSION_LINALGTOCODA_LINALGTOCODA_H

@@ -1,4 +1,4 @@
-//===- EpilogueDims.h - the dims each epilogue value varies along -*- C++ -*-===//
+//===- EpilogueDims.h - the dims epilogue values vary along -----*- C++ -*-===//
 //
 // An epilogue runs once per output element (b, m, n), but many of its values
 // do not vary along every dimension: a bias varies along n only, a row
