@@ -60,8 +60,8 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
       body.getOperations().size() != 2)
     return notProgram("its body must be exactly one coda.gemm and a return");
   GemmOp gemm = *gemms.begin();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  if (ret.getOperands() != gemm.getResults())
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (!ret || ret.getOperands() != gemm.getResults())
     return notProgram("it must return the coda.gemm results, in order");
 
   ProgramSignature signature;

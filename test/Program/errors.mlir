@@ -6,6 +6,7 @@
 // RUN: not coda-run %t/external.mlir --function ext 2>&1 | FileCheck %s --check-prefix=EXTERNAL
 // RUN: not coda-run %t/extra-op.mlir 2>&1 | FileCheck %s --check-prefix=EXTRA
 // RUN: not coda-run %t/order.mlir 2>&1 | FileCheck %s --check-prefix=ORDER
+// RUN: not coda-run %t/branch.mlir 2>&1 | FileCheck %s --check-prefix=BRANCH
 // RUN: not coda-run %t/computed.mlir 2>&1 | FileCheck %s --check-prefix=COMPUTED
 // RUN: not coda-run %t/twice.mlir 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not coda-run %t/unused.mlir 2>&1 | FileCheck %s --check-prefix=UNUSED
@@ -60,6 +61,19 @@ func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> (tensor<?x?xf32>, tens
   return %1, %0 : tensor<?x?xf32>, tensor<?x?xf32>
 }
 // ORDER: error: 'f' is not a coda program: it must return the coda.gemm results, in order
+
+//--- branch.mlir
+// The gemm's block must end in the return itself, not in a branch to it.
+func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %0 = coda.gemm %a, %b : tensor<?x?xf32>, tensor<?x?xf32> -> (tensor<?x?xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  cf.br ^bb1(%0 : tensor<?x?xf32>)
+^bb1(%r: tensor<?x?xf32>):
+  return %r : tensor<?x?xf32>
+}
+// BRANCH: error: 'f' is not a coda program: it must return the coda.gemm results, in order
 
 //--- computed.mlir
 func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
