@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -164,8 +165,12 @@ llvm::Expected<HostArray> mlir::coda::readNpy(StringRef path) {
       return fail("malformed shape '(" + dims + ")'");
     array.shape.push_back(d);
   }
-  size_t expected = array.getNumElements() * getElementSize(type);
-  if (bytes.size() != expected)
+  // A header may claim any shape: its size in bytes must not overflow.
+  int64_t expected = getElementSize(type);
+  for (int64_t d : array.shape)
+    if (llvm::MulOverflow(expected, d, expected))
+      return fail("shape " + array.getShapeString() + " is too large");
+  if (bytes.size() != static_cast<uint64_t>(expected))
     return fail("holds " + llvm::Twine(bytes.size()) + " data bytes, but " +
                 array.getShapeString() + " " + getElementTypeName(type) +
                 " needs " + llvm::Twine(expected));

@@ -20,3 +20,8 @@ with open(f"{folder}/text.npy", "w") as f:
     f.write("not numpy\n")
 with open(f"{folder}/v9.npy", "wb") as f:
     f.write(b"\x93NUMPY\x09\x00\x10\x00{}              \n")
+# A header whose shape overflows 64 bits of bytes, with no data.
+with open(f"{folder}/huge.npy", "wb") as f:
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2305843009213693952, 8), }"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
