@@ -33,11 +33,18 @@ static coda_status fail(const std::string &message) {
   return CODA_ERROR;
 }
 
-static DeviceTensor toTensor(const coda_tensor &tensor) {
+/// The tensor `tensor` describes, or an error naming `what` when its rank is
+/// not 0 to 3.
+static llvm::Expected<DeviceTensor> toTensor(const coda_tensor &tensor,
+                                             const std::string &what) {
+  if (tensor.rank < 0 || tensor.rank > 3)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "'" + what + "' has rank " +
+                                       std::to_string(tensor.rank) +
+                                       "; coda tensors have rank 0 to 3");
   DeviceTensor result;
   result.pointer = tensor.data;
-  int32_t rank = std::max(0, std::min(tensor.rank, 3));
-  result.shape.assign(tensor.shape, tensor.shape + rank);
+  result.shape.assign(tensor.shape, tensor.shape + tensor.rank);
   return result;
 }
 
@@ -196,12 +203,31 @@ coda_status coda_program_launch(coda_program *program,
                                 void *stream) {
   if (!program || (num_arguments && !arguments) || (num_outputs && !outputs))
     return fail("coda_program_launch: null argument");
+  // Only tensor arguments' descriptions are read: callers may leave them
+  // uninitialized for scalars. launch() checks the counts.
+  const ProgramSignature &signature = program->program->getSignature();
   SmallVector<DeviceValue> values;
-  for (const coda_value &value : ArrayRef(arguments, num_arguments))
-    values.push_back({toTensor(value.tensor), value.f32, value.i64});
+  for (auto [i, value] : llvm::enumerate(ArrayRef(arguments, num_arguments))) {
+    DeviceValue device{{}, value.f32, value.i64};
+    if (i < signature.arguments.size() &&
+        isa<RankedTensorType>(signature.arguments[i].type)) {
+      llvm::Expected<DeviceTensor> tensor =
+          toTensor(value.tensor, signature.arguments[i].name);
+      if (!tensor)
+        return status(tensor.takeError());
+      device.tensor = std::move(*tensor);
+    }
+    values.push_back(std::move(device));
+  }
   SmallVector<DeviceTensor> results;
-  for (const coda_tensor &tensor : ArrayRef(outputs, num_outputs))
-    results.push_back(toTensor(tensor));
+  for (auto [i, tensor] : llvm::enumerate(ArrayRef(outputs, num_outputs))) {
+    llvm::Expected<DeviceTensor> result = toTensor(
+        tensor, i < signature.outputs.size() ? signature.outputs[i].name
+                                             : "output #" + std::to_string(i));
+    if (!result)
+      return status(result.takeError());
+    results.push_back(std::move(*result));
+  }
   return status(program->program->launch(values, results, stream));
 }
 

@@ -380,10 +380,10 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
 }
 
 llvm::Error GpuProgram::prepare() {
-  if (loaded)
-    return llvm::Error::success();
   GpuRuntime::Impl &impl = *runtime.impl;
   std::lock_guard<std::mutex> lock(impl.mutex);
+  if (loaded)
+    return llvm::Error::success();
 
   GpuPipelineOptions pipeline;
   pipeline.chip = "sm_" + std::to_string(runtime.computeCapability) + "a";
