@@ -75,4 +75,16 @@ refused("'bias' has shape [7], but for M = 300, N = 264 it must be [264]",
 refused("K = 0 is not supported on the GPU",
         a=torch.empty(300, 0, device="cuda", dtype=torch.bfloat16),
         b=torch.empty(264, 0, device="cuda", dtype=torch.bfloat16))
+# The C API refuses a tensor rank outside 0..3 (the python layer refuses it
+# first; call the library directly).
+from coda import runtime as rt  # noqa: E402
+
+values = (rt._Value * len(program.arguments))()
+values[0].tensor.rank = 4
+outputs = (rt._Tensor * len(program.outputs))()
+assert rt._library().coda_program_launch(program._handle, values, len(program.arguments),
+                                         outputs, len(program.outputs), None) != 0
+message = rt._library().coda_last_error().decode()
+assert message == "'a' has rank 4; coda tensors have rank 0 to 3", message
+print("refused:", message)
 print("python api: ok")
