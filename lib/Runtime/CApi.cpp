@@ -1,7 +1,10 @@
 //===- CApi.cpp - the C API of coda's GPU runtime -------------------------===//
 
 #include "coda/Runtime/coda_runtime.h"
+#include "coda/Runner/CpuRunner.h"
 #include "coda/Runtime/Runtime.h"
+
+#include "mlir/IR/TypeUtilities.h"
 
 #include <string>
 
@@ -140,11 +143,12 @@ const char *coda_program_argument_role(const coda_program *program,
 }
 
 /// "bf16", "f16", "f32" or "i64": the element type of a tensor type, or the
-/// type itself.
+/// type itself (scalars are f32 or i64).
 static const char *typeName(Type type) {
-  if (auto tensor = dyn_cast<RankedTensorType>(type))
-    type = tensor.getElementType();
-  return type.isBF16() ? "bf16" : type.isF16() ? "f16" : type.isF32() ? "f32" : "i64";
+  std::optional<ElementType> element =
+      getHostElementType(getElementTypeOrSelf(type));
+  // getElementTypeName spells each type with a string literal.
+  return element ? getElementTypeName(*element).data() : "i64";
 }
 
 const char *coda_program_argument_type(const coda_program *program,
