@@ -43,6 +43,12 @@
 // PTX-DAG:  wgmma.wait_group.sync.aligned 0
 // PTX-DAG:  shfl.sync.bfly.b32
 // PTX-DAG:  st.global.v4.b32
+// The interior-tile test is warp-uniform; GELU is one ex2 and one division,
+// both single approximate instructions; products feeding sums contract.
+// PTX-DAG:  vote.sync.all.pred
+// PTX-DAG:  ex2.approx.ftz.f32
+// PTX-DAG:  div.approx.ftz.f32
+// PTX-DAG:  fma.rn.f32
 // PTX-NOT:  .entry
 // PTX-NOT:  st.local
 

@@ -51,8 +51,17 @@ namespace {
 /// Builds the epilogue of one kernel.
 class EpilogueBuilder {
 public:
+  /// `interior`: the caller has checked that the consumer's rows and the
+  /// tile's columns are inside the output, N is a multiple of 8 and every
+  /// tensor is 16-byte aligned (isInterior); then no access needs a check.
   EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
-                  const KernelValues &values, ValueRange accumulators);
+                  const KernelValues &values, ValueRange accumulators,
+                  bool interior);
+
+  /// Whether the calling consumer's part of the tile is interior (see the
+  /// constructor).
+  static Value isInterior(KernelBuilder &b, const KernelPlan &plan,
+                          const KernelValues &values);
 
   void build();
 
@@ -60,14 +69,22 @@ private:
   int64_t numRowSlots() const { return 2 * plan.getFragments(); }
   int64_t numColSlots() const { return plan.tile.tileN / 4; }
 
-  /// Whether the slot is inside the output, along the dims of `mask`.
+  /// Whether the slot is inside the output, along the dims of `mask`; null
+  /// when that needs no check.
   Value inBounds(unsigned mask, int64_t h, int64_t c);
-  /// The element offset of the slot in a dense tensor spanning `mask`.
-  Value linearIndex(unsigned mask, int64_t h, int64_t c) {
-    return linearIndex(mask, h, cols[c]);
-  }
-  /// The element offset of row slot h, column `col`.
+  /// `x` at the slot if it is inside the output along `mask`, else `other`.
+  Value selectInBounds(unsigned mask, int64_t h, int64_t c, Value x,
+                       Value other);
+  /// The element offset of row slot h, column `col`, in a dense tensor
+  /// spanning `mask`.
   Value linearIndex(unsigned mask, int64_t h, Value col);
+  /// The address of the slot in `pointer`'s tensor: its row slot's address
+  /// (built once, at the top of the epilogue) plus a constant.
+  Value slotAddress(Value pointer, Type elementType, int64_t h, int64_t c);
+  /// The address of this lane's 16-byte chunk of column group `group` (the
+  /// columns it writes after the quad transpose) at row slot h.
+  Value chunkAddress(Value pointer, Type elementType, int64_t h,
+                     int64_t group);
   /// Loads the slot of a tensor spanning `mask` as f32 (zero outside the
   /// output).
   Value loadSlot(Value pointer, Type elementType, unsigned mask, int64_t h,
@@ -96,11 +113,8 @@ private:
   }
   /// Whether the quad's whole column group `group` at row slot h is inside
   /// the output and its 16-byte chunks are aligned (the same for the 4 lanes
-  /// of a quad).
+  /// of a quad); null in an interior tile, where it is.
   Value groupFits(Value pointer, unsigned mask, int64_t h, int64_t group);
-  /// The index of this lane's 16-byte chunk of column group `group` (the
-  /// columns it writes after the quad transpose).
-  Value chunkIndex(unsigned mask, int64_t h, int64_t group);
   /// A pair of f32 values in the element type, as one value: an i32 for
   /// 16-bit types, a vector<2xf32> for f32; and back.
   Value packPair(Value first, Value second, Type elementType);
@@ -119,7 +133,8 @@ private:
   void storePair(Value first, Value second, Value pointer, Type elementType,
                  unsigned mask, int64_t h, int64_t c);
   /// Whether slots c and c + 1 (c even) of a tensor spanning `mask` (with n)
-  /// are both inside the output and their address is aligned to a pair.
+  /// are both inside the output and their address is aligned to a pair;
+  /// null in an interior tile, where they are.
   Value pairFits(Value pointer, Type elementType, unsigned mask, int64_t h,
                  int64_t c);
   /// Combines column slot `c` of column reduction `op` over the block's rows
@@ -142,6 +157,7 @@ private:
   SmallVector<Value> accumulators;
   GemmOp op;
   EpilogueDims dims;
+  bool interior;
   /// The output rows and columns of the thread's slots (i32).
   SmallVector<Value> rows, cols;
   /// Epilogue values built so far, by (value, row slot, column slot); a
@@ -155,6 +171,14 @@ private:
   /// columns are), and whether a pointer is aligned, by (pointer, bytes).
   Value nIsEven, nIsMultipleOf8;
   llvm::DenseMap<std::pair<Value, int64_t>, Value> aligned;
+  /// How each tensor (by pointer) is addressed: its dims, the address of its
+  /// slot 0 at each row slot (column 2(l % 4)), and for 16-bit tensors that
+  /// span n, of this lane's first chunk (column 8(l % 4)).
+  struct Addresses {
+    unsigned mask = 0;
+    SmallVector<Value> rows, chunks;
+  };
+  llvm::DenseMap<Value, Addresses> addresses;
   /// The Philox words of each (dropout, row slot, 32-column group).
   llvm::DenseMap<std::tuple<Operation *, int64_t, int64_t>,
                  std::array<Value, 4>>
@@ -163,12 +187,68 @@ private:
 
 } // namespace
 
+namespace {
+/// A tensor the epilogue reads or writes: its pointer, element type and dims.
+struct EpilogueTensor {
+  Value pointer;
+  Type elementType;
+  unsigned mask;
+};
+} // namespace
+
+/// The outputs, C and the tensor inputs of the kernel.
+static SmallVector<EpilogueTensor> getTensors(const KernelPlan &plan,
+                                              const KernelValues &values,
+                                              const EpilogueDims &dims) {
+  GemmOp op = plan.op;
+  auto elementType = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  };
+  SmallVector<EpilogueTensor> tensors;
+  for (auto [i, pointer] : llvm::enumerate(values.outputs))
+    tensors.push_back({pointer, elementType(op.getResult(i)),
+                       op.getResultDimsAt(i).getMask()});
+  if (Value c = op.getC())
+    tensors.push_back(
+        {values.c, elementType(c), op.getOutputSpaceDims().getMask()});
+  for (auto [i, input] : llvm::enumerate(op.getInputs()))
+    if (isa<RankedTensorType>(input.getType()))
+      tensors.push_back(
+          {values.inputs[i], elementType(input),
+           dims.getMask(op.getEpilogueBlock().getArgument(i + 1))});
+  return tensors;
+}
+
+Value EpilogueBuilder::isInterior(KernelBuilder &b, const KernelPlan &plan,
+                                  const KernelValues &values) {
+  auto notAfter = [&](Value last, Value size) {
+    return b.cmp(arith::CmpIPredicate::ule, last, size);
+  };
+  Value interior = b.andi(
+      notAfter(b.add(values.rowBase, b.i32(plan.consumerRows)), values.m),
+      notAfter(b.add(values.colBase, b.i32(plan.tile.tileN)), values.n));
+  interior =
+      b.andi(interior, b.eq(b.andi(values.n, b.i32(7)), b.i32(0)));
+  for (const EpilogueTensor &tensor :
+       getTensors(plan, values, EpilogueDims(plan.op))) {
+    Value address =
+        LLVM::PtrToIntOp::create(b, b.getI64Type(), tensor.pointer);
+    interior = b.andi(interior,
+                      b.eq(b.andi(address, b.i64(15)), b.i64(0)));
+  }
+  // The same for the whole warp; a vote says so to ptxas, which then keeps
+  // the epilogue's shuffles out of divergence handling.
+  return NVVM::VoteSyncOp::create(
+      b, b.getI1Type(), b.i32(-1), interior,
+      NVVM::VoteSyncKindAttr::get(b.getContext(), NVVM::VoteSyncKind::all));
+}
+
 EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
                                  const KernelValues &values,
-                                 ValueRange accumulators)
+                                 ValueRange accumulators, bool interior)
     : b(b), plan(plan), values(values),
       accumulators(accumulators.begin(), accumulators.end()), op(plan.op),
-      dims(op) {
+      dims(op), interior(interior) {
   // Row r + 64i + 8h' of fragment i of warp v, lane l: r = 16v + l / 4.
   Value rowInFragment =
       b.add(b.mul(values.warp, b.i32(16)), b.divu(values.lane, b.i32(4)));
@@ -184,21 +264,30 @@ EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
   // that every access may use them (unused ones fold away).
   nIsEven = b.eq(b.andi(values.n, b.i32(1)), b.i32(0));
   nIsMultipleOf8 = b.eq(b.andi(values.n, b.i32(7)), b.i32(0));
-  SmallVector<Value> pointers(values.outputs);
-  if (values.c)
-    pointers.push_back(values.c);
-  for (Value input : values.inputs)
-    if (isa<LLVM::LLVMPointerType>(input.getType()))
-      pointers.push_back(input);
-  for (Value pointer : pointers) {
+  // Lane t's chunk starts at column 8t = firstCol + 6t.
+  Value chunkShift = b.wide(b.mul(b.remu(values.lane, b.i32(4)), b.i32(6)));
+  for (const EpilogueTensor &tensor : getTensors(plan, values, dims)) {
+    Value pointer = tensor.pointer;
     Value address = LLVM::PtrToIntOp::create(b, b.getI64Type(), pointer);
     for (int64_t bytes : {4, 8, 16})
       aligned[{pointer, bytes}] =
           b.eq(b.andi(address, b.i64(bytes - 1)), b.i64(0));
+    Addresses &entry = addresses[pointer];
+    entry.mask = tensor.mask;
+    for (int64_t h = 0; h < numRowSlots(); ++h) {
+      Value row = b.gep(pointer, tensor.elementType,
+                        linearIndex(tensor.mask, h, cols[0]));
+      entry.rows.push_back(row);
+      if ((tensor.mask & DimsAttr::kN) &&
+          tensor.elementType.getIntOrFloatBitWidth() == 16)
+        entry.chunks.push_back(b.gep(row, tensor.elementType, chunkShift));
+    }
   }
 }
 
 Value EpilogueBuilder::inBounds(unsigned mask, int64_t h, int64_t c) {
+  if (interior)
+    return Value();
   Value inside;
   auto conjoin = [&](Value cond) {
     inside = inside ? b.andi(inside, cond) : cond;
@@ -208,6 +297,28 @@ Value EpilogueBuilder::inBounds(unsigned mask, int64_t h, int64_t c) {
   if (mask & DimsAttr::kN)
     conjoin(b.ult(cols[c], values.n));
   return inside;
+}
+
+Value EpilogueBuilder::selectInBounds(unsigned mask, int64_t h, int64_t c,
+                                      Value x, Value other) {
+  Value inside = inBounds(mask, h, c);
+  return inside ? arith::SelectOp::create(b, inside, x, other) : x;
+}
+
+Value EpilogueBuilder::slotAddress(Value pointer, Type elementType, int64_t h,
+                                   int64_t c) {
+  // Slot c is 8(c / 2) + c % 2 columns right of slot 0; a tensor that does
+  // not span n has one element per row.
+  const Addresses &entry = addresses.find(pointer)->second;
+  int64_t offset = (entry.mask & DimsAttr::kN) ? 8 * (c / 2) + c % 2 : 0;
+  Value row = entry.rows[h];
+  return offset ? b.gep(row, elementType, b.i64(offset)) : row;
+}
+
+Value EpilogueBuilder::chunkAddress(Value pointer, Type elementType, int64_t h,
+                                    int64_t group) {
+  Value chunk = addresses.find(pointer)->second.chunks[h];
+  return group ? b.gep(chunk, elementType, b.i64(32 * group)) : chunk;
 }
 
 Value EpilogueBuilder::linearIndex(unsigned mask, int64_t h, Value col) {
@@ -230,7 +341,7 @@ Value EpilogueBuilder::loadSlot(Value pointer, Type elementType, unsigned mask,
   Type f32 = b.getF32Type();
   auto load = [&]() -> Value {
     Value element = LLVM::LoadOp::create(
-        b, elementType, b.gep(pointer, elementType, linearIndex(mask, h, c)));
+        b, elementType, slotAddress(pointer, elementType, h, c));
     if (elementType == f32)
       return element;
     return arith::ExtFOp::create(b, f32, element);
@@ -247,6 +358,8 @@ Value EpilogueBuilder::isAligned(Value pointer, int64_t bytes) {
 
 Value EpilogueBuilder::pairFits(Value pointer, Type elementType, unsigned mask,
                                 int64_t h, int64_t c) {
+  if (interior)
+    return Value();
   Value fits = b.andi(
       b.andi(nIsEven,
              isAligned(pointer, 2 * elementType.getIntOrFloatBitWidth() / 8)),
@@ -259,17 +372,13 @@ Value EpilogueBuilder::pairFits(Value pointer, Type elementType, unsigned mask,
 Value EpilogueBuilder::groupFits(Value pointer, unsigned mask, int64_t h,
                                  int64_t group) {
   Value lastColumn = b.add(values.colBase, b.i32(32 * group + 31));
+  if (interior)
+    return Value();
   Value fits = b.andi(b.andi(nIsMultipleOf8, isAligned(pointer, 16)),
                       b.ult(lastColumn, values.n));
   if (mask & DimsAttr::kM)
     fits = b.andi(fits, b.ult(rows[h], values.m));
   return fits;
-}
-
-Value EpilogueBuilder::chunkIndex(unsigned mask, int64_t h, int64_t group) {
-  Value column = b.add(b.add(values.colBase, b.i32(32 * group)),
-                       b.mul(b.remu(values.lane, b.i32(4)), b.i32(8)));
-  return linearIndex(mask, h, column);
 }
 
 Value EpilogueBuilder::packPair(Value first, Value second, Type elementType) {
@@ -332,19 +441,18 @@ Value EpilogueBuilder::loadPair(Value pointer, Type elementType, unsigned mask,
   Type rawType = elementType.isF32()
                      ? Type(VectorType::get({2}, b.getF32Type()))
                      : Type(b.getI32Type());
-  auto ifOp = scf::IfOp::create(b, TypeRange{rawType},
-                                pairFits(pointer, elementType, mask, h, c),
-                                /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  Value pair = LLVM::LoadOp::create(
-      b, rawType, b.gep(pointer, elementType, linearIndex(mask, h, c)));
-  scf::YieldOp::create(b, pair);
-  b.setInsertionPointToStart(ifOp.elseBlock());
-  scf::YieldOp::create(
-      b, packPair(loadSlot(pointer, elementType, mask, h, c),
-                  loadSlot(pointer, elementType, mask, h, c + 1), elementType));
-  return ifOp.getResult(0);
+  auto load = [&]() -> Value {
+    return LLVM::LoadOp::create(b, rawType,
+                                slotAddress(pointer, elementType, h, c));
+  };
+  Value fits = pairFits(pointer, elementType, mask, h, c);
+  if (!fits)
+    return load();
+  return b.ifThenElse(fits, rawType, load, [&] {
+    return packPair(loadSlot(pointer, elementType, mask, h, c),
+                    loadSlot(pointer, elementType, mask, h, c + 1),
+                    elementType);
+  });
 }
 
 SmallVector<Value, 4> EpilogueBuilder::loadGroup(Value pointer,
@@ -392,16 +500,22 @@ void EpilogueBuilder::prefetchGroup(int64_t group, int64_t h) {
 void EpilogueBuilder::storePair(Value first, Value second, Value pointer,
                                 Type elementType, unsigned mask, int64_t h,
                                 int64_t c) {
-  Value fits = pairFits(pointer, elementType, mask, h, c);
+  auto store = [&] {
+    LLVM::StoreOp::create(b, packPair(first, second, elementType),
+                          slotAddress(pointer, elementType, h, c));
+  };
   // An output that does not span m is written by the thread that holds
   // row 0 (see storeSlot).
-  if (!(mask & DimsAttr::kM))
-    fits = b.andi(fits, b.eq(rows[0], b.i32(0)));
+  Value owner = (mask & DimsAttr::kM) ? Value() : b.eq(rows[0], b.i32(0));
+  Value fits = pairFits(pointer, elementType, mask, h, c);
+  if (!fits)
+    return owner ? b.ifThen(owner, store) : store();
+  if (owner)
+    fits = b.andi(fits, owner);
   auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  LLVM::StoreOp::create(b, packPair(first, second, elementType),
-                        b.gep(pointer, elementType, linearIndex(mask, h, c)));
+  store();
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
   storeSlot(first, pointer, elementType, mask, h, c);
   storeSlot(second, pointer, elementType, mask, h, c + 1);
@@ -421,19 +535,25 @@ void EpilogueBuilder::storeGroup(ArrayRef<Value> slots, Value pointer,
   for (int64_t j = 0; j < 4; ++j)
     words.push_back(packPair(slots[2 * j], slots[2 * j + 1], elementType));
   SmallVector<Value> transposed = transposeQuad(words);
-  Value fits = groupFits(pointer, mask, h, group);
+  auto store = [&] {
+    auto chunkType = VectorType::get({4}, b.getI32Type());
+    Value chunk = LLVM::UndefOp::create(b, chunkType);
+    for (int64_t j = 0; j < 4; ++j)
+      chunk = LLVM::InsertElementOp::create(b, chunk, transposed[j], b.i32(j));
+    LLVM::StoreOp::create(b, chunk,
+                          chunkAddress(pointer, elementType, h, group));
+  };
   // An output that does not span m is written by the quad that holds row 0.
-  if (!(mask & DimsAttr::kM))
-    fits = b.andi(fits, b.eq(rows[0], b.i32(0)));
+  Value owner = (mask & DimsAttr::kM) ? Value() : b.eq(rows[0], b.i32(0));
+  Value fits = groupFits(pointer, mask, h, group);
+  if (!fits)
+    return owner ? b.ifThen(owner, store) : store();
+  if (owner)
+    fits = b.andi(fits, owner);
   auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  auto chunkType = VectorType::get({4}, b.getI32Type());
-  Value chunk = LLVM::UndefOp::create(b, chunkType);
-  for (int64_t j = 0; j < 4; ++j)
-    chunk = LLVM::InsertElementOp::create(b, chunk, transposed[j], b.i32(j));
-  LLVM::StoreOp::create(
-      b, chunk, b.gep(pointer, elementType, chunkIndex(mask, h, group)));
+  store();
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
   storePairs();
 }
@@ -453,7 +573,7 @@ void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
     if (elementType != element.getType())
       element = arith::TruncFOp::create(b, elementType, element);
     LLVM::StoreOp::create(b, element,
-                          b.gep(pointer, elementType, linearIndex(mask, h, c)));
+                          slotAddress(pointer, elementType, h, c));
   };
   if (cond)
     b.ifThen(cond, store);
@@ -476,8 +596,8 @@ void EpilogueBuilder::accumulateColumn(ColReduceOp reduce, Value pointer,
   // rows of this column.
   Value total;
   for (int64_t h = 0; h < numRowSlots(); ++h) {
-    Value x = arith::SelectOp::create(b, inBounds(DimsAttr::kM, h, c),
-                                      at(reduce.getInput(), h, c), identity);
+    Value x = selectInBounds(DimsAttr::kM, h, c, at(reduce.getInput(), h, c),
+                             identity);
     total = total ? combine(total, x) : x;
   }
   for (int32_t offset : {4, 8, 16})
@@ -488,12 +608,13 @@ void EpilogueBuilder::accumulateColumn(ColReduceOp reduce, Value pointer,
   if (kind == ReductionKind::Mean)
     total = arith::DivFOp::create(
         b, total, arith::UIToFPOp::create(b, b.getF32Type(), values.m));
-  Value writes =
-      b.andi(b.ult(values.lane, b.i32(4)), inBounds(DimsAttr::kN, 0, c));
+  Value writes = b.ult(values.lane, b.i32(4));
+  if (Value inside = inBounds(DimsAttr::kN, 0, c))
+    writes = b.andi(writes, inside);
   b.ifThen(writes, [&] {
     LLVM::AtomicRMWOp::create(
         b, isMax ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::fadd,
-        b.gep(pointer, b.getF32Type(), linearIndex(mask, 0, c)), total,
+        slotAddress(pointer, b.getF32Type(), 0, c), total,
         LLVM::AtomicOrdering::monotonic);
   });
 }
@@ -566,8 +687,7 @@ Value EpilogueBuilder::computeRowReduce(RowReduceOp reduce, int64_t h) {
                              : 0.0);
   Value total;
   for (int64_t c = 0; c < numColSlots(); ++c) {
-    Value x = arith::SelectOp::create(b, inBounds(DimsAttr::kN, h, c),
-                                      at(input, h, c), identity);
+    Value x = selectInBounds(DimsAttr::kN, h, c, at(input, h, c), identity);
     total = total ? combine(total, x) : x;
   }
   // The lanes l ^ 1, l ^ 2 and l ^ 3 hold the rest of the row.
@@ -599,6 +719,27 @@ Value EpilogueBuilder::computeDropout(DropoutOp dropout, int64_t h, int64_t c) {
                            dropout.getThreshold());
 }
 
+/// The activations' exp2 and division as single approximate instructions
+/// (ex2.approx.ftz, div.approx.ftz: within 2 ulp, a denormal input or result
+/// flushed to zero) instead of libdevice's and the IEEE division's sequences.
+static const ActivationPrimitives &getGpuActivationPrimitives() {
+  static const ActivationPrimitives primitives{
+      [](OpBuilder &b, Location loc, Value t) -> Value {
+        return LLVM::CallIntrinsicOp::create(
+                   b, loc, t.getType(),
+                   b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), t)
+            .getResult(0);
+      },
+      [](OpBuilder &b, Location loc, Value p, Value q) -> Value {
+        return LLVM::CallIntrinsicOp::create(
+                   b, loc, p.getType(),
+                   b.getStringAttr("llvm.nvvm.div.approx.ftz.f"),
+                   ValueRange{p, q})
+            .getResult(0);
+      }};
+  return primitives;
+}
+
 void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
                                          int64_t c) {
   SmallVector<Value> operands;
@@ -607,7 +748,8 @@ void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
   SmallVector<Value> results;
   if (auto act = dyn_cast<ActivationOp>(inner)) {
     results.push_back(
-        buildActivation(b, b.getLoc(), act.getKind(), operands[0]));
+        buildActivation(b, b.getLoc(), act.getKind(), operands[0],
+                        getGpuActivationPrimitives()));
   } else {
     IRMapping mapping;
     mapping.map(inner.getOperands(), operands);
@@ -665,5 +807,14 @@ void mlir::coda::buildEpilogue(OpBuilder &builder, Location loc,
                                const KernelValues &values,
                                ValueRange accumulators) {
   KernelBuilder b(loc, builder);
-  EpilogueBuilder(b, plan, values, accumulators).build();
+  // Interior tiles (all but the last row and column of tiles, for aligned
+  // tensors) run a copy of the epilogue without bounds or alignment checks.
+  auto ifOp = scf::IfOp::create(
+      b, EpilogueBuilder::isInterior(b, plan, values), /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  for (bool interior : {true, false}) {
+    b.setInsertionPoint(interior ? ifOp.thenBlock()->getTerminator()
+                                 : ifOp.elseBlock()->getTerminator());
+    EpilogueBuilder(b, plan, values, accumulators, interior).build();
+  }
 }

@@ -41,21 +41,28 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
   return %y, %mx : tensor<?x128xf16>, tensor<?xf32>
 }
 
-// alpha, beta and C, per-row and per-column inputs and scalars: C and the
-// tensors are loaded under bounds checks, scalars are parameters. C (f16)
-// is loaded ahead, a pair of columns (4 bytes) at a time.
+// alpha, beta and C, per-row and per-column inputs and scalars: scalars are
+// parameters; C (f16) is loaded ahead, a pair of columns (4 bytes) at a time,
+// without checks in an interior tile and under bounds checks in the others.
 // CHECK-LABEL: gpu.func @affine
 // CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[C:[^:]*]]: !llvm.ptr<1>, %[[ALPHA:[^:]*]]: f32, %[[BETA:[^:]*]]: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>,
 // CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK:         scf.if %{{.*}} -> (i32) {
-// CHECK:           llvm.getelementptr %[[C]]
-// CHECK-NEXT:      llvm.load %{{.*}} : !llvm.ptr<1> -> i32
-// CHECK:         %[[ACC:.*]] = llvm.extractvalue
-// CHECK:         %[[SCALED:.*]] = arith.mulf %[[ACC]], %[[ALPHA]] : f32
-// CHECK:         %[[CPAIR:.*]] = arith.extf %{{.*}} : vector<2xf16> to vector<2xf32>
-// CHECK:         %[[CIN:.*]] = llvm.extractelement %[[CPAIR]]
-// CHECK:         %[[CB:.*]] = arith.mulf %[[CIN]], %[[BETA]] : f32
-// CHECK:         arith.addf %[[SCALED]], %[[CB]] : f32
+// CHECK:         nvvm.vote.sync  all
+// CHECK-NEXT:    scf.if
+// CHECK:           %[[C_ROW:.*]] = llvm.getelementptr %[[C]]
+// CHECK-NOT:       scf.if
+// CHECK:           llvm.load %[[C_ROW]] : !llvm.ptr<1> -> i32
+// CHECK-NOT:       scf.if
+// CHECK:           %[[ACC:.*]] = llvm.extractvalue
+// CHECK:           %[[SCALED:.*]] = arith.mulf %[[ACC]], %[[ALPHA]] {{.*}}: f32
+// CHECK:           %[[CPAIR:.*]] = arith.extf %{{.*}} : vector<2xf16> to vector<2xf32>
+// CHECK:           %[[CIN:.*]] = llvm.extractelement %[[CPAIR]]
+// CHECK:           %[[CB:.*]] = arith.mulf %[[CIN]], %[[BETA]] {{.*}}: f32
+// CHECK:           arith.addf %[[SCALED]], %[[CB]] {{.*}}: f32
+// CHECK:         } else {
+// CHECK:           %[[C_ROW2:.*]] = llvm.getelementptr %[[C]]
+// CHECK:           scf.if %{{.*}} -> (i32) {
+// CHECK-NEXT:        llvm.load %[[C_ROW2]] : !llvm.ptr<1> -> i32
 // MEMORY: affine: loads c#2 input#5 input#6; stores output#0 output#1
 func.func @affine(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>, %c: tensor<?x?xf16>,
                   %alpha: f32, %beta: f32, %row: tensor<?xbf16>, %col: tensor<?xf32>, %s: f32)

@@ -20,7 +20,7 @@
 // CHECK-SAME:      ins(%[[MM]], %[[BIAS]] : tensor<?x32xf32>, tensor<32xf32>)
 // CHECK:         %[[GELU:.*]] = linalg.generic
 // CHECK-SAME:      ins(%[[ADD]] : tensor<?x32xf32>)
-// CHECK:           math.tanh
+// CHECK:           math.exp2
 // CHECK:         %[[OUT:.*]] = linalg.generic
 // CHECK-SAME:      ins(%[[GELU]] : tensor<?x32xf32>) outs(%{{.*}} : tensor<?x32xbf16>)
 // CHECK:           arith.truncf %{{.*}} : f32 to bf16

@@ -17,46 +17,54 @@ static Value i32Const(OpBuilder &b, Location loc, uint32_t value) {
       b, loc, b.getI32IntegerAttr(static_cast<int32_t>(value)));
 }
 
+ActivationPrimitives ActivationPrimitives::exact() {
+  return {[](OpBuilder &b, Location loc, Value t) -> Value {
+            return math::Exp2Op::create(b, loc, t);
+          },
+          [](OpBuilder &b, Location loc, Value p, Value q) -> Value {
+            return arith::DivFOp::create(b, loc, p, q);
+          }};
+}
+
 Value mlir::coda::buildActivation(OpBuilder &b, Location loc,
-                                  ActivationKind kind, Value x) {
+                                  ActivationKind kind, Value x,
+                                  const ActivationPrimitives &primitives) {
   Value one = f32Const(b, loc, 1.0);
   Value half = f32Const(b, loc, 0.5);
-  // x * sigmoid(x) and sigmoid(x) share 1 / (1 + exp(-x)).
-  auto sigmoid = [&] {
-    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-    return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e));
+  auto mul = [&](Value p, Value q) {
+    return arith::MulFOp::create(b, loc, p, q);
   };
+  // p / (1 + 2^t): p * sigmoid(-t / log2(e)). A large t makes 2^t infinite
+  // and the quotient zero; a very negative one makes it p.
+  auto overOnePlusExp2 = [&](Value p, Value t) -> Value {
+    Value e = primitives.exp2(b, loc, t);
+    return primitives.divide(b, loc, p, arith::AddFOp::create(b, loc, one, e));
+  };
+  constexpr double kLog2E = 1.4426950408889634;
   switch (kind) {
   case ActivationKind::GeluTanh: {
-    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    Value x3 = arith::MulFOp::create(
-        b, loc, x, arith::MulFOp::create(b, loc, x, x));
-    Value inner = arith::AddFOp::create(
-        b, loc, x,
-        arith::MulFOp::create(b, loc, f32Const(b, loc, 0.044715), x3));
-    Value t = math::TanhOp::create(
-        b, loc,
-        arith::MulFOp::create(b, loc, f32Const(b, loc, 0.7978845608028654),
-                              inner));
-    return arith::MulFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, half, x),
-        arith::AddFOp::create(b, loc, one, t));
+    // 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed
+    // as x * sigmoid(2u) = x / (1 + 2^(-2u log2(e))): one exponential and
+    // one division, and no cancellation in 1 + tanh(u) for negative x.
+    constexpr double kScale = -2.0 * 0.7978845608028654 * kLog2E;
+    Value poly = arith::AddFOp::create(
+        b, loc, f32Const(b, loc, kScale),
+        mul(f32Const(b, loc, kScale * 0.044715), mul(x, x)));
+    return overOnePlusExp2(x, mul(x, poly));
   }
   case ActivationKind::GeluErf: {
     // 0.5 x (1 + erf(x / sqrt(2)))
-    Value e = math::ErfOp::create(
-        b, loc,
-        arith::MulFOp::create(b, loc, x, f32Const(b, loc, 0.7071067811865476)));
-    return arith::MulFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, half, x),
-        arith::AddFOp::create(b, loc, one, e));
+    Value e = math::ErfOp::create(b, loc,
+                                  mul(x, f32Const(b, loc, 0.7071067811865476)));
+    return mul(mul(half, x), arith::AddFOp::create(b, loc, one, e));
   }
   case ActivationKind::Relu:
     return arith::MaximumFOp::create(b, loc, x, f32Const(b, loc, 0.0));
   case ActivationKind::Silu:
-    return arith::MulFOp::create(b, loc, x, sigmoid());
+    // x * sigmoid(x) = x / (1 + 2^(-x log2(e)))
+    return overOnePlusExp2(x, mul(x, f32Const(b, loc, -kLog2E)));
   case ActivationKind::Sigmoid:
-    return sigmoid();
+    return overOnePlusExp2(one, mul(x, f32Const(b, loc, -kLog2E)));
   }
   llvm_unreachable("unknown activation kind");
 }

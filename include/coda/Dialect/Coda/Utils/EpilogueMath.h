@@ -13,11 +13,26 @@
 #include "mlir/IR/Builders.h"
 
 #include <array>
+#include <functional>
 
 namespace mlir::coda {
 
-/// Builds the arith/math formula of activation `kind` on the f32 value `x`.
-Value buildActivation(OpBuilder &b, Location loc, ActivationKind kind, Value x);
+/// The exponential and the division the activations are made of. A target
+/// may build faster equivalents (the GPU's ex2.approx and div.approx, each
+/// within 2 ulp); exact() builds math.exp2 and arith.divf.
+struct ActivationPrimitives {
+  /// 2^t.
+  std::function<Value(OpBuilder &, Location, Value t)> exp2;
+  /// p / q.
+  std::function<Value(OpBuilder &, Location, Value p, Value q)> divide;
+
+  static ActivationPrimitives exact();
+};
+
+/// Builds the formula of activation `kind` on the f32 value `x`.
+Value buildActivation(
+    OpBuilder &b, Location loc, ActivationKind kind, Value x,
+    const ActivationPrimitives &primitives = ActivationPrimitives::exact());
 
 /// Builds Philox-4x32-10 on a counter of four i32 values and a key of two i32
 /// values, returning its four i32 output words.
