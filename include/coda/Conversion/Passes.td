@@ -50,7 +50,7 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
            "Output rows per tile: 128 or 256 (cooperative), 64 or 128 "
            "(pingpong); 0 chooses">,
     Option<"tileN", "tile-n", "int64_t", /*default=*/"0",
-           "Output columns per tile: 64, 128 or 256; 0 chooses">,
+           "Output columns per tile: 64, 128, 192 or 256; 0 chooses">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Shared-memory pipeline depth (K steps in flight), at least 2; 0 "
            "chooses">,

@@ -41,7 +41,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::init(0)};
   Option<int64_t> tileN{
       *this, "tile-n",
-      llvm::cl::desc("Output columns per tile: 64, 128 or 256; 0 chooses"),
+      llvm::cl::desc("Output columns per tile: 64, 128, 192 or 256; 0 chooses"),
       llvm::cl::init(0)};
   Option<int64_t> stages{
       *this, "stages",

@@ -96,9 +96,9 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
   int64_t n = bType.getDimSize(bType.getRank() - (op.getTransposeB() ? 2 : 1));
   TileConfig tile = chooseTile(config, rowReduction, n);
   bool pingpong = *tile.schedule == Schedule::Pingpong;
-  if (tile.tileN != 64 && tile.tileN != 128 && tile.tileN != 256)
+  if (!llvm::is_contained({64, 128, 192, 256}, tile.tileN))
     return op.emitOpError()
-           << "tile-n must be 64, 128 or 256, got " << tile.tileN;
+           << "tile-n must be 64, 128, 192 or 256, got " << tile.tileN;
   if (pingpong && tile.tileM != 64 && tile.tileM != 128)
     return op.emitOpError() << "tile-m must be 64 or 128 with the ping-pong "
                                "schedule (each consumer warpgroup computes "

@@ -61,7 +61,7 @@ enum class Schedule {
 struct TileConfig {
   /// Output rows per tile: 128 or 256 (cooperative), 64 or 128 (ping-pong).
   int64_t tileM = 0;
-  /// Output columns per tile: 64, 128 or 256.
+  /// Output columns per tile: 64, 128, 192 or 256.
   int64_t tileN = 0;
   /// Shared-memory pipeline depth (K steps in flight): at least 2.
   int64_t stages = 0;

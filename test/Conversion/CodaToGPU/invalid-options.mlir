@@ -11,7 +11,7 @@
 // RUN: not coda-opt %s --coda-to-gpu=tile-n=128 2>&1 | FileCheck %s --check-prefix=ROWS
 
 // CHIP: error: 'coda.gemm' op cannot run on chip 'sm_80': the GPU lowering emits wgmma and TMA instructions, which need chip sm_90a
-// TILE: error: 'coda.gemm' op tile-n must be 64, 128 or 256, got 96
+// TILE: error: 'coda.gemm' op tile-n must be 64, 128, 192 or 256, got 96
 // STAGES: error: 'coda.gemm' op stages must be at least 2 (one slot is refilled while the next is read), got 1
 // SMEM: error: 'coda.gemm' op needs 245840 bytes of shared memory per block (5 stages of 49152 bytes), more than the 232448 bytes sm_90a gives a block; use fewer stages or a smaller tile
 // FITS: shared_memory_bytes = 196672 : i64

@@ -391,14 +391,18 @@ FC1 = (8192, 3072, 768)  # GPT-2's MLP up-projection: M tokens, N, K
 TILINGS = [('default', {}), ('coop256x128', dict(tile_m=256, tile_n=128)),
            ('pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128)),
            ('pp64x256', dict(schedule='pingpong', tile_m=64, tile_n=256)),
-           ('n128', dict(tile_n=128))]
+           ('n128', dict(tile_n=128)), ('n192', dict(tile_n=192))]
 # The kernel shapes besides the default that every persistent-kernel case
 # runs under.
 SHAPES = [('coop256x128', dict(tile_m=256, tile_n=128)),
           ('pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128)),
           ('pp64x256', dict(schedule='pingpong', tile_m=64, tile_n=256)),
           ('n64s2', dict(tile_n=64, stages=2)),
-          ('pp64x64s2', dict(schedule='pingpong', tile_m=64, tile_n=64, stages=2))]
+          ('pp64x64s2', dict(schedule='pingpong', tile_m=64, tile_n=64, stages=2)),
+          ('n192', dict(tile_n=192))]
+# The shapes the other programs run under: both ping-pong shapes and 192
+# columns (three 64-column boxes of an N-major B).
+OTHER_SHAPES = [SHAPES[1], SHAPES[2], SHAPES[-1]]
 
 
 def fc1_cases():
@@ -426,14 +430,14 @@ def fc1_cases():
 def shape_cases():
     """Many tiles per persistent block (ragged M and N, K of 16 steps and of 3,
     fewer than the stages, an odd N) under the default and every other kernel
-    shape; the other programs under the ping-pong shapes."""
+    shape; the other programs under OTHER_SHAPES."""
     cases = []
     for name, (m, n, k) in (('big', (2999, 1496, 1000)), ('shallow', (2999, 1499, 136))):
         case = mlp_case(name, m, n, k)
         cases.append(case)
         cases += [case.under(f'{name}_{tag}', **shape) for tag, shape in SHAPES]
     for case in (nn_f16(), tf32(), layernorm(), batched_a(), batched_ln(), dbias()):
-        cases += [case.under(f'{case.name}_{tag}', **shape) for tag, shape in SHAPES[1:3]]
+        cases += [case.under(f'{case.name}_{tag}', **shape) for tag, shape in OTHER_SHAPES]
     return cases
 
 
