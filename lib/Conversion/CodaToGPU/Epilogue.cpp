@@ -30,6 +30,14 @@
 // bytes of columns 32g + 8t .. 32g + 8t + 7 when the whole group is inside
 // the output and aligned; otherwise, and for f32, pair by pair.
 //
+// The epilogue is built twice: a warp whose rows and tile columns are all
+// inside the output, with N a multiple of 8 and every tensor 16-byte aligned
+// (decided by a warp vote, so that ptxas sees a uniform branch) runs a copy
+// without bounds or alignment checks; the others check every access. Every
+// address is a row slot's address, computed once, plus a constant. The
+// producer prefetches each tile's rows of the tensors read along m and n into
+// L2 while the tile's main loop runs (buildEpiloguePrefetch).
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
@@ -193,6 +201,7 @@ struct EpilogueTensor {
   Value pointer;
   Type elementType;
   unsigned mask;
+  bool isOutput;
 };
 } // namespace
 
@@ -207,16 +216,34 @@ static SmallVector<EpilogueTensor> getTensors(const KernelPlan &plan,
   SmallVector<EpilogueTensor> tensors;
   for (auto [i, pointer] : llvm::enumerate(values.outputs))
     tensors.push_back({pointer, elementType(op.getResult(i)),
-                       op.getResultDimsAt(i).getMask()});
+                       op.getResultDimsAt(i).getMask(), /*isOutput=*/true});
   if (Value c = op.getC())
-    tensors.push_back(
-        {values.c, elementType(c), op.getOutputSpaceDims().getMask()});
+    tensors.push_back({values.c, elementType(c),
+                       op.getOutputSpaceDims().getMask(), /*isOutput=*/false});
   for (auto [i, input] : llvm::enumerate(op.getInputs()))
     if (isa<RankedTensorType>(input.getType()))
       tensors.push_back(
           {values.inputs[i], elementType(input),
-           dims.getMask(op.getEpilogueBlock().getArgument(i + 1))});
+           dims.getMask(op.getEpilogueBlock().getArgument(i + 1)),
+           /*isOutput=*/false});
   return tensors;
+}
+
+/// The element offset of (batch, row, col) in a dense tensor spanning `mask`.
+static Value getLinearIndex(KernelBuilder &b, const KernelValues &values,
+                            unsigned mask, Value batch, Value row, Value col) {
+  Value index;
+  auto append = [&](Value coord, Value size) {
+    index = index ? b.add(b.mul(index, b.wide(size)), b.wide(coord))
+                  : b.wide(coord);
+  };
+  if (mask & DimsAttr::kB)
+    append(batch, values.batchCount);
+  if (mask & DimsAttr::kM)
+    append(row, values.m);
+  if (mask & DimsAttr::kN)
+    append(col, values.n);
+  return index;
 }
 
 Value EpilogueBuilder::isInterior(KernelBuilder &b, const KernelPlan &plan,
@@ -322,18 +349,7 @@ Value EpilogueBuilder::chunkAddress(Value pointer, Type elementType, int64_t h,
 }
 
 Value EpilogueBuilder::linearIndex(unsigned mask, int64_t h, Value col) {
-  Value index;
-  auto append = [&](Value coord, Value size) {
-    index = index ? b.add(b.mul(index, b.wide(size)), b.wide(coord))
-                  : b.wide(coord);
-  };
-  if (mask & DimsAttr::kB)
-    append(values.batch, values.batchCount);
-  if (mask & DimsAttr::kM)
-    append(rows[h], values.m);
-  if (mask & DimsAttr::kN)
-    append(col, values.n);
-  return index;
+  return getLinearIndex(b, values, mask, values.batch, rows[h], col);
 }
 
 Value EpilogueBuilder::loadSlot(Value pointer, Type elementType, unsigned mask,
@@ -816,5 +832,48 @@ void mlir::coda::buildEpilogue(OpBuilder &builder, Location loc,
     b.setInsertionPoint(interior ? ifOp.thenBlock()->getTerminator()
                                  : ifOp.elseBlock()->getTerminator());
     EpilogueBuilder(b, plan, values, accumulators, interior).build();
+  }
+}
+
+void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,
+                                       const KernelPlan &plan,
+                                       const KernelValues &values, Value batch,
+                                       Value rowBase, Value colBase) {
+  KernelBuilder b(loc, builder);
+  constexpr unsigned kMatrix = DimsAttr::kM | DimsAttr::kN;
+  SmallVector<EpilogueTensor> tensors = llvm::filter_to_vector(
+      getTensors(plan, values, EpilogueDims(plan.op)),
+      [&](const EpilogueTensor &tensor) {
+        return !tensor.isOutput && (tensor.mask & kMatrix) == kMatrix;
+      });
+  if (tensors.empty())
+    return;
+  // The tile's rows and columns inside the output; of each row, the 16-byte
+  // aligned blocks inside its columns (the bulk prefetch's granule).
+  Value rows = arith::MinUIOp::create(b, b.i32(plan.tile.tileM),
+                                      b.sub(values.m, rowBase));
+  Value cols = arith::MinUIOp::create(b, b.i32(plan.tile.tileN),
+                                      b.sub(values.n, colBase));
+  auto loop = scf::ForOp::create(b, b.i32(0), rows, b.i32(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value row = b.add(rowBase, loop.getInductionVar());
+  for (const EpilogueTensor &tensor : tensors) {
+    int64_t bytes = tensor.elementType.getIntOrFloatBitWidth() / 8;
+    Value start = LLVM::PtrToIntOp::create(
+        b, b.getI64Type(),
+        b.gep(tensor.pointer, tensor.elementType,
+              getLinearIndex(b, values, tensor.mask, batch, row, colBase)));
+    Value end = b.add(start, b.mul(b.wide(cols), b.i64(bytes)));
+    Value first = b.andi(b.add(start, b.i64(15)), b.i64(~int64_t{15}));
+    Value last = b.andi(end, b.i64(~int64_t{15}));
+    b.ifThen(b.cmp(arith::CmpIPredicate::ult, first, last), [&] {
+      Value address =
+          LLVM::IntToPtrOp::create(b, tensor.pointer.getType(), first);
+      Value size = arith::TruncIOp::create(b, b.getI32Type(),
+                                           b.sub(last, first));
+      NVVM::CpAsyncBulkPrefetchOp::create(b, address, size,
+                                          /*l2CacheHint=*/Value());
+    });
   }
 }

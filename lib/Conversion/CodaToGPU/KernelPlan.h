@@ -31,7 +31,9 @@
 //    Ping-pong: each consumer computes whole tiles, taking every other tile
 //    of the block, so that one's epilogue overlaps the other's main loop;
 //  - the epilogue runs the coda.gemm region on the accumulator registers and
-//    writes each output element once, with bounds checks.
+//    writes each output element once (bounds checks only in the last row and
+//    column of tiles); the producer prefetches the tile's C and residual-like
+//    inputs into L2 as it starts loading the tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -180,6 +182,14 @@ struct KernelValues {
 /// multiplies the tile and whose epilogue is built by buildEpilogue.
 void buildPersistentKernel(OpBuilder &b, Location loc, const KernelPlan &plan,
                            const KernelValues &values);
+
+/// Builds the L2 prefetch of the tile at (`batch`, `rowBase`, `colBase`) of
+/// every tensor the epilogue reads along m and n (C, a residual): one bulk
+/// prefetch per row, issued by the producer as it starts the tile's loads,
+/// so that the epilogue's loads find them in L2.
+void buildEpiloguePrefetch(OpBuilder &b, Location loc, const KernelPlan &plan,
+                           const KernelValues &values, Value batch,
+                           Value rowBase, Value colBase);
 
 /// Builds the epilogue of one tile: runs the coda.gemm region on every
 /// accumulator element the thread holds (`accumulators`: the consumer's

@@ -187,6 +187,9 @@ void KernelBodyBuilder::buildProducer() {
       [&](const TileCoords &tile, RingState base) {
         Value rowBase = b.mul(tile.rowBlock, b.i32(plan.tile.tileM));
         Value colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
+        // The tile's epilogue inputs travel to L2 during its main loop.
+        buildEpiloguePrefetch(b, b.getLoc(), plan, values, tile.batch, rowBase,
+                              colBase);
         auto loop = scf::ForOp::create(b, b.i32(0), kSteps, b.i32(1));
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(loop.getBody());
