@@ -4,6 +4,7 @@
 #include "CudaDriver.h"
 
 #include "coda/Conversion/CodaToGPU/KernelABI.h"
+#include "coda/Dialect/Coda/IR/CodaOps.h"
 #include "coda/Frontend/EpilogueImport.h"
 #include "coda/Pipelines/Pipelines.h"
 #include "coda/Registration/Registration.h"
@@ -36,20 +37,22 @@
 using namespace mlir;
 using namespace mlir::coda;
 using runtime::CudaDriver;
+using runtime::Kernel;
 
 static llvm::Error error(const Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-namespace {
 /// A kernel compiled and loaded into the driver, shared by every program with
 /// the same cache key.
-struct Kernel {
+struct mlir::coda::runtime::Kernel {
   std::string ptx;
   KernelABI abi;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
 };
+
+namespace {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -109,7 +112,8 @@ struct GpuRuntime::Impl {
 };
 
 struct GpuProgram::Loaded {
-  std::shared_ptr<Kernel> kernel;
+  /// The kernels prepared so far, by the shape part of their key.
+  llvm::StringMap<std::shared_ptr<Kernel>> byShape;
 };
 
 //===----------------------------------------------------------------------===//
@@ -207,9 +211,11 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       ProgramSignature::get(*module, function);
   if (failed(signature))
     return error(diagnostics.text);
+  bool reducesRows = false;
+  module->walk([&](RowReduceOp) { reducesRows = true; });
   return std::unique_ptr<GpuProgram>(
       new GpuProgram(*this, mlirSource.str(), sourceName.str(),
-                     std::move(*signature), options));
+                     std::move(*signature), options, reducesRows));
 }
 
 llvm::Expected<std::unique_ptr<GpuProgram>>
@@ -255,10 +261,11 @@ GpuRuntime::loadEpilogue(llvm::StringRef dslSource, llvm::StringRef dtype,
 
 GpuProgram::GpuProgram(GpuRuntime &runtime, std::string source,
                        std::string sourceName, ProgramSignature signature,
-                       GpuCompileOptions options)
+                       GpuCompileOptions options, bool reducesRows)
     : runtime(runtime), source(std::move(source)),
       sourceName(std::move(sourceName)), signature(std::move(signature)),
-      options(options) {}
+      options(options), reducesRows(reducesRows),
+      loaded(std::make_unique<Loaded>()) {}
 
 GpuProgram::~GpuProgram() = default;
 
@@ -379,55 +386,89 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
   return error;
 }
 
-llvm::Error GpuProgram::prepare() {
+/// The kernel shape's part of the cache key.
+static std::string getShapeKey(const GpuCompileOptions &shape) {
+  return std::to_string(shape.tileM) + "/" + std::to_string(shape.tileN) +
+         "/" + std::to_string(shape.stages) + "/" + shape.schedule;
+}
+
+bool GpuProgram::isShapePinned() const {
+  return options.tileM || options.tileN || options.stages ||
+         !options.schedule.empty();
+}
+
+GpuCompileOptions
+GpuProgram::chooseShape(const ProblemShape &problem) const {
+  if (isShapePinned() || reducesRows)
+    return options;
+  GpuCompileOptions shape;
+  int64_t tileN = chooseTileN(problem, runtime.impl->multiprocessors);
+  // 256 columns is the compiler's own default: leave it to the compiler, so
+  // that the kernel is the one prepare() compiles.
+  if (tileN != 256)
+    shape.tileN = tileN;
+  return shape;
+}
+
+llvm::Error GpuProgram::prepare() { return prepareShape(options).takeError(); }
+
+llvm::Error GpuProgram::prepare(const ProblemShape &problem) {
+  return prepareShape(chooseShape(problem)).takeError();
+}
+
+llvm::Expected<std::shared_ptr<Kernel>>
+GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   GpuRuntime::Impl &impl = *runtime.impl;
   std::lock_guard<std::mutex> lock(impl.mutex);
-  if (loaded)
-    return llvm::Error::success();
+  std::string shapeKey = getShapeKey(shape);
+  if (std::shared_ptr<Kernel> known = loaded->byShape.lookup(shapeKey))
+    return known;
 
   GpuPipelineOptions pipeline;
   pipeline.chip = "sm_" + std::to_string(runtime.computeCapability) + "a";
-  pipeline.tileM = options.tileM;
-  pipeline.tileN = options.tileN;
-  pipeline.stages = options.stages;
-  pipeline.schedule = options.schedule;
+  pipeline.tileM = shape.tileM;
+  pipeline.tileN = shape.tileN;
+  pipeline.stages = shape.stages;
+  pipeline.schedule = shape.schedule;
 
   // The key covers everything the kernel depends on.
+  GpuCompileStats fresh;
   llvm::SHA256 hash;
   for (StringRef part : {StringRef(kCodaCompilerVersion),
                          StringRef(pipeline.chip.getValue()),
                          StringRef(source),
                          StringRef(signature.functionName)})
     hash.update(part), hash.update(StringRef("\0", 1));
-  hash.update(std::to_string(pipeline.tileM) + "/" +
-              std::to_string(pipeline.tileN) + "/" +
-              std::to_string(pipeline.stages) + "/" + options.schedule);
-  stats.key = llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
+  hash.update(shapeKey);
+  fresh.key = llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 
-  std::shared_ptr<Kernel> kernel = impl.kernels.lookup(stats.key);
+  std::shared_ptr<Kernel> kernel = impl.kernels.lookup(fresh.key);
   if (!kernel) {
-    auto fresh = std::make_shared<Kernel>();
+    auto compiled = std::make_shared<Kernel>();
     auto start = std::chrono::steady_clock::now();
-    if (readCache(*impl.mlir, runtime.cacheDirectory, stats.key, *fresh)) {
-      stats.fromDiskCache = true;
+    if (readCache(*impl.mlir, runtime.cacheDirectory, fresh.key, *compiled)) {
+      fresh.fromDiskCache = true;
     } else {
       if (auto e = compile(*impl.mlir, source, sourceName,
-                           signature.functionName, pipeline, *fresh))
-        return e;
-      stats.compileSeconds = secondsSince(start);
-      writeCache(*impl.mlir, runtime.cacheDirectory, stats.key, *fresh);
+                           signature.functionName, pipeline, *compiled))
+        return std::move(e);
+      fresh.compileSeconds = secondsSince(start);
+      writeCache(*impl.mlir, runtime.cacheDirectory, fresh.key, *compiled);
     }
 
     start = std::chrono::steady_clock::now();
     if (auto e = load(*impl.driver, impl.context, signature.functionName,
-                      *fresh))
-      return e;
-    stats.loadSeconds = secondsSince(start);
-    impl.kernels[stats.key] = kernel = std::move(fresh);
+                      *compiled))
+      return std::move(e);
+    fresh.loadSeconds = secondsSince(start);
+    impl.kernels[fresh.key] = kernel = std::move(compiled);
   }
+  fresh.tileM = kernel->abi.tileM;
+  fresh.tileN = kernel->abi.tileN;
+  stats = std::move(fresh);
   ptx = kernel->ptx;
-  loaded = std::make_unique<Loaded>(Loaded{kernel});
-  return llvm::Error::success();
+  loaded->byShape[shapeKey] = kernel;
+  return kernel;
 }
 
 //===----------------------------------------------------------------------===//
@@ -459,10 +500,6 @@ static std::optional<CUtensorMapDataType> tensorMapType(Type type) {
 
 llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
                                ArrayRef<DeviceTensor> outputs, void *stream) {
-  if (auto e = prepare())
-    return e;
-  const Kernel &kernel = *loaded->kernel;
-  const KernelABI &abi = kernel.abi;
   const CudaDriver &driver = *runtime.impl->driver;
   const std::string &name = signature.functionName;
 
@@ -495,6 +532,12 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
     return llvm::Error::success();
   if (problem->k == 0)
     return error("'" + name + "': K = 0 is not supported on the GPU");
+  llvm::Expected<std::shared_ptr<Kernel>> prepared =
+      prepareShape(chooseShape(*problem));
+  if (!prepared)
+    return prepared.takeError();
+  const Kernel &kernel = **prepared;
+  const KernelABI &abi = kernel.abi;
   if (abi.maxN && problem->n > abi.maxN)
     return error("'" + name + "' reduces rows over N = " + Twine(problem->n) +
                  ", but its GPU kernel holds at most " + Twine(abi.maxN) +

@@ -257,7 +257,7 @@ int main(int argc, char **argv) {
                                            programPath);
     if (!program)
       return fail(program.takeError());
-    if (llvm::Error error = (*program)->prepare())
+    if (llvm::Error error = (*program)->prepare(bound->problem))
       return fail(std::move(error));
     auto start = std::chrono::steady_clock::now();
     llvm::Expected<HostRunResult> run = runOnHost(
@@ -266,8 +266,10 @@ int main(int argc, char **argv) {
       return fail(run.takeError());
     runSeconds = secondsSince(start);
     const GpuCompileStats &stats = (*program)->getCompileStats();
-    timing = llvm::formatv("{0}: {1}, load {2:f3} s, run {3:f3} s",
-                           (*runtime)->getDeviceDescription(),
+    timing = llvm::formatv("{0}: {1}x{2} tiles, {3}, load {4:f3} s, run "
+                           "{5:f3} s",
+                           (*runtime)->getDeviceDescription(), stats.tileM,
+                           stats.tileN,
                            stats.fromDiskCache
                                ? std::string("kernel from the disk cache")
                                : llvm::formatv("compile {0:f3} s",

@@ -29,6 +29,10 @@
 
 namespace mlir::coda {
 
+namespace runtime {
+struct Kernel;
+} // namespace runtime
+
 /// A tensor in device memory: a CUdeviceptr to dense row-major data.
 struct DeviceTensor {
   uint64_t pointer = 0;
@@ -52,6 +56,13 @@ struct GpuCompileOptions {
   std::string schedule;
 };
 
+/// The tile width (output columns: 256 or 192) for a cooperative kernel of
+/// 128-row tiles that computes `problem` on `multiprocessors` SMs: the one
+/// whose tiles fill the waves of persistent blocks best, a 192-column tile
+/// counted as doing 15% less per column than a 256-column one (measured
+/// 3-16%). GPT-2's N = 768 makes 4 tiles per row block instead of 3, e.g.
+int64_t chooseTileN(const ProblemShape &problem, int multiprocessors);
+
 /// What happened when a program was prepared for its first launch.
 struct GpuCompileStats {
   /// Seconds spent compiling (0 when the kernel came from a cache).
@@ -62,6 +73,8 @@ struct GpuCompileStats {
   bool fromDiskCache = false;
   /// The cache key.
   std::string key;
+  /// The kernel's output tile (rows x columns).
+  int64_t tileM = 0, tileN = 0;
 };
 
 class GpuRuntime;
@@ -74,16 +87,22 @@ public:
   const ProgramSignature &getSignature() const { return signature; }
 
   /// Compiles the program (or fetches it from a cache) and loads it, if that
-  /// has not happened yet.
+  /// has not happened yet: for the kernel shape of the compile options, or
+  /// the one launches of `problem` use (see launch()).
   llvm::Error prepare();
+  llvm::Error prepare(const ProblemShape &problem);
+  /// What preparing the kernel prepared last took.
   const GpuCompileStats &getCompileStats() const { return stats; }
-  /// The PTX of the kernel (after prepare()).
+  /// The PTX of the kernel prepared last.
   llvm::StringRef getPtx() const { return ptx; }
 
   /// Launches the program on `stream` (a CUstream; null is the default
   /// stream): `arguments` in the signature's order, `outputs` in result
   /// order, all on the runtime's device. Checks every shape and alignment
-  /// first.
+  /// first; does nothing when M or N is 0. Unless the compile options pin the
+  /// kernel shape, each problem gets the tile width that fills the GPU's
+  /// waves best (chooseTileN); each shape is compiled once, at its first
+  /// launch.
   llvm::Error launch(ArrayRef<DeviceValue> arguments,
                      ArrayRef<DeviceTensor> outputs, void *stream);
 
@@ -99,13 +118,24 @@ private:
   friend class GpuRuntime;
   struct Loaded;
   GpuProgram(GpuRuntime &runtime, std::string source, std::string sourceName,
-             ProgramSignature signature, GpuCompileOptions options);
+             ProgramSignature signature, GpuCompileOptions options,
+             bool reducesRows);
+  /// Whether the compile options fix any part of the kernel shape.
+  bool isShapePinned() const;
+  /// The kernel shape launches of `problem` use.
+  GpuCompileOptions chooseShape(const ProblemShape &problem) const;
+  /// Compiles (or fetches) and loads the kernel of `shape`, once.
+  llvm::Expected<std::shared_ptr<runtime::Kernel>>
+  prepareShape(const GpuCompileOptions &shape);
 
   GpuRuntime &runtime;
   std::string source;
   std::string sourceName;
   ProgramSignature signature;
   GpuCompileOptions options;
+  /// Whether the program has row reductions (whose rows must fit a tile, so
+  /// that the tile width stays the compiler's choice).
+  bool reducesRows;
   GpuCompileStats stats;
   std::string ptx;
   std::unique_ptr<Loaded> loaded;
