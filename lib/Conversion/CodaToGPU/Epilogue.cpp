@@ -34,9 +34,9 @@
 // inside the output, with N a multiple of 8 and every tensor 16-byte aligned
 // (decided by a warp vote, so that ptxas sees a uniform branch) runs a copy
 // without bounds or alignment checks; the others check every access. Every
-// address is a row slot's address, computed once, plus a constant. The
-// producer prefetches each tile's rows of the tensors read along m and n into
-// L2 while the tile's main loop runs (buildEpiloguePrefetch).
+// address is a row slot's address, computed once, plus a constant. As a
+// tile's main loop starts, each consumer thread prefetches one of its rows of
+// the tensors read along m and n into L2 (buildEpiloguePrefetch).
 //
 //===----------------------------------------------------------------------===//
 
@@ -837,8 +837,7 @@ void mlir::coda::buildEpilogue(OpBuilder &builder, Location loc,
 
 void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,
                                        const KernelPlan &plan,
-                                       const KernelValues &values, Value batch,
-                                       Value rowBase, Value colBase) {
+                                       const KernelValues &values) {
   KernelBuilder b(loc, builder);
   constexpr unsigned kMatrix = DimsAttr::kM | DimsAttr::kN;
   SmallVector<EpilogueTensor> tensors = llvm::filter_to_vector(
@@ -848,32 +847,33 @@ void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,
       });
   if (tensors.empty())
     return;
-  // The tile's rows and columns inside the output; of each row, the 16-byte
-  // aligned blocks inside its columns (the bulk prefetch's granule).
-  Value rows = arith::MinUIOp::create(b, b.i32(plan.tile.tileM),
-                                      b.sub(values.m, rowBase));
-  Value cols = arith::MinUIOp::create(b, b.i32(plan.tile.tileN),
-                                      b.sub(values.n, colBase));
-  auto loop = scf::ForOp::create(b, b.i32(0), rows, b.i32(1));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value row = b.add(rowBase, loop.getInductionVar());
-  for (const EpilogueTensor &tensor : tensors) {
-    int64_t bytes = tensor.elementType.getIntOrFloatBitWidth() / 8;
-    Value start = LLVM::PtrToIntOp::create(
-        b, b.getI64Type(),
-        b.gep(tensor.pointer, tensor.elementType,
-              getLinearIndex(b, values, tensor.mask, batch, row, colBase)));
-    Value end = b.add(start, b.mul(b.wide(cols), b.i64(bytes)));
-    Value first = b.andi(b.add(start, b.i64(15)), b.i64(~int64_t{15}));
-    Value last = b.andi(end, b.i64(~int64_t{15}));
-    b.ifThen(b.cmp(arith::CmpIPredicate::ult, first, last), [&] {
-      Value address =
-          LLVM::IntToPtrOp::create(b, tensor.pointer.getType(), first);
-      Value size = arith::TruncIOp::create(b, b.getI32Type(),
-                                           b.sub(last, first));
-      NVVM::CpAsyncBulkPrefetchOp::create(b, address, size,
-                                          /*l2CacheHint=*/Value());
-    });
-  }
+  Value t = b.remu(values.threadId, b.i32(128));
+  Value row = b.add(values.rowBase, t);
+  Value prefetches =
+      b.andi(b.ult(t, b.i32(plan.consumerRows)), b.ult(row, values.m));
+  b.ifThen(prefetches, [&] {
+    // Of the row's columns inside the output, the 16-byte aligned blocks
+    // (the bulk prefetch's granule).
+    Value cols = arith::MinUIOp::create(b, b.i32(plan.tile.tileN),
+                                        b.sub(values.n, values.colBase));
+    for (const EpilogueTensor &tensor : tensors) {
+      int64_t bytes = tensor.elementType.getIntOrFloatBitWidth() / 8;
+      Value start = LLVM::PtrToIntOp::create(
+          b, b.getI64Type(),
+          b.gep(tensor.pointer, tensor.elementType,
+                getLinearIndex(b, values, tensor.mask, values.batch, row,
+                               values.colBase)));
+      Value end = b.add(start, b.mul(b.wide(cols), b.i64(bytes)));
+      Value first = b.andi(b.add(start, b.i64(15)), b.i64(~int64_t{15}));
+      Value last = b.andi(end, b.i64(~int64_t{15}));
+      b.ifThen(b.cmp(arith::CmpIPredicate::ult, first, last), [&] {
+        Value address =
+            LLVM::IntToPtrOp::create(b, tensor.pointer.getType(), first);
+        Value size =
+            arith::TruncIOp::create(b, b.getI32Type(), b.sub(last, first));
+        NVVM::CpAsyncBulkPrefetchOp::create(b, address, size,
+                                            /*l2CacheHint=*/Value());
+      });
+    }
+  });
 }

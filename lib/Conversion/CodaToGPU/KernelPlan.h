@@ -32,8 +32,8 @@
 //    of the block, so that one's epilogue overlaps the other's main loop;
 //  - the epilogue runs the coda.gemm region on the accumulator registers and
 //    writes each output element once (bounds checks only in the last row and
-//    column of tiles); the producer prefetches the tile's C and residual-like
-//    inputs into L2 as it starts loading the tile.
+//    column of tiles); the consumers prefetch the tile's C and residual-like
+//    inputs into L2 as they start the tile's main loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -183,13 +183,12 @@ struct KernelValues {
 void buildPersistentKernel(OpBuilder &b, Location loc, const KernelPlan &plan,
                            const KernelValues &values);
 
-/// Builds the L2 prefetch of the tile at (`batch`, `rowBase`, `colBase`) of
-/// every tensor the epilogue reads along m and n (C, a residual): one bulk
-/// prefetch per row, issued by the producer as it starts the tile's loads,
-/// so that the epilogue's loads find them in L2.
+/// Builds the L2 prefetch of the calling consumer's rows of the tile of
+/// every tensor the epilogue reads along m and n (C, a residual): thread t
+/// of the warpgroup prefetches the tile's columns of row rowBase + t with one
+/// bulk prefetch, so that the epilogue's loads find them in L2.
 void buildEpiloguePrefetch(OpBuilder &b, Location loc, const KernelPlan &plan,
-                           const KernelValues &values, Value batch,
-                           Value rowBase, Value colBase);
+                           const KernelValues &values);
 
 /// Builds the epilogue of one tile: runs the coda.gemm region on every
 /// accumulator element the thread holds (`accumulators`: the consumer's

@@ -187,9 +187,6 @@ void KernelBodyBuilder::buildProducer() {
       [&](const TileCoords &tile, RingState base) {
         Value rowBase = b.mul(tile.rowBlock, b.i32(plan.tile.tileM));
         Value colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
-        // The tile's epilogue inputs travel to L2 during its main loop.
-        buildEpiloguePrefetch(b, b.getLoc(), plan, values, tile.batch, rowBase,
-                              colBase);
         auto loop = scf::ForOp::create(b, b.i32(0), kSteps, b.i32(1));
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(loop.getBody());
@@ -312,6 +309,11 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
                      NVVM::BarrierOp::create(b, Type(), ownTurn, turnThreads,
                                              nullptr, Value());
                    });
+        KernelValues tileValues = values;
+        tileValues.batch = tile.batch;
+        tileValues.rowBase =
+            b.add(b.mul(tile.rowBlock, b.i32(plan.tile.tileM)), consumerRow);
+        tileValues.colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
         // The first K step starts the accumulators (K = 0 leaves them zero),
         // the loop runs the others.
         auto firstStep = scf::IfOp::create(b, accTypes, b.ult(b.i32(0), kSteps),
@@ -327,6 +329,9 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
                                   LLVM::ZeroOp::create(b, accType));
           scf::YieldOp::create(b, zero);
         }
+        // With the first wgmmas in flight, the tile's epilogue inputs start
+        // for L2, to be there when the main loop ends.
+        buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
         auto loop = scf::ForOp::create(b, b.i32(1), kSteps, b.i32(1),
                                        firstStep.getResults());
         {
@@ -349,11 +354,6 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
         b.ifThen(b.ult(b.i32(0), kSteps),
                  [&] { releasePrevious(base, kSteps); });
 
-        KernelValues tileValues = values;
-        tileValues.batch = tile.batch;
-        tileValues.rowBase =
-            b.add(b.mul(tile.rowBlock, b.i32(plan.tile.tileM)), consumerRow);
-        tileValues.colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
         buildEpilogue(b, b.getLoc(), plan, tileValues, loop.getResults());
       });
 }

@@ -46,13 +46,14 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
 // without checks in an interior tile and under bounds checks in the others.
 // CHECK-LABEL: gpu.func @affine
 // CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[C:[^:]*]]: !llvm.ptr<1>, %[[ALPHA:[^:]*]]: f32, %[[BETA:[^:]*]]: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>,
-// The producer brings each tile's rows of C into L2 (a bulk prefetch of the
-// 16-byte blocks of a row) before it loads the tile's A and B.
+// Once a tile's first wgmmas are issued, each consumer thread prefetches one
+// row of the tile's part of C into L2 (a bulk prefetch of the row's 16-byte
+// blocks), for the epilogue after the main loop.
+// CHECK:         nvvm.wgmma.mma_async
+// CHECK:         llvm.getelementptr %[[C]]
+// CHECK:         nvvm.cp.async.bulk.prefetch %{{.*}}, %{{.*}} : <1>
 // CHECK:         scf.for
-// CHECK:           llvm.getelementptr %[[C]]
-// CHECK:           nvvm.cp.async.bulk.prefetch %{{.*}}, %{{.*}} : <1>
-// CHECK:         scf.for
-// CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK:           nvvm.wgmma.mma_async
 // CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK:         nvvm.vote.sync  all
 // CHECK-NEXT:    scf.if
