@@ -23,7 +23,7 @@
 // equal) hold as 4 pairs each (columns 32g + 8j' + 2(l % 4) + {0, 1}). Each
 // pair of adjacent columns is read with one access (4 or 8 bytes) when inside
 // the tensor and aligned, else element by element; the loads of a step (a
-// group at one row slot) are issued two steps ahead, so that their latency
+// group at one row slot) are issued three steps ahead, so that their latency
 // hides behind the arithmetic in between. For 16-bit outputs with
 // epilogue-vector-bytes = 16, the quad regroups its pairs by shuffles (a
 // 4 x 4 transpose of 32-bit words) so that lane t writes the 16 contiguous
@@ -780,10 +780,10 @@ void EpilogueBuilder::build() {
   // slot by row slot, every output that spans them: values that vary only
   // along n (a bias) and a row's Philox words die after their group, and the
   // accumulator registers free up group by group. The inputs of the step
-  // (group, row slot) two steps ahead are loaded before a step is computed.
+  // (group, row slot) three steps ahead are loaded before a step is computed.
   ValueRange yielded = op.getYield().getValues();
   int64_t groups = numColSlots() / 8, steps = groups * numRowSlots();
-  constexpr int64_t kPrefetchSteps = 2;
+  constexpr int64_t kPrefetchSteps = 3;
   auto prefetchStep = [&](int64_t step) {
     if (step < steps)
       prefetchGroup(step / numRowSlots(), step % numRowSlots());
@@ -818,6 +818,36 @@ void EpilogueBuilder::build() {
   }
 }
 
+/// `accumulators` through an empty inline asm that LLVM cannot see through:
+/// otherwise it hoists the arithmetic both copies of the epilogue do on them
+/// alike (an activation of the accumulator, say) above the branch between
+/// the copies, where all of it is live at once and spills. Emits no
+/// instruction.
+static SmallVector<Value> hideFromHoisting(KernelBuilder &b,
+                                           ValueRange accumulators) {
+  SmallVector<Value> hidden;
+  for (Value fragment : accumulators) {
+    auto type = cast<LLVM::LLVMStructType>(fragment.getType());
+    int64_t size = type.getBody().size();
+    SmallVector<Value> elements;
+    std::string constraints;
+    for (int64_t i = 0; i < size; ++i) {
+      elements.push_back(LLVM::ExtractValueOp::create(b, fragment, i));
+      constraints += "=f,";
+    }
+    for (int64_t i = 0; i < size; ++i)
+      constraints += std::to_string(i) + (i + 1 < size ? "," : "");
+    hidden.push_back(
+        LLVM::InlineAsmOp::create(
+            b, type, elements, b.getStringAttr(""),
+            b.getStringAttr(constraints), /*has_side_effects=*/nullptr,
+            /*is_align_stack=*/nullptr, LLVM::TailCallKindAttr(),
+            /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr)
+            .getResult(0));
+  }
+  return hidden;
+}
+
 void mlir::coda::buildEpilogue(OpBuilder &builder, Location loc,
                                const KernelPlan &plan,
                                const KernelValues &values,
@@ -828,11 +858,12 @@ void mlir::coda::buildEpilogue(OpBuilder &builder, Location loc,
   auto ifOp = scf::IfOp::create(
       b, EpilogueBuilder::isInterior(b, plan, values), /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
-  for (bool interior : {true, false}) {
-    b.setInsertionPoint(interior ? ifOp.thenBlock()->getTerminator()
-                                 : ifOp.elseBlock()->getTerminator());
-    EpilogueBuilder(b, plan, values, accumulators, interior).build();
-  }
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  EpilogueBuilder(b, plan, values, accumulators, /*interior=*/true).build();
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  EpilogueBuilder(b, plan, values, hideFromHoisting(b, accumulators),
+                  /*interior=*/false)
+      .build();
 }
 
 void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,

@@ -98,8 +98,11 @@
 // CHECK-NOT:           scf.if
 // CHECK:               llvm.store %{{.*}}, %{{.*}} : vector<4xi32>, !llvm.ptr<1>
 // ... the others check each access: a chunk when the column group is inside
-// the output, else a pair or an element at a time.
+// the output, else a pair or an element at a time. Their accumulators pass
+// through an empty inline asm, so that LLVM does not hoist the arithmetic
+// both copies share above the branch.
 // CHECK:             } else {
+// CHECK:               llvm.inline_asm "", "=f,=f,
 // CHECK:               scf.if %{{.*}} -> (vector<2xf32>) {
 // CHECK:               llvm.store %{{.*}}, %{{.*}} : vector<4xi32>, !llvm.ptr<1>
 // CHECK:             } else {
