@@ -164,7 +164,10 @@ class Program:
             _library().coda_program_destroy(self._handle)
 
     def prepare(self):
-        """Compiles (or fetches from a cache) now rather than at the first call."""
+        """Compiles (or fetches from a cache) now rather than at the first call:
+        the kernel of the compile options. Unless they pin the tile shape, a
+        problem that fills the GPU better with another tile width gets that
+        kernel, compiled at its first call."""
         _check(_library().coda_program_prepare(self._handle))
 
     def __call__(self, a, b, c=None, *, gemm_alpha=None, gemm_beta=None, seed=None, out=None,

@@ -118,7 +118,10 @@ int32_t coda_program_output_dims(const coda_program *program, int32_t index);
 void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
                           int32_t *transpose_b);
 
-/* Compiles or fetches the kernel now instead of at the first launch. */
+/* Compiles or fetches the kernel of the program's compile options now instead
+   of at the first launch. When the options leave the tile shape open, a
+   launch whose problem fills the GPU better with another tile width compiles
+   that kernel at its first launch (see GpuProgram::launch in Runtime.h). */
 coda_status coda_program_prepare(coda_program *program);
 
 /* Launches the program on `stream` (a CUstream, NULL for the default stream).
