@@ -45,7 +45,6 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
 
-#include <algorithm>
 #include <optional>
 
 namespace mlir::coda {
@@ -156,20 +155,6 @@ struct KernelPlan {
   /// Number of m64 wgmma fragments a consumer holds.
   int64_t getFragments() const { return consumerRows / 64; }
   bool isPingpong() const { return *tile.schedule == Schedule::Pingpong; }
-  /// Whether each tile's epilogue waits until the next tile's first
-  /// getDeferredSteps() K steps are issued, so that it overlaps their MMAs:
-  /// cooperative kernels whose accumulators fit twice in a consumer's
-  /// registers (at most 64 per thread: 128 x 128 tiles) and whose epilogue
-  /// has no row reduction (which keeps its rows live).
-  bool defersEpilogue() const {
-    return !isPingpong() && !hasRowReduction &&
-           getFragments() * tile.tileN / 2 <= 64;
-  }
-  /// K steps issued before a deferred epilogue: all but the 3 slots the
-  /// producer refills meanwhile, at least 1.
-  int64_t getDeferredSteps() const {
-    return std::max<int64_t>(1, tile.stages - 3);
-  }
   /// Consumer threads that read each slot (and arrive on its empty barrier).
   int64_t getSlotReaders() const { return isPingpong() ? 128 : 256; }
 };

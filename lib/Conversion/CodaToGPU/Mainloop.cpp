@@ -98,12 +98,6 @@ private:
 
   /// Consumer `consumer` (i32, 0 or 1): its tiles, main loop and epilogue.
   void buildConsumer(Value consumer);
-  /// The same for a cooperative kernel that defers each tile's epilogue
-  /// (KernelPlan::defersEpilogue).
-  void buildDeferringConsumer(Value consumer);
-  /// The values the epilogue of tile `tile` sees, for consumer rows from
-  /// `consumerRow`.
-  KernelValues getTileValues(const TileCoords &tile, Value consumerRow);
   /// The wgmma descriptor of the operand tile at byte `offset` (i32) of
   /// shared memory.
   Value descriptor(const OperandPlan &operand, Value offset);
@@ -114,7 +108,7 @@ private:
   /// accumulate), so that no register is written between the wgmma fence and
   /// the wgmmas.
   SmallVector<Value> mmaStep(RingState state, Value rowsOffsetA, ValueRange acc,
-                             bool first, bool wait = true);
+                             bool first);
   /// Arrives on the empty barrier of the slot of `state`, advanced by -1.
   void releasePrevious(RingState base, Value kStep);
 
@@ -238,7 +232,7 @@ void KernelBodyBuilder::releasePrevious(RingState base, Value kStep) {
 
 SmallVector<Value> KernelBodyBuilder::mmaStep(RingState state,
                                               Value rowsOffsetA, ValueRange acc,
-                                              bool first, bool wait) {
+                                              bool first) {
   const OperandPlan &a = plan.a, &bp = plan.b;
   NVVM::MBarrierTryWaitParityOp::create(b, fullBarrier(state.slot), state.phase,
                                         b.i32(kWaitTicks));
@@ -272,8 +266,7 @@ SmallVector<Value> KernelBodyBuilder::mmaStep(RingState state,
     }
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
-  if (wait)
-    NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, 1);
   return result;
 }
 
@@ -316,7 +309,11 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
                      NVVM::BarrierOp::create(b, Type(), ownTurn, turnThreads,
                                              nullptr, Value());
                    });
-        KernelValues tileValues = getTileValues(tile, consumerRow);
+        KernelValues tileValues = values;
+        tileValues.batch = tile.batch;
+        tileValues.rowBase =
+            b.add(b.mul(tile.rowBlock, b.i32(plan.tile.tileM)), consumerRow);
+        tileValues.colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
         // The first K step starts the accumulators (K = 0 leaves them zero),
         // the loop runs the others.
         auto firstStep = scf::IfOp::create(b, accTypes, b.ult(b.i32(0), kSteps),
@@ -361,111 +358,6 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
       });
 }
 
-KernelValues KernelBodyBuilder::getTileValues(const TileCoords &tile,
-                                              Value consumerRow) {
-  KernelValues tileValues = values;
-  tileValues.batch = tile.batch;
-  tileValues.rowBase =
-      b.add(b.mul(tile.rowBlock, b.i32(plan.tile.tileM)), consumerRow);
-  tileValues.colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
-  return tileValues;
-}
-
-void KernelBodyBuilder::buildDeferringConsumer(Value consumer) {
-  // Both consumers take every tile, consumer c its rows from c * consumerRows.
-  Value rowsOffsetA = b.mul(
-      consumer, b.i32(plan.getFragments() * plan.a.getRowBlockBytes()));
-  Value consumerRow = b.mul(consumer, b.i32(plan.consumerRows));
-  accType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(plan.tile.tileN / 2, b.getF32Type()));
-  SmallVector<Type> accTypes(plan.getFragments(), accType);
-  int64_t fragments = plan.getFragments();
-
-  // Carried from tile to tile: the ring state, the previous tile's index
-  // and its accumulators, whose epilogue has not run yet.
-  SmallVector<Value> init = {b.i32(0), b.i32(0), b.i32(0)};
-  for (int64_t i = 0; i < fragments; ++i)
-    init.push_back(LLVM::ZeroOp::create(b, accType));
-  auto tileLoop = scf::ForOp::create(b, blockId, numTiles, gridSize, init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(tileLoop.getBody());
-    Value index = tileLoop.getInductionVar();
-    RingState base{tileLoop.getRegionIterArg(0), tileLoop.getRegionIterArg(1)};
-    Value previous = tileLoop.getRegionIterArg(2);
-    ValueRange pending = tileLoop.getRegionIterArgs().drop_front(3);
-    KernelValues tileValues = getTileValues(decodeTile(index), consumerRow);
-
-    // The tile's first K steps (up to deferredSteps), their wgmmas left in
-    // flight while the previous tile's epilogue runs.
-    Value issued =
-        arith::MinUIOp::create(b, kSteps, b.i32(plan.getDeferredSteps()));
-    auto firstStep = scf::IfOp::create(b, accTypes, b.ult(b.i32(0), kSteps),
-                                       /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(firstStep.thenBlock());
-      SmallVector<Value> undef(fragments, LLVM::UndefOp::create(b, accType));
-      scf::YieldOp::create(
-          b, mmaStep(base, rowsOffsetA, undef, /*first=*/true, /*wait=*/false));
-      b.setInsertionPointToStart(firstStep.elseBlock());
-      SmallVector<Value> zero(fragments, LLVM::ZeroOp::create(b, accType));
-      scf::YieldOp::create(b, zero);
-    }
-    auto early = scf::ForOp::create(b, b.i32(1), issued, b.i32(1),
-                                    firstStep.getResults());
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(early.getBody());
-      scf::YieldOp::create(
-          b, mmaStep(advance(base, early.getInductionVar()), rowsOffsetA,
-                     early.getRegionIterArgs(), /*first=*/false,
-                     /*wait=*/false));
-    }
-    buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
-    // The previous tile's epilogue, on its accumulators, while the tensor
-    // cores multiply this tile's first K steps.
-    b.ifThen(b.cmp(arith::CmpIPredicate::ne, index, blockId), [&] {
-      buildEpilogue(b, b.getLoc(), plan,
-                    getTileValues(decodeTile(previous), consumerRow), pending);
-    });
-    // Retire the issued steps and release their slots but the last, which
-    // the main loop releases as its first step's predecessor.
-    NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-    {
-      auto release = scf::ForOp::create(b, b.i32(1), issued, b.i32(1));
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(release.getBody());
-      releasePrevious(base, release.getInductionVar());
-    }
-    auto loop = scf::ForOp::create(b, issued, kSteps, b.i32(1),
-                                   early.getResults());
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value kStep = loop.getInductionVar();
-      SmallVector<Value> acc =
-          mmaStep(advance(base, kStep), rowsOffsetA, loop.getRegionIterArgs(),
-                  /*first=*/false);
-      releasePrevious(base, kStep);
-      scf::YieldOp::create(b, acc);
-    }
-    NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
-    b.ifThen(b.ult(b.i32(0), kSteps), [&] { releasePrevious(base, kSteps); });
-    RingState next = advance(base, kSteps);
-    SmallVector<Value> carried = {next.slot, next.phase, index};
-    llvm::append_range(carried, loop.getResults());
-    scf::YieldOp::create(b, carried);
-  }
-  // The last tile's epilogue.
-  b.ifThen(b.ult(blockId, numTiles), [&] {
-    buildEpilogue(
-        b, b.getLoc(), plan,
-        getTileValues(decodeTile(tileLoop.getResult(2)), consumerRow),
-        tileLoop.getResults().drop_front(3));
-  });
-}
-
 void KernelBodyBuilder::build() {
   Value isLeader = b.eq(values.threadId, b.i32(0));
   b.ifThen(isLeader, [&] {
@@ -506,11 +398,7 @@ void KernelBodyBuilder::build() {
     b.setInsertionPoint(roles.elseBlock()->getTerminator());
     NVVM::SetMaxRegisterOp::create(b, KernelPlan::kConsumerRegisters,
                                    NVVM::SetMaxRegisterAction::increase);
-    Value consumer = b.sub(values.warpgroup, b.i32(1));
-    if (plan.defersEpilogue())
-      buildDeferringConsumer(consumer);
-    else
-      buildConsumer(consumer);
+    buildConsumer(b.sub(values.warpgroup, b.i32(1)));
   }
 }
 

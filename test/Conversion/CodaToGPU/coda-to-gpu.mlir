@@ -1,16 +1,14 @@
-// RUN: coda-opt %s --coda-to-gpu | FileCheck %s
-// RUN: coda-opt %s --coda-to-gpu > %t.mlir
+// RUN: coda-opt %s --coda-to-gpu=tile-n=64 | FileCheck %s
+// RUN: coda-opt %s --coda-to-gpu=tile-n=64 > %t.mlir
 // RUN: %python %testlib/kernel_memory.py %t.mlir | FileCheck %s --check-prefix=MEMORY
 // Only tensors spanning m and n are prefetched into L2, not the [n] bias.
 // RUN: FileCheck %s --check-prefix=NOPREFETCH < %t.mlir
 // NOPREFETCH-NOT: cp.async.bulk.prefetch
-// One Philox call per 8 dropout decisions: 2 rows x 8 groups of 32 columns
-// per thread at tile-n=256, 2 groups at tile-n=64; 2 mului_extended a round,
-// in each copy of the epilogue: interior tiles and the others, and at
-// tile-n=64 (deferred epilogues, deferred-epilogue.mlir) both in the tile
-// loop and after it.
-// RUN: coda-opt %s --coda-to-gpu | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX256
+// One Philox call per 8 dropout decisions: 2 rows x 2 groups of 32 columns
+// per thread at tile-n=64, 4 groups at tile-n=128; 2 mului_extended a round,
+// in each of the epilogue's two copies (interior tiles and the others).
 // RUN: coda-opt %s --coda-to-gpu=tile-n=64 | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX64
+// RUN: coda-opt %s --coda-to-gpu=tile-n=128 | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX128
 
 // The program becomes a host declaration carrying the ABI, and a gpu.module
 // with one kernel of 384 threads (a producer and two consumer warpgroups).
@@ -19,23 +17,23 @@
 // CHECK-SAME:    -> (tensor<?x3072xbf16> {coda.name = "output"})
 // CHECK-SAME:    attributes {coda.kernel_abi = {block = array<i64: 384, 1, 1>, kernel = "mlp", max_n = 0 : i64, module = "mlp_kernels",
 // CHECK-SAME:    params = [{box = array<i64: 64, 128>, index = 0 : i64, kind = "tensor_map", role = "a"},
-// CHECK-SAME:              {box = array<i64: 64, 256>, index = 1 : i64, kind = "tensor_map", role = "b"},
+// CHECK-SAME:              {box = array<i64: 64, 64>, index = 1 : i64, kind = "tensor_map", role = "b"},
 // CHECK-SAME:              {index = 2 : i64, kind = "global_ptr", role = "input"},
 // CHECK-SAME:              {index = 3 : i64, kind = "i64", role = "input"},
 // CHECK-SAME:              {index = 0 : i64, kind = "global_ptr", role = "output"},
 // CHECK-SAME:              {index = -1 : i64, kind = "i32", role = "m"}, {index = -1 : i64, kind = "i32", role = "n"},
 // CHECK-SAME:              {index = -1 : i64, kind = "i32", role = "k"}, {index = -1 : i64, kind = "i32", role = "batch"}],
-// CHECK-SAME:    shared_memory_bytes = 196672 : i64, tile = array<i64: 128, 256, 64>}}
+// CHECK-SAME:    shared_memory_bytes = 196736 : i64, tile = array<i64: 128, 64, 64>}}
 // CHECK:       gpu.module @mlp_kernels attributes {coda.kernel_abi = {
 // CHECK:         llvm.mlir.global external @coda_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK:         gpu.func @mlp(%[[A:.*]]: !llvm.ptr, %[[B:.*]]: !llvm.ptr, %[[BIAS:.*]]: !llvm.ptr<1>, %[[SEED:.*]]: i64, %[[OUT:.*]]: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel
 // CHECK-SAME:      known_block_size = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
 
 // Thread 0 sets up a full (one arrival) and an empty (the 256 consumer
-// threads) mbarrier per stage: 4 stages of 128 x 64 A and 256 x 64 B.
+// threads) mbarrier per stage: 6 stages of 128 x 64 A and 64 x 64 B.
 // CHECK:         %[[TID:.*]] = arith.index_castui %thread_id_x
 // CHECK:         %[[WG:.*]] = arith.divui %[[TID]], %c128_i32
-// CHECK-COUNT-8: nvvm.mbarrier.init %{{.*}}, %c{{1|256}}_i32
+// CHECK-COUNT-12: nvvm.mbarrier.init %{{.*}}, %c{{1|256}}_i32
 // CHECK:         nvvm.fence.mbarrier.init
 // CHECK:         gpu.barrier
 // CHECK:         %[[BLOCK:.*]] = arith.index_castui %block_id_x
@@ -50,7 +48,7 @@
 // CHECK:           scf.for %{{.*}} = %[[BLOCK]] to %{{.*}} step %[[GRID]] iter_args(
 // CHECK:             scf.for
 // CHECK:               nvvm.mbarrier.try_wait.parity
-// CHECK:               nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c49152_i32
+// CHECK:               nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c24576_i32
 // CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[A]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK:               nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[B]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 
@@ -63,8 +61,8 @@
 // CHECK:           scf.for %{{.*}} = %[[BLOCK]] to %{{.*}} step %{{.*}} iter_args(
 // CHECK:             nvvm.mbarrier.try_wait.parity
 // CHECK:             nvvm.wgmma.fence.aligned
-// CHECK:             nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// CHECK-COUNT-3:     nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>]
+// CHECK:             nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-3:     nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>]
 // CHECK:             nvvm.wgmma.commit.group.sync.aligned
 // CHECK:             nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK:             llvm.mlir.zero
@@ -114,8 +112,8 @@
 
 // MEMORY: mlp: loads input#2; stores output#0
 
-// PHILOX256: {{^}}640{{$}}
-// PHILOX64: {{^}}320{{$}}
+// PHILOX64: {{^}}160{{$}}
+// PHILOX128: {{^}}320{{$}}
 func.func @mlp(%x: tensor<?x768xbf16>, %w: tensor<3072x768xbf16>,
                %bias: tensor<3072xf32> {coda.name = "bias"},
                %seed: i64 {coda.name = "seed"})
