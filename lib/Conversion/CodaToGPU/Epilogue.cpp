@@ -136,6 +136,11 @@ private:
   /// Stores the slot of the output spanning `mask`, if this thread writes it.
   void storeSlot(Value value, Value pointer, Type elementType, unsigned mask,
                  int64_t h, int64_t c);
+  /// Builds `wide` (one access for several slots) where `fits` holds (null:
+  /// everywhere), else `narrow`; for an output that does not span m, only in
+  /// the lanes that hold row 0.
+  void storeWide(unsigned mask, Value fits, function_ref<void()> wide,
+                 function_ref<void()> narrow);
   /// Stores slots c and c + 1 (c even) of an output spanning n, if this
   /// thread writes them.
   void storePair(Value first, Value second, Value pointer, Type elementType,
@@ -516,25 +521,34 @@ void EpilogueBuilder::prefetchGroup(int64_t group, int64_t h) {
 void EpilogueBuilder::storePair(Value first, Value second, Value pointer,
                                 Type elementType, unsigned mask, int64_t h,
                                 int64_t c) {
-  auto store = [&] {
-    LLVM::StoreOp::create(b, packPair(first, second, elementType),
-                          slotAddress(pointer, elementType, h, c));
-  };
-  // An output that does not span m is written by the thread that holds
-  // row 0 (see storeSlot).
+  storeWide(
+      mask, pairFits(pointer, elementType, mask, h, c),
+      [&] {
+        LLVM::StoreOp::create(b, packPair(first, second, elementType),
+                              slotAddress(pointer, elementType, h, c));
+      },
+      [&] {
+        storeSlot(first, pointer, elementType, mask, h, c);
+        storeSlot(second, pointer, elementType, mask, h, c + 1);
+      });
+}
+
+void EpilogueBuilder::storeWide(unsigned mask, Value fits,
+                                function_ref<void()> wide,
+                                function_ref<void()> narrow) {
+  // An output that does not span m is written by the lanes that hold row 0
+  // (see storeSlot, which checks that itself).
   Value owner = (mask & DimsAttr::kM) ? Value() : b.eq(rows[0], b.i32(0));
-  Value fits = pairFits(pointer, elementType, mask, h, c);
   if (!fits)
-    return owner ? b.ifThen(owner, store) : store();
+    return owner ? b.ifThen(owner, wide) : wide();
   if (owner)
     fits = b.andi(fits, owner);
   auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  store();
+  wide();
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-  storeSlot(first, pointer, elementType, mask, h, c);
-  storeSlot(second, pointer, elementType, mask, h, c + 1);
+  narrow();
 }
 
 void EpilogueBuilder::storeGroup(ArrayRef<Value> slots, Value pointer,
@@ -551,7 +565,7 @@ void EpilogueBuilder::storeGroup(ArrayRef<Value> slots, Value pointer,
   for (int64_t j = 0; j < 4; ++j)
     words.push_back(packPair(slots[2 * j], slots[2 * j + 1], elementType));
   SmallVector<Value> transposed = transposeQuad(words);
-  auto store = [&] {
+  auto storeChunk = [&] {
     auto chunkType = VectorType::get({4}, b.getI32Type());
     Value chunk = LLVM::UndefOp::create(b, chunkType);
     for (int64_t j = 0; j < 4; ++j)
@@ -559,19 +573,7 @@ void EpilogueBuilder::storeGroup(ArrayRef<Value> slots, Value pointer,
     LLVM::StoreOp::create(b, chunk,
                           chunkAddress(pointer, elementType, h, group));
   };
-  // An output that does not span m is written by the quad that holds row 0.
-  Value owner = (mask & DimsAttr::kM) ? Value() : b.eq(rows[0], b.i32(0));
-  Value fits = groupFits(pointer, mask, h, group);
-  if (!fits)
-    return owner ? b.ifThen(owner, store) : store();
-  if (owner)
-    fits = b.andi(fits, owner);
-  auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  store();
-  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-  storePairs();
+  storeWide(mask, groupFits(pointer, mask, h, group), storeChunk, storePairs);
 }
 
 void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
