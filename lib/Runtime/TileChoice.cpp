@@ -2,6 +2,8 @@
 
 #include "coda/Runtime/Runtime.h"
 
+#include "coda/Conversion/CodaToGPU/KernelABI.h"
+
 using namespace mlir;
 using namespace mlir::coda;
 
@@ -12,8 +14,10 @@ int64_t mlir::coda::chooseTileN(const ProblemShape &problem,
   // more often and issues narrower wgmmas.
   constexpr double kEfficiency192 = 0.85;
   auto cost = [&](int64_t tileN, double efficiency) {
-    int64_t tiles = (problem.m + kTileM - 1) / kTileM *
-                    ((problem.n + tileN - 1) / tileN) * problem.batch;
+    KernelABI kernel;
+    kernel.tileM = kTileM;
+    kernel.tileN = tileN;
+    int64_t tiles = kernel.getNumTiles(problem.m, problem.n, problem.batch);
     int64_t waves = (tiles + multiprocessors - 1) / multiprocessors;
     return static_cast<double>(waves) * tileN / efficiency;
   };
