@@ -28,15 +28,18 @@
 // epilogue-vector-bytes = 16, the quad regroups its pairs by shuffles (a
 // 4 x 4 transpose of 32-bit words) so that lane t writes the 16 contiguous
 // bytes of columns 32g + 8t .. 32g + 8t + 7 when the whole group is inside
-// the output and aligned; otherwise, and for f32, pair by pair.
+// the output and aligned; otherwise, and for f32, pair by pair. dropout(x) + y
+// selects between x * scale + y and y, which saves the product's own
+// instruction (the sum contracts into an fma).
 //
 // The epilogue is built twice: a warp whose rows and tile columns are all
 // inside the output, with N a multiple of 8 and every tensor 16-byte aligned
 // (decided by a warp vote, so that ptxas sees a uniform branch) runs a copy
 // without bounds or alignment checks; the others check every access. Every
 // address is a row slot's address, computed once, plus a constant. As a
-// tile's main loop starts, each consumer thread prefetches one of its rows of
-// the tensors read along m and n into L2 (buildEpiloguePrefetch).
+// tile's main loop starts, the consumer warpgroup prefetches its rows of the
+// tensors read along m and n into L2, a 128-byte line per thread at a time
+// (buildEpiloguePrefetch).
 //
 //===----------------------------------------------------------------------===//
 
@@ -161,6 +164,8 @@ private:
   Value computeAccumulator(int64_t h, int64_t c);
   Value computeRowReduce(RowReduceOp op, int64_t h);
   Value computeDropout(DropoutOp op, int64_t h, int64_t c);
+  /// The 16 random bits that decide `dropout` at the slot.
+  Value dropoutBits(DropoutOp dropout, int64_t h, int64_t c);
   /// Clones `inner` at the slot and records all its results there.
   void computeElementwise(Operation &inner, int64_t h, int64_t c);
 
@@ -719,6 +724,12 @@ Value EpilogueBuilder::computeRowReduce(RowReduceOp reduce, int64_t h) {
 }
 
 Value EpilogueBuilder::computeDropout(DropoutOp dropout, int64_t h, int64_t c) {
+  return buildDropoutApply(b, b.getLoc(), at(dropout.getInput(), h, c),
+                           dropoutBits(dropout, h, c),
+                           dropout.getThreshold());
+}
+
+Value EpilogueBuilder::dropoutBits(DropoutOp dropout, int64_t h, int64_t c) {
   // Slot c = 2j + e is column 8j + 2(l % 4) + e: the slots c / 8 = q of a row
   // share one Philox call, and the slice each takes depends only on
   // 8(j % 4) + e.
@@ -731,10 +742,8 @@ Value EpilogueBuilder::computeDropout(DropoutOp dropout, int64_t h, int64_t c) {
                                    dropout.getStream(), values.batch, rows[h],
                                    cols[c]))
              .first;
-  Value bits = buildDropoutSlice(b, b.getLoc(), it->second,
-                                 b.i32(8 * ((c / 2) % 4) + c % 2));
-  return buildDropoutApply(b, b.getLoc(), at(dropout.getInput(), h, c), bits,
-                           dropout.getThreshold());
+  return buildDropoutSlice(b, b.getLoc(), it->second,
+                           b.i32(8 * ((c / 2) % 4) + c % 2));
 }
 
 /// The activations' exp2 and division as single approximate instructions
@@ -760,6 +769,20 @@ static const ActivationPrimitives &getGpuActivationPrimitives() {
 
 void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
                                          int64_t c) {
+  // dropout(x) + y selects between the sum and y rather than between the
+  // product and 0: its product and sum contract into one fma.
+  if (auto add = dyn_cast<arith::AddFOp>(inner)) {
+    for (int i : {0, 1}) {
+      auto dropout = add->getOperand(i).getDefiningOp<DropoutOp>();
+      if (!dropout)
+        continue;
+      built[std::make_tuple(add.getResult(), h, c)] = buildDropoutApplyAdd(
+          b, b.getLoc(), at(dropout.getInput(), h, c),
+          dropoutBits(dropout, h, c), dropout.getThreshold(),
+          at(add->getOperand(1 - i), h, c));
+      return;
+    }
+  }
   SmallVector<Value> operands;
   for (Value operand : inner.getOperands())
     operands.push_back(at(operand, h, c));
@@ -880,33 +903,38 @@ void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,
       });
   if (tensors.empty())
     return;
+  // The warpgroup's 128 threads take the 128-byte lines of its rows of the
+  // tile in turn: thread t lines t, t + 128, ... (line i of a row starts 128i
+  // bytes after the row's first column).
   Value t = b.remu(values.threadId, b.i32(128));
-  Value row = b.add(values.rowBase, t);
-  Value prefetches =
-      b.andi(b.ult(t, b.i32(plan.consumerRows)), b.ult(row, values.m));
-  b.ifThen(prefetches, [&] {
-    // Of the row's columns inside the output, the 16-byte aligned blocks
-    // (the bulk prefetch's granule).
-    Value cols = arith::MinUIOp::create(b, b.i32(plan.tile.tileN),
-                                        b.sub(values.n, values.colBase));
-    for (const EpilogueTensor &tensor : tensors) {
-      int64_t bytes = tensor.elementType.getIntOrFloatBitWidth() / 8;
-      Value start = LLVM::PtrToIntOp::create(
-          b, b.getI64Type(),
-          b.gep(tensor.pointer, tensor.elementType,
-                getLinearIndex(b, values, tensor.mask, values.batch, row,
-                               values.colBase)));
-      Value end = b.add(start, b.mul(b.wide(cols), b.i64(bytes)));
-      Value first = b.andi(b.add(start, b.i64(15)), b.i64(~int64_t{15}));
-      Value last = b.andi(end, b.i64(~int64_t{15}));
-      b.ifThen(b.cmp(arith::CmpIPredicate::ult, first, last), [&] {
-        Value address =
-            LLVM::IntToPtrOp::create(b, tensor.pointer.getType(), first);
-        Value size =
-            arith::TruncIOp::create(b, b.getI32Type(), b.sub(last, first));
-        NVVM::CpAsyncBulkPrefetchOp::create(b, address, size,
-                                            /*l2CacheHint=*/Value());
+  Value cols = arith::MinUIOp::create(b, b.i32(plan.tile.tileN),
+                                      b.sub(values.n, values.colBase));
+  for (const EpilogueTensor &tensor : tensors) {
+    int64_t bytes = tensor.elementType.getIntOrFloatBitWidth() / 8;
+    int64_t linesPerRow = llvm::divideCeil(plan.tile.tileN * bytes, 128);
+    int64_t lines = plan.consumerRows * linesPerRow;
+    for (int64_t first = 0; first < lines; first += 128) {
+      Value task = b.add(t, b.i32(first));
+      Value rowInTile = b.divu(task, b.i32(linesPerRow));
+      Value lineBytes = b.mul(b.remu(task, b.i32(linesPerRow)), b.i32(128));
+      Value row = b.add(values.rowBase, rowInTile);
+      Value inside =
+          b.andi(b.ult(row, values.m),
+                 b.ult(lineBytes, b.mul(cols, b.i32(bytes))));
+      if (first + 128 > lines)
+        inside = b.andi(inside, b.ult(task, b.i32(lines)));
+      b.ifThen(inside, [&] {
+        Value address = b.gep(
+            b.gep(tensor.pointer, tensor.elementType,
+                  getLinearIndex(b, values, tensor.mask, values.batch, row,
+                                 values.colBase)),
+            b.getI8Type(), b.wide(lineBytes));
+        NVVM::PrefetchOp::create(
+            b,
+            NVVM::PrefetchCacheLevelAttr::get(b.getContext(),
+                                              NVVM::PrefetchCacheLevel::L2),
+            /*evictPriority=*/nullptr, address, /*predicate=*/Value());
       });
     }
-  });
+  }
 }

@@ -184,9 +184,11 @@ void buildPersistentKernel(OpBuilder &b, Location loc, const KernelPlan &plan,
                            const KernelValues &values);
 
 /// Builds the L2 prefetch of the calling consumer's rows of the tile of
-/// every tensor the epilogue reads along m and n (C, a residual): thread t
-/// of the warpgroup prefetches the tile's columns of row rowBase + t with one
-/// bulk prefetch, so that the epilogue's loads find them in L2.
+/// every tensor the epilogue reads along m and n (C, a residual), so that the
+/// epilogue's loads find them in L2: the 128 threads of the warpgroup take
+/// the rows' 128-byte lines in turn, one per-thread prefetch each (a bulk
+/// prefetch takes a warp-uniform address, so a row per thread would be
+/// issued lane by lane).
 void buildEpiloguePrefetch(OpBuilder &b, Location loc, const KernelPlan &plan,
                            const KernelValues &values);
 

@@ -3,7 +3,7 @@
 // RUN: %python %testlib/kernel_memory.py %t.mlir | FileCheck %s --check-prefix=MEMORY
 // Only tensors spanning m and n are prefetched into L2, not the [n] bias.
 // RUN: FileCheck %s --check-prefix=NOPREFETCH < %t.mlir
-// NOPREFETCH-NOT: cp.async.bulk.prefetch
+// NOPREFETCH-NOT: prefetch
 // One Philox call per 8 dropout decisions: 2 rows x 2 groups of 32 columns
 // per thread at tile-n=64, 4 groups at tile-n=128; 2 mului_extended a round,
 // in each of the epilogue's two copies (interior tiles and the others).

@@ -46,12 +46,21 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
 // without checks in an interior tile and under bounds checks in the others.
 // CHECK-LABEL: gpu.func @affine
 // CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[C:[^:]*]]: !llvm.ptr<1>, %[[ALPHA:[^:]*]]: f32, %[[BETA:[^:]*]]: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>,
-// Once a tile's first wgmmas are issued, each consumer thread prefetches one
-// row of the tile's part of C into L2 (a bulk prefetch of the row's 16-byte
-// blocks), for the epilogue after the main loop.
+// Once a tile's first wgmmas are issued, the consumer warpgroup's threads
+// prefetch its rows of the tile's part of C into L2, a 128-byte line each
+// in turn (64 rows of 256 f16 columns: 4 lines a row, 2 per thread, those
+// inside the output), for the epilogue after the main loop.
 // CHECK:         nvvm.wgmma.mma_async
-// CHECK:         llvm.getelementptr %[[C]]
-// CHECK:         nvvm.cp.async.bulk.prefetch %{{.*}}, %{{.*}} : <1>
+// CHECK:         arith.remui %{{.*}}, %c4_i32
+// CHECK:         %[[LINE:.*]] = arith.muli %{{.*}}, %c128_i32
+// CHECK:         %[[INSIDE:.*]] = arith.cmpi ult, %[[LINE]], %{{.*}}
+// CHECK:         %[[ROW_INSIDE:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}}
+// CHECK:         %[[PREFETCHES:.*]] = arith.andi %[[ROW_INSIDE]], %[[INSIDE]]
+// CHECK:         scf.if %[[PREFETCHES]] {
+// CHECK:           llvm.getelementptr %[[C]]
+// CHECK:           nvvm.prefetch level = L2, %{{.*}} : !llvm.ptr<1>
+// CHECK:           nvvm.prefetch level = L2
+// CHECK-NOT:       nvvm.prefetch
 // CHECK:         scf.for
 // CHECK:           nvvm.wgmma.mma_async
 // CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
@@ -117,4 +126,28 @@ func.func @dbias(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>, %bias: tensor<?xf
     coda.yield %0, %1, %2 : f32, f32, f32
   }
   return %o, %s, %mx : tensor<?x?xbf16>, tensor<?xf32>, tensor<?xf32>
+}
+
+// dropout(x) + y selects between the kept sum x * scale + y and y itself,
+// rather than between the kept product and 0 before the sum, so that the
+// product and the sum contract into one fma.
+// CHECK-LABEL: gpu.func @dropout_add
+// CHECK:         nvvm.vote.sync  all
+// CHECK:         %[[KEEP:.*]] = arith.cmpi uge, %{{.*}}, %c6554_i32
+// CHECK:         %[[KEPT:.*]] = arith.mulf %{{.*}}, %{{.*}} {{.*}}: f32
+// CHECK:         %[[SUM:.*]] = arith.addf %[[KEPT]], %[[RES:[^ ]*]] {{.*}}: f32
+// CHECK:         arith.select %[[KEEP]], %[[SUM]], %[[RES]] : f32
+// MEMORY: dropout_add: loads input#2; stores output#0
+func.func @dropout_add(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
+                       %r: tensor<?x?xbf16> {coda.name = "residual"},
+                       %seed: i64 {coda.name = "seed"})
+    -> (tensor<?x?xbf16> {coda.name = "output"}) {
+  %o = coda.gemm %a, %b transpose_b ins(%r : tensor<?x?xbf16> [m, n], %seed : i64)
+      : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xbf16> [m, n]) {
+  ^bb0(%acc: f32, %x: f32, %s: i64):
+    %d = coda.dropout %acc, %s {p = 0.1 : f32}
+    %y = arith.addf %x, %d : f32
+    coda.yield %y : f32
+  }
+  return %o : tensor<?x?xbf16>
 }

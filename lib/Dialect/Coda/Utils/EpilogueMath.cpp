@@ -162,14 +162,28 @@ Value mlir::coda::buildDropoutBits(OpBuilder &b, Location loc, Value seed,
       b, loc, buildDropoutWords(b, loc, seed, stream, batch, row, col), col);
 }
 
-Value mlir::coda::buildDropoutApply(OpBuilder &b, Location loc, Value x,
-                                    Value bits, uint32_t threshold) {
-  Value zero = f32Const(b, loc, 0.0);
+/// The kept value x * scale where `bits` keep it, else `dropped`.
+static Value selectKept(OpBuilder &b, Location loc, Value x, Value bits,
+                        uint32_t threshold, Value addend, Value dropped) {
   if (threshold >= 65536)
-    return zero;
+    return dropped;
   Value scale = f32Const(b, loc, 65536.0 / (65536.0 - threshold));
   Value keep = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, bits,
                                      i32Const(b, loc, threshold));
-  return arith::SelectOp::create(b, loc, keep,
-                                 arith::MulFOp::create(b, loc, x, scale), zero);
+  Value kept = arith::MulFOp::create(b, loc, x, scale);
+  if (addend)
+    kept = arith::AddFOp::create(b, loc, kept, addend);
+  return arith::SelectOp::create(b, loc, keep, kept, dropped);
+}
+
+Value mlir::coda::buildDropoutApply(OpBuilder &b, Location loc, Value x,
+                                    Value bits, uint32_t threshold) {
+  return selectKept(b, loc, x, bits, threshold, Value(),
+                    f32Const(b, loc, 0.0));
+}
+
+Value mlir::coda::buildDropoutApplyAdd(OpBuilder &b, Location loc, Value x,
+                                       Value bits, uint32_t threshold,
+                                       Value y) {
+  return selectKept(b, loc, x, bits, threshold, y, y);
 }

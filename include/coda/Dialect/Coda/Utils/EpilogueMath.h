@@ -68,6 +68,12 @@ Value buildDropoutBits(OpBuilder &b, Location loc, Value seed, int32_t stream,
 Value buildDropoutApply(OpBuilder &b, Location loc, Value x, Value bits,
                         uint32_t threshold);
 
+/// Builds buildDropoutApply(x) + `y` as `bits >= threshold ? x * scale + y :
+/// y` (the same but for a -0 y where x is dropped, which gives -0 rather
+/// than +0), whose product and sum can contract into one fma.
+Value buildDropoutApplyAdd(OpBuilder &b, Location loc, Value x, Value bits,
+                           uint32_t threshold, Value y);
+
 } // namespace mlir::coda
 
 #endif // CODA_DIALECT_CODA_UTILS_EPILOGUEMATH_H
