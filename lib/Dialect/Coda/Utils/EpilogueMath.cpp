@@ -162,7 +162,7 @@ Value mlir::coda::buildDropoutBits(OpBuilder &b, Location loc, Value seed,
       b, loc, buildDropoutWords(b, loc, seed, stream, batch, row, col), col);
 }
 
-/// The kept value x * scale where `bits` keep it, else `dropped`.
+/// x * scale (+ `addend`, when given) where `bits` keep x, else `dropped`.
 static Value selectKept(OpBuilder &b, Location loc, Value x, Value bits,
                         uint32_t threshold, Value addend, Value dropped) {
   if (threshold >= 65536)
