@@ -256,6 +256,20 @@ static Value getLinearIndex(KernelBuilder &b, const KernelValues &values,
   return index;
 }
 
+/// Whether the integer `x` (i32 or i64) is a multiple of `k` (a power of 2).
+static Value isMultipleOf(KernelBuilder &b, Value x, int64_t k) {
+  auto constant = [&](int64_t value) {
+    return arith::ConstantIntOp::create(b, x.getType(), value);
+  };
+  return b.eq(b.andi(x, constant(k - 1)), constant(0));
+}
+
+/// Whether `pointer` is aligned to `bytes` (a power of 2).
+static Value isAlignedTo(KernelBuilder &b, Value pointer, int64_t bytes) {
+  return isMultipleOf(
+      b, LLVM::PtrToIntOp::create(b, b.getI64Type(), pointer), bytes);
+}
+
 Value EpilogueBuilder::isInterior(KernelBuilder &b, const KernelPlan &plan,
                                   const KernelValues &values) {
   auto notAfter = [&](Value last, Value size) {
@@ -264,15 +278,10 @@ Value EpilogueBuilder::isInterior(KernelBuilder &b, const KernelPlan &plan,
   Value interior = b.andi(
       notAfter(b.add(values.rowBase, b.i32(plan.consumerRows)), values.m),
       notAfter(b.add(values.colBase, b.i32(plan.tile.tileN)), values.n));
-  interior =
-      b.andi(interior, b.eq(b.andi(values.n, b.i32(7)), b.i32(0)));
+  interior = b.andi(interior, isMultipleOf(b, values.n, 8));
   for (const EpilogueTensor &tensor :
-       getTensors(plan, values, EpilogueDims(plan.op))) {
-    Value address =
-        LLVM::PtrToIntOp::create(b, b.getI64Type(), tensor.pointer);
-    interior = b.andi(interior,
-                      b.eq(b.andi(address, b.i64(15)), b.i64(0)));
-  }
+       getTensors(plan, values, EpilogueDims(plan.op)))
+    interior = b.andi(interior, isAlignedTo(b, tensor.pointer, 16));
   // The same for the whole warp; a vote says so to ptxas, which then keeps
   // the epilogue's shuffles out of divergence handling.
   return NVVM::VoteSyncOp::create(
@@ -299,16 +308,14 @@ EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
     cols.push_back(b.add(firstCol, b.i32(8 * (c / 2) + c % 2)));
   // The alignment facts are built here, at the epilogue's top level, so
   // that every access may use them (unused ones fold away).
-  nIsEven = b.eq(b.andi(values.n, b.i32(1)), b.i32(0));
-  nIsMultipleOf8 = b.eq(b.andi(values.n, b.i32(7)), b.i32(0));
+  nIsEven = isMultipleOf(b, values.n, 2);
+  nIsMultipleOf8 = isMultipleOf(b, values.n, 8);
   // Lane t's chunk starts at column 8t = firstCol + 6t.
   Value chunkShift = b.wide(b.mul(b.remu(values.lane, b.i32(4)), b.i32(6)));
   for (const EpilogueTensor &tensor : getTensors(plan, values, dims)) {
     Value pointer = tensor.pointer;
-    Value address = LLVM::PtrToIntOp::create(b, b.getI64Type(), pointer);
     for (int64_t bytes : {4, 8, 16})
-      aligned[{pointer, bytes}] =
-          b.eq(b.andi(address, b.i64(bytes - 1)), b.i64(0));
+      aligned[{pointer, bytes}] = isAlignedTo(b, pointer, bytes);
     Addresses &entry = addresses[pointer];
     entry.mask = tensor.mask;
     for (int64_t h = 0; h < numRowSlots(); ++h) {
@@ -397,9 +404,9 @@ Value EpilogueBuilder::pairFits(Value pointer, Type elementType, unsigned mask,
 
 Value EpilogueBuilder::groupFits(Value pointer, unsigned mask, int64_t h,
                                  int64_t group) {
-  Value lastColumn = b.add(values.colBase, b.i32(32 * group + 31));
   if (interior)
     return Value();
+  Value lastColumn = b.add(values.colBase, b.i32(32 * group + 31));
   Value fits = b.andi(b.andi(nIsMultipleOf8, isAligned(pointer, 16)),
                       b.ult(lastColumn, values.n));
   if (mask & DimsAttr::kM)
