@@ -99,6 +99,7 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
   compile.stages = o.stages;
   if (o.schedule)
     compile.schedule = o.schedule;
+  compile.autotune = o.autotune != 0;
   auto orDefault = [](const char *value, const char *fallback) {
     return StringRef(value ? value : fallback);
   };

@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -33,6 +34,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -114,6 +116,8 @@ struct GpuRuntime::Impl {
 struct GpuProgram::Loaded {
   /// The kernels prepared so far, by the shape part of their key.
   llvm::StringMap<std::shared_ptr<Kernel>> byShape;
+  /// The autotuned kernel shapes, by problem (getProblemKey).
+  llvm::StringMap<GpuCompileOptions> tuned;
 };
 
 //===----------------------------------------------------------------------===//
@@ -201,6 +205,10 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
 llvm::Expected<std::unique_ptr<GpuProgram>>
 GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
                         GpuCompileOptions options, llvm::StringRef sourceName) {
+  if (options.autotune && (options.tileM || options.tileN || options.stages ||
+                           !options.schedule.empty()))
+    return error("autotune chooses the kernel shape itself: it cannot be "
+                 "combined with tile_m, tile_n, stages or schedule");
   std::lock_guard<std::mutex> lock(impl->mutex);
   DiagnosticCollector diagnostics(*impl->mlir);
   OwningOpRef<ModuleOp> module =
@@ -330,31 +338,32 @@ static bool readCache(MLIRContext &context, StringRef directory, StringRef key,
 }
 
 /// Writes a kernel to the cache; failures only cost a recompilation later.
+/// Writes `contents` to a temporary file, then renames it to `path`, so that
+/// readers never see half a file; a failure leaves no file.
+static void writeAtomically(const Twine &path, StringRef contents) {
+  std::string temporary =
+      (path + ".tmp" + Twine(llvm::sys::Process::getProcessId())).str();
+  std::error_code ec;
+  {
+    llvm::raw_fd_ostream os(temporary, ec);
+    if (ec)
+      return;
+    os << contents;
+  }
+  llvm::sys::fs::rename(temporary, path);
+}
+
 static void writeCache(MLIRContext &context, StringRef directory, StringRef key,
                        const Kernel &kernel) {
   if (directory.empty() || llvm::sys::fs::create_directories(directory))
     return;
   llvm::SmallString<256> base(directory);
   llvm::sys::path::append(base, key);
-  auto write = [](const Twine &path, StringRef contents) {
-    // Write to a temporary file, then rename, so readers never see half a file.
-    std::string temporary = (path + ".tmp" +
-                             Twine(llvm::sys::Process::getProcessId()))
-                                .str();
-    std::error_code ec;
-    {
-      llvm::raw_fd_ostream os(temporary, ec);
-      if (ec)
-        return;
-      os << contents;
-    }
-    llvm::sys::fs::rename(temporary, path);
-  };
   std::string abiText;
   llvm::raw_string_ostream os(abiText);
   os << kernel.abi.toAttr(&context);
-  write(base + ".abi", abiText);
-  write(base + ".ptx", kernel.ptx);
+  writeAtomically(base + ".abi", abiText);
+  writeAtomically(base + ".ptx", kernel.ptx);
 }
 
 /// Loads a compiled kernel into the driver; on failure unloads what it loaded.
@@ -390,6 +399,35 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
 static std::string getShapeKey(const GpuCompileOptions &shape) {
   return std::to_string(shape.tileM) + "/" + std::to_string(shape.tileN) +
          "/" + std::to_string(shape.stages) + "/" + shape.schedule;
+}
+
+/// The kernel shape of a getShapeKey string, if it is one.
+static std::optional<GpuCompileOptions> parseShapeKey(StringRef key) {
+  SmallVector<StringRef, 4> parts;
+  key.trim().split(parts, '/');
+  GpuCompileOptions shape;
+  if (parts.size() != 4 || parts[0].getAsInteger(10, shape.tileM) ||
+      parts[1].getAsInteger(10, shape.tileN) ||
+      parts[2].getAsInteger(10, shape.stages))
+    return std::nullopt;
+  shape.schedule = parts[3].str();
+  return shape;
+}
+
+/// The problem part of an autotuning cache key.
+static std::string getProblemKey(const ProblemShape &problem) {
+  return llvm::formatv("{0}x{1}x{2}x{3}", problem.batch, problem.m, problem.n,
+                       problem.k)
+      .str();
+}
+
+std::string GpuProgram::getProgramKey() const {
+  llvm::SHA256 hash;
+  std::string chip = "sm_" + std::to_string(runtime.computeCapability) + "a";
+  for (StringRef part : {StringRef(kCodaCompilerVersion), StringRef(chip),
+                         StringRef(source), StringRef(signature.functionName)})
+    hash.update(part), hash.update(StringRef("\0", 1));
+  return llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 }
 
 bool GpuProgram::isShapePinned() const {
@@ -434,11 +472,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   // The key covers everything the kernel depends on.
   GpuCompileStats fresh;
   llvm::SHA256 hash;
-  for (StringRef part : {StringRef(kCodaCompilerVersion),
-                         StringRef(pipeline.chip.getValue()),
-                         StringRef(source),
-                         StringRef(signature.functionName)})
-    hash.update(part), hash.update(StringRef("\0", 1));
+  hash.update(getProgramKey());
   hash.update(shapeKey);
   fresh.key = llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 
@@ -500,7 +534,6 @@ static std::optional<CUtensorMapDataType> tensorMapType(Type type) {
 
 llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
                                ArrayRef<DeviceTensor> outputs, void *stream) {
-  const CudaDriver &driver = *runtime.impl->driver;
   const std::string &name = signature.functionName;
 
   if (arguments.size() != signature.arguments.size())
@@ -532,19 +565,99 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
     return llvm::Error::success();
   if (problem->k == 0)
     return error("'" + name + "': K = 0 is not supported on the GPU");
-  llvm::Expected<std::shared_ptr<Kernel>> prepared =
-      prepareShape(chooseShape(*problem));
+  if (!options.autotune || reducesRows)
+    return launchShape(chooseShape(*problem), *problem, arguments, outputs,
+                       stream);
+  llvm::Expected<GpuCompileOptions> tuned =
+      tuneShape(*problem, arguments, outputs);
+  if (!tuned)
+    return tuned.takeError();
+  return launchShape(*tuned, *problem, arguments, outputs, stream);
+}
+
+llvm::Expected<GpuCompileOptions>
+GpuProgram::tuneShape(const ProblemShape &problem,
+                      ArrayRef<DeviceValue> arguments,
+                      ArrayRef<DeviceTensor> outputs) {
+  std::string problemKey = getProblemKey(problem);
+  auto known = loaded->tuned.find(problemKey);
+  if (known != loaded->tuned.end())
+    return known->second;
+  llvm::SmallString<256> choicePath(runtime.cacheDirectory);
+  llvm::sys::path::append(choicePath,
+                          getProgramKey() + "-" + problemKey + ".tune");
+  if (!runtime.cacheDirectory.empty())
+    if (auto text = llvm::MemoryBuffer::getFile(choicePath))
+      if (std::optional<GpuCompileOptions> shape =
+              parseShapeKey((*text)->getBuffer())) {
+        loaded->tuned[problemKey] = *shape;
+        if (auto kernel = prepareShape(*shape); !kernel)
+          return kernel.takeError();
+        stats.tuningFromDiskCache = true;
+        return *shape;
+      }
+
+  // Time every candidate into scratch outputs, so that outputs that alias
+  // inputs (an in-place residual, say) are not changed by the tuning runs.
+  std::vector<DeviceBuffer> scratch;
+  SmallVector<DeviceTensor> scratchOutputs;
+  for (auto [output, described] : llvm::zip(outputs, signature.outputs)) {
+    size_t bytes = described.type.getElementTypeBitWidth() / 8;
+    for (int64_t size : output.shape)
+      bytes *= size;
+    llvm::Expected<DeviceBuffer> buffer =
+        DeviceBuffer::allocate(runtime, bytes);
+    if (!buffer)
+      return buffer.takeError();
+    scratchOutputs.push_back({buffer->get(), output.shape});
+    scratch.push_back(std::move(*buffer));
+  }
+  SmallVector<std::pair<std::string, double>> times;
+  std::optional<GpuCompileOptions> best;
+  double bestMs = 0;
+  for (const GpuCompileOptions &candidate : getTuningCandidates()) {
+    llvm::Expected<double> ms = timeLaunches(
+        [&] {
+          return launchShape(candidate, problem, arguments, scratchOutputs,
+                             /*stream=*/nullptr);
+        },
+        /*warmup=*/1, /*iterations=*/5);
+    if (!ms)
+      return ms.takeError();
+    times.emplace_back(describeShape(candidate), *ms);
+    if (!best || *ms < bestMs)
+      best = candidate, bestMs = *ms;
+  }
+  loaded->tuned[problemKey] = *best;
+  if (!runtime.cacheDirectory.empty() &&
+      !llvm::sys::fs::create_directories(runtime.cacheDirectory))
+    writeAtomically(choicePath, getShapeKey(*best));
+  // The chosen kernel is the one prepared last, which stats describe.
+  if (auto kernel = prepareShape(*best); !kernel)
+    return kernel.takeError();
+  stats.tuningMs = std::move(times);
+  return *best;
+}
+
+llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
+                                    const ProblemShape &problem,
+                                    ArrayRef<DeviceValue> arguments,
+                                    ArrayRef<DeviceTensor> outputs,
+                                    void *stream) {
+  const CudaDriver &driver = *runtime.impl->driver;
+  const std::string &name = signature.functionName;
+  llvm::Expected<std::shared_ptr<Kernel>> prepared = prepareShape(shape);
   if (!prepared)
     return prepared.takeError();
   const Kernel &kernel = **prepared;
   const KernelABI &abi = kernel.abi;
-  if (abi.maxN && problem->n > abi.maxN)
-    return error("'" + name + "' reduces rows over N = " + Twine(problem->n) +
+  if (abi.maxN && problem.n > abi.maxN)
+    return error("'" + name + "' reduces rows over N = " + Twine(problem.n) +
                  ", but its GPU kernel holds at most " + Twine(abi.maxN) +
                  " columns per row: rows longer than one tile are not supported "
                  "yet");
-  for (int64_t size : {problem->m, problem->n, problem->k, problem->batch,
-                       abi.getNumTiles(problem->m, problem->n, problem->batch)})
+  for (int64_t size : {problem.m, problem.n, problem.k, problem.batch,
+                       abi.getNumTiles(problem.m, problem.n, problem.batch)})
     if (size > INT32_MAX)
       return error("'" + name +
                    "': sizes (and output tile counts) above "
@@ -619,10 +732,10 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
       slot.i64 = arguments[param.index].i64;
       break;
     case KernelParamKind::I32: {
-      int64_t size = param.role == KernelParamRole::M   ? problem->m
-                     : param.role == KernelParamRole::N ? problem->n
-                     : param.role == KernelParamRole::K ? problem->k
-                                                        : problem->batch;
+      int64_t size = param.role == KernelParamRole::M   ? problem.m
+                     : param.role == KernelParamRole::N ? problem.n
+                     : param.role == KernelParamRole::K ? problem.k
+                                                        : problem.batch;
       slot.i32 = static_cast<int32_t>(size);
       break;
     }
@@ -643,7 +756,7 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   }
 
   std::array<int64_t, 3> grid = abi.getGridDims(
-      problem->m, problem->n, problem->batch, runtime.impl->multiprocessors);
+      problem.m, problem.n, problem.batch, runtime.impl->multiprocessors);
   return driver.check(
       driver.cuLaunchKernel(kernel.function, grid[0], grid[1], grid[2],
                             abi.blockDims[0], abi.blockDims[1],
@@ -665,6 +778,14 @@ llvm::Error GpuRuntime::synchronize() {
 llvm::Expected<double> GpuProgram::benchmark(ArrayRef<DeviceValue> arguments,
                                              ArrayRef<DeviceTensor> outputs,
                                              int warmup, int iterations) {
+  return timeLaunches(
+      [&] { return launch(arguments, outputs, /*stream=*/nullptr); }, warmup,
+      iterations);
+}
+
+llvm::Expected<double>
+GpuProgram::timeLaunches(llvm::function_ref<llvm::Error()> launchOnce,
+                         int warmup, int iterations) {
   const CudaDriver &driver = *runtime.impl->driver;
   std::string what = "timing '" + signature.functionName + "'";
   llvm::Expected<DeviceBuffer> flush =
@@ -685,7 +806,7 @@ llvm::Expected<double> GpuProgram::benchmark(ArrayRef<DeviceValue> arguments,
                             "cuEventCreate", what))
     return std::move(e);
   for (int i = 0; i < warmup; ++i)
-    if (auto e = launch(arguments, outputs, nullptr))
+    if (auto e = launchOnce())
       return std::move(e);
   std::vector<float> times;
   for (int i = 0; i < iterations; ++i) {
@@ -694,7 +815,7 @@ llvm::Expected<double> GpuProgram::benchmark(ArrayRef<DeviceValue> arguments,
     if (auto e = driver.check(driver.cuEventRecord(start, nullptr),
                               "cuEventRecord", what))
       return std::move(e);
-    if (auto e = launch(arguments, outputs, nullptr))
+    if (auto e = launchOnce())
       return std::move(e);
     if (auto e = driver.check(driver.cuEventRecord(stop, nullptr),
                               "cuEventRecord", what))

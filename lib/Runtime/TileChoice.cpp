@@ -1,4 +1,4 @@
-//===- TileChoice.cpp - the tile width of a problem -----------------------===//
+//===- TileChoice.cpp - the kernel shape of a problem ---------------------===//
 
 #include "coda/Runtime/Runtime.h"
 
@@ -22,4 +22,26 @@ int64_t mlir::coda::chooseTileN(const ProblemShape &problem,
     return static_cast<double>(waves) * tileN / efficiency;
   };
   return cost(192, kEfficiency192) < cost(256, 1.0) ? 192 : 256;
+}
+
+SmallVector<GpuCompileOptions> mlir::coda::getTuningCandidates() {
+  auto shape = [](int64_t tileM, int64_t tileN, StringRef schedule) {
+    GpuCompileOptions options;
+    options.tileM = tileM;
+    options.tileN = tileN;
+    options.schedule = schedule.str();
+    return options;
+  };
+  // The compiler's default first (an empty shape: the kernel prepare()
+  // compiles), then narrower and taller tiles and the other schedule.
+  return {GpuCompileOptions(), shape(128, 192, "cooperative"),
+          shape(128, 128, "cooperative"), shape(256, 128, "cooperative"),
+          shape(128, 128, "pingpong")};
+}
+
+std::string mlir::coda::describeShape(const GpuCompileOptions &shape) {
+  if (!shape.tileM && !shape.tileN && shape.schedule.empty())
+    return "128x256 cooperative";
+  return std::to_string(shape.tileM) + "x" + std::to_string(shape.tileN) +
+         " " + shape.schedule;
 }

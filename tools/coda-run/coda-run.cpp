@@ -3,7 +3,7 @@
 // coda-run PROGRAM --a A.npy --b B.npy [--layout-a mk|km] [--layout-b nk|kn]
 //          [--dtype bf16|f16|f32] [--c C.npy] [--alpha X] [--beta X]
 //          [--arg NAME=FILE.npy|NUMBER]... [--out NAME=FILE.npy]... [--seed S]
-//          [--device cpu|cuda] [--check] [--bench N]
+//          [--device cpu|cuda] [--check] [--bench N] [--autotune]
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,6 +81,12 @@ cl::opt<bool> check("check",
                     cl::desc("with --device cuda: also run the CPU reference "
                              "and compare each output (relative norm)"),
                     cl::cat(category));
+cl::opt<bool> autotune(
+    "autotune",
+    cl::desc("with --device cuda: time the candidate kernel shapes on the "
+             "inputs and run the fastest (the choice is cached with the "
+             "kernels)"),
+    cl::cat(category));
 cl::opt<int> bench("bench",
                    cl::desc("with --device cuda: time N launches with CUDA "
                             "events after 5 warm-up ones, report the median"),
@@ -137,8 +143,8 @@ int main(int argc, char **argv) {
 
   if (device != "cpu" && device != "cuda")
     return fail("unknown --device '" + device + "'; expected cpu or cuda");
-  if ((check || bench) && device != "cuda")
-    return fail("--check and --bench need --device cuda");
+  if ((check || bench || autotune) && device != "cuda")
+    return fail("--check, --bench and --autotune need --device cuda");
 
   DialectRegistry registry;
   registerDialects(registry);
@@ -253,12 +259,16 @@ int main(int argc, char **argv) {
     std::string source;
     llvm::raw_string_ostream os(source);
     module->print(os, OpPrintingFlags().enableDebugInfo());
-    auto program = (*runtime)->loadProgram(source, signature->functionName, {},
-                                           programPath);
+    GpuCompileOptions options;
+    options.autotune = autotune;
+    auto program = (*runtime)->loadProgram(source, signature->functionName,
+                                           options, programPath);
     if (!program)
       return fail(program.takeError());
-    if (llvm::Error error = (*program)->prepare(bound->problem))
-      return fail(std::move(error));
+    // Autotuning compiles at the first launch, which it times.
+    if (!autotune)
+      if (llvm::Error error = (*program)->prepare(bound->problem))
+        return fail(std::move(error));
     auto start = std::chrono::steady_clock::now();
     llvm::Expected<HostRunResult> run = runOnHost(
         **runtime, **program, bound->values, bound->problem, bench);
@@ -276,6 +286,10 @@ int main(int argc, char **argv) {
                                                stats.compileSeconds)
                                      .str(),
                            stats.loadSeconds, runSeconds);
+    if (autotune && stats.tuningFromDiskCache)
+      timing += "\n  autotuned shape from the disk cache";
+    for (const auto &[shape, ms] : stats.tuningMs)
+      timing += llvm::formatv("\n  autotune: {0} {1:f4} ms", shape, ms);
     if (run->medianMs)
       timing += llvm::formatv("\n  kernel {0:f4} ms (median of {1}, L2 "
                               "flushed)",

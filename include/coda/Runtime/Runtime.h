@@ -54,7 +54,20 @@ struct GpuCompileOptions {
   int64_t tileM = 0, tileN = 0, stages = 0;
   /// "cooperative" or "pingpong"; empty lets the compiler choose.
   std::string schedule;
+  /// Whether the first launch of each problem shape times the candidate
+  /// kernel shapes (getTuningCandidates) on its arguments and keeps the
+  /// fastest, instead of the tile-width rule; the choice is cached with the
+  /// kernels. Excludes pinning the shape.
+  bool autotune = false;
 };
+
+/// The kernel shapes autotuning times: cooperative 128 x 256 (the compiler's
+/// default), 128 x 192, 128 x 128 and 256 x 128, and ping-pong 128 x 128.
+SmallVector<GpuCompileOptions> getTuningCandidates();
+
+/// "MxN cooperative" or "MxN pingpong", for a kernel shape that fixes the
+/// tile (a tuning candidate) or the compiler's default for an empty one.
+std::string describeShape(const GpuCompileOptions &shape);
 
 /// The tile width (output columns: 256 or 192) for a cooperative kernel of
 /// 128-row tiles that computes `problem` on `multiprocessors` SMs: the one
@@ -75,6 +88,12 @@ struct GpuCompileStats {
   std::string key;
   /// The kernel's output tile (rows x columns).
   int64_t tileM = 0, tileN = 0;
+  /// With autotuning: each candidate's median time in milliseconds, in
+  /// candidate order, when this launch tuned (empty when the choice was
+  /// known, see tuningFromDiskCache).
+  SmallVector<std::pair<std::string, double>> tuningMs;
+  /// Whether the autotuned choice came from the on-disk cache.
+  bool tuningFromDiskCache = false;
 };
 
 class GpuRuntime;
@@ -101,8 +120,10 @@ public:
   /// order, all on the runtime's device. Checks every shape and alignment
   /// first; does nothing when M or N is 0. Unless the compile options pin the
   /// kernel shape, each problem gets the tile width that fills the GPU's
-  /// waves best (chooseTileN); each shape is compiled once, at its first
-  /// launch.
+  /// waves best (chooseTileN), or with autotune the fastest candidate shape,
+  /// timed at the problem's first launch on its arguments (into scratch
+  /// outputs, on the default stream, which the launch then waits for); each
+  /// shape is compiled once, at its first launch.
   llvm::Error launch(ArrayRef<DeviceValue> arguments,
                      ArrayRef<DeviceTensor> outputs, void *stream);
 
@@ -122,8 +143,25 @@ private:
              bool reducesRows);
   /// Whether the compile options fix any part of the kernel shape.
   bool isShapePinned() const;
-  /// The kernel shape launches of `problem` use.
+  /// The kernel shape launches of `problem` use, without autotuning.
   GpuCompileOptions chooseShape(const ProblemShape &problem) const;
+  /// The autotuned kernel shape of `problem`: known, from the disk cache, or
+  /// timed now on `arguments`.
+  llvm::Expected<GpuCompileOptions>
+  tuneShape(const ProblemShape &problem, ArrayRef<DeviceValue> arguments,
+            ArrayRef<DeviceTensor> outputs);
+  /// Launches the kernel of `shape` (launch() has checked the arguments).
+  llvm::Error launchShape(const GpuCompileOptions &shape,
+                          const ProblemShape &problem,
+                          ArrayRef<DeviceValue> arguments,
+                          ArrayRef<DeviceTensor> outputs, void *stream);
+  /// The median time of `iterations` calls of `launchOnce` on the default
+  /// stream, each after a 256 MiB write that evicts L2, after `warmup`
+  /// untimed ones, in milliseconds.
+  llvm::Expected<double> timeLaunches(llvm::function_ref<llvm::Error()> launchOnce,
+                                      int warmup, int iterations);
+  /// The cache key of the program, before the kernel shape.
+  std::string getProgramKey() const;
   /// Compiles (or fetches) and loads the kernel of `shape`, once.
   llvm::Expected<std::shared_ptr<runtime::Kernel>>
   prepareShape(const GpuCompileOptions &shape);

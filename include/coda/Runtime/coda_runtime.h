@@ -69,6 +69,11 @@ typedef struct coda_compile_options {
   int64_t tile_m;
   /* "cooperative" or "pingpong"; NULL or "": default. */
   const char *schedule;
+  /* Nonzero: the first launch of each problem shape times the candidate
+     kernel shapes on its arguments (into scratch outputs) and keeps the
+     fastest, cached with the kernels; excludes tile_m, tile_n, stages and
+     schedule. */
+  int32_t autotune;
 } coda_compile_options;
 
 /* The message of the last failed call on this thread ("" if none). */

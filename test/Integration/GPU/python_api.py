@@ -43,6 +43,29 @@ for name in ("output", "pre"):
     assert torch.equal(given[name], outs[name]), f"{name}: second launch differs"
 ref.check("dbias again", given["dbias"].cpu().numpy(), outs["dbias"].cpu().numpy(), "f32")
 
+# autotune=True times the candidate kernel shapes at the first call of each
+# problem shape and runs the fastest. The tuning runs write scratch outputs:
+# here the output is the residual itself (in place) on a problem shape the
+# program has not seen, and the result is still the reference's.
+tuned = coda.Program(source, autotune=True)
+arrays2, scalars2 = EXAMPLES["mlp_up"].inputs(rng, 301, 264, 136)
+dev2 = {name: torch.from_numpy(value).cuda() for name, value in arrays2.items()}
+in_place = dev2["residual"].to(torch.bfloat16)
+want2 = EXAMPLES["mlp_up"].reference(arrays2, scalars2, 0)
+outs2 = tuned(dev2["a"].to(torch.bfloat16), dev2["b"].to(torch.bfloat16), bias=dev2["bias"],
+              residual=in_place, rs=dev2["rs"], alpha=scalars2["alpha"], out={"output": in_place})
+torch.cuda.synchronize()
+assert outs2["output"].data_ptr() == in_place.data_ptr()
+for name, tol in EXAMPLES["mlp_up"].tolerances.items():
+    ref.check(f"mlp_up autotuned in place {name}", outs2[name].float().cpu().numpy(), want2[name],
+              tol)
+try:
+    coda.Program(source, autotune=True, tile_n=128)
+    raise AssertionError("autotune was accepted with a pinned tile width")
+except coda.CodaError as error:
+    assert "autotune chooses the kernel shape itself" in str(error), str(error)
+    print("refused:", str(error).splitlines()[0])
+
 # Errors: a DSL error names the line and column; tensors are checked.
 try:
     coda.Program("EPILOGUE {\n  output = gelu(input;\n}\n")
