@@ -114,8 +114,13 @@ struct GpuRuntime::Impl {
 };
 
 struct GpuProgram::Loaded {
-  /// The kernels prepared so far, by the shape part of their key.
+  /// The kernels prepared so far and what preparing each took, by the shape
+  /// part of their key.
   llvm::StringMap<std::shared_ptr<Kernel>> byShape;
+  llvm::StringMap<GpuCompileStats> statsByShape;
+  /// The shape part of the key of the kernel prepared last (which the
+  /// program's stats and PTX describe).
+  std::string lastShapeKey;
   /// The autotuned kernel shapes, by problem (getProblemKey).
   llvm::StringMap<GpuCompileOptions> tuned;
 };
@@ -459,8 +464,14 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   GpuRuntime::Impl &impl = *runtime.impl;
   std::lock_guard<std::mutex> lock(impl.mutex);
   std::string shapeKey = getShapeKey(shape);
-  if (std::shared_ptr<Kernel> known = loaded->byShape.lookup(shapeKey))
+  if (std::shared_ptr<Kernel> known = loaded->byShape.lookup(shapeKey)) {
+    if (shapeKey != loaded->lastShapeKey) {
+      stats = loaded->statsByShape.lookup(shapeKey);
+      ptx = known->ptx;
+      loaded->lastShapeKey = shapeKey;
+    }
     return known;
+  }
 
   GpuPipelineOptions pipeline;
   pipeline.chip = "sm_" + std::to_string(runtime.computeCapability) + "a";
@@ -502,6 +513,8 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   stats = std::move(fresh);
   ptx = kernel->ptx;
   loaded->byShape[shapeKey] = kernel;
+  loaded->statsByShape[shapeKey] = stats;
+  loaded->lastShapeKey = shapeKey;
   return kernel;
 }
 
