@@ -121,8 +121,10 @@ struct GpuProgram::Loaded {
   /// The shape part of the key of the kernel prepared last (which the
   /// program's stats and PTX describe).
   std::string lastShapeKey;
-  /// The autotuned kernel shapes, by problem (getProblemKey).
+  /// The autotuned kernel shapes, by problem (getProblemKey), and the lock
+  /// that makes concurrent first launches of a problem tune it once.
   llvm::StringMap<GpuCompileOptions> tuned;
+  std::mutex tuning;
 };
 
 //===----------------------------------------------------------------------===//
@@ -582,7 +584,7 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
     return launchShape(chooseShape(*problem), *problem, arguments, outputs,
                        stream);
   llvm::Expected<GpuCompileOptions> tuned =
-      tuneShape(*problem, arguments, outputs);
+      tuneShape(*problem, arguments, outputs, stream);
   if (!tuned)
     return tuned.takeError();
   return launchShape(*tuned, *problem, arguments, outputs, stream);
@@ -591,8 +593,9 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
 llvm::Expected<GpuCompileOptions>
 GpuProgram::tuneShape(const ProblemShape &problem,
                       ArrayRef<DeviceValue> arguments,
-                      ArrayRef<DeviceTensor> outputs) {
+                      ArrayRef<DeviceTensor> outputs, void *stream) {
   std::string problemKey = getProblemKey(problem);
+  std::lock_guard<std::mutex> lock(loaded->tuning);
   auto known = loaded->tuned.find(problemKey);
   if (known != loaded->tuned.end())
     return known->second;
@@ -606,12 +609,19 @@ GpuProgram::tuneShape(const ProblemShape &problem,
         loaded->tuned[problemKey] = *shape;
         if (auto kernel = prepareShape(*shape); !kernel)
           return kernel.takeError();
+        std::lock_guard<std::mutex> statsLock(runtime.impl->mutex);
         stats.tuningFromDiskCache = true;
         return *shape;
       }
 
-  // Time every candidate into scratch outputs, so that outputs that alias
-  // inputs (an in-place residual, say) are not changed by the tuning runs.
+  // The inputs are ready once the caller's stream has caught up. Time every
+  // candidate into scratch outputs, so that outputs that alias inputs (an
+  // in-place residual, say) are not changed by the tuning runs.
+  const CudaDriver &driver = *runtime.impl->driver;
+  if (auto e = driver.check(
+          driver.cuStreamSynchronize(static_cast<CUstream>(stream)),
+          "cuStreamSynchronize", "autotuning '" + signature.functionName + "'"))
+    return std::move(e);
   std::vector<DeviceBuffer> scratch;
   SmallVector<DeviceTensor> scratchOutputs;
   for (auto [output, described] : llvm::zip(outputs, signature.outputs)) {
@@ -648,6 +658,7 @@ GpuProgram::tuneShape(const ProblemShape &problem,
   // The chosen kernel is the one prepared last, which stats describe.
   if (auto kernel = prepareShape(*best); !kernel)
     return kernel.takeError();
+  std::lock_guard<std::mutex> statsLock(runtime.impl->mutex);
   stats.tuningMs = std::move(times);
   return *best;
 }

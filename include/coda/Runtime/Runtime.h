@@ -121,9 +121,10 @@ public:
   /// first; does nothing when M or N is 0. Unless the compile options pin the
   /// kernel shape, each problem gets the tile width that fills the GPU's
   /// waves best (chooseTileN), or with autotune the fastest candidate shape,
-  /// timed at the problem's first launch on its arguments (into scratch
-  /// outputs, on the default stream, which the launch then waits for); each
-  /// shape is compiled once, at its first launch.
+  /// timed at the problem's first launch on its arguments (after `stream`
+  /// has caught up, into scratch outputs, on the default stream; that launch
+  /// returns once the timing is done); each shape is compiled once, at its
+  /// first launch.
   llvm::Error launch(ArrayRef<DeviceValue> arguments,
                      ArrayRef<DeviceTensor> outputs, void *stream);
 
@@ -146,10 +147,10 @@ private:
   /// The kernel shape launches of `problem` use, without autotuning.
   GpuCompileOptions chooseShape(const ProblemShape &problem) const;
   /// The autotuned kernel shape of `problem`: known, from the disk cache, or
-  /// timed now on `arguments`.
+  /// timed now on `arguments`, once `stream` has caught up.
   llvm::Expected<GpuCompileOptions>
   tuneShape(const ProblemShape &problem, ArrayRef<DeviceValue> arguments,
-            ArrayRef<DeviceTensor> outputs);
+            ArrayRef<DeviceTensor> outputs, void *stream);
   /// Launches the kernel of `shape` (launch() has checked the arguments).
   llvm::Error launchShape(const GpuCompileOptions &shape,
                           const ProblemShape &problem,
