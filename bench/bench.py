@@ -182,6 +182,9 @@ def main():
             r["check" + suffix] = check(name + suffix, X, W, bias, R, fused, gemm, seed=1234)
             r["coda_gemm" + suffix] = bench(lambda: gemm(X, W))
             r["coda" + suffix] = bench(lambda: fused(X, W, bias=bias, residual=R, seed=1234))
+            # The kernel shapes the tile rule or autotuning chose.
+            r["shape_gemm" + suffix] = "{}x{} {}".format(*gemm.kernel_shape)
+            r["shape" + suffix] = "{}x{} {}".format(*fused.kernel_shape)
         if "eager" in baselines:
             r["eager"] = bench(lambda: chain(X, W, bias, R))
         if "lt" in baselines:
@@ -216,6 +219,12 @@ def main():
         lines.append(f"| {name} {K}->{N} | " + " | ".join(cells) +
                      f" | {r['gemm'] / r['coda_gemm']:.2f} | {r['coda'] / r['gemm']:.2f}"
                      f" | {eager} |")
+    lines.append("")
+    for name, r in res["rows"].items():
+        suffixes = [(config, "" if i == 0 else f"[{config}]") for i, (config, _) in enumerate(configs)]
+        shapes = [f"{config}: GEMM {r['shape_gemm' + suffix]}, chain {r['shape' + suffix]}"
+                  for config, suffix in suffixes]
+        lines.append(f"- kernel shapes, {name}: " + "; ".join(shapes))
     table = "\n".join(lines)
     open(os.path.join(out, "bench.md"), "w").write(table + "\n")
     print(table)

@@ -195,6 +195,18 @@ void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
     *transpose_b = signature && signature->transposeB;
 }
 
+void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
+                               int64_t *tile_n, const char **schedule) {
+  const GpuCompileStats *stats =
+      program ? &program->program->getCompileStats() : nullptr;
+  if (tile_m)
+    *tile_m = stats ? stats->tileM : 0;
+  if (tile_n)
+    *tile_n = stats ? stats->tileN : 0;
+  if (schedule)
+    *schedule = stats ? stats->schedule.c_str() : "";
+}
+
 coda_status coda_program_prepare(coda_program *program) {
   if (!program)
     return fail("coda_program_prepare: program is null");

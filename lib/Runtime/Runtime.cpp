@@ -512,6 +512,8 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   }
   fresh.tileM = kernel->abi.tileM;
   fresh.tileN = kernel->abi.tileN;
+  // The compiler's schedule, when the shape leaves it open, is cooperative.
+  fresh.schedule = shape.schedule.empty() ? "cooperative" : shape.schedule;
   stats = std::move(fresh);
   ptx = kernel->ptx;
   loaded->byShape[shapeKey] = kernel;

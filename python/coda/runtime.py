@@ -89,6 +89,9 @@ def _library():
             "coda_program_output_type": (C, [P, I]),
             "coda_program_output_dims": (I, [P, I]),
             "coda_program_layouts": (None, [P, ctypes.POINTER(I), ctypes.POINTER(I)]),
+            "coda_program_kernel_shape": (None, [P, ctypes.POINTER(ctypes.c_int64),
+                                                 ctypes.POINTER(ctypes.c_int64),
+                                                 ctypes.POINTER(C)]),
             "coda_program_prepare": (I, [P]),
             "coda_program_launch": (I, [P, ctypes.POINTER(_Value), ctypes.c_size_t,
                                         ctypes.POINTER(_Tensor), ctypes.c_size_t, P]),
@@ -164,6 +167,16 @@ class Program:
     def __del__(self):
         if getattr(self, "_handle", None):
             _library().coda_program_destroy(self._handle)
+
+    @property
+    def kernel_shape(self):
+        """(tile_m, tile_n, schedule) of the kernel prepared or launched last:
+        the tile rule's or autotuning's choice for the last problem; None
+        before any."""
+        tm, tn, schedule = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_char_p()
+        _library().coda_program_kernel_shape(self._handle, ctypes.byref(tm), ctypes.byref(tn),
+                                             ctypes.byref(schedule))
+        return (tm.value, tn.value, schedule.value.decode()) if tm.value else None
 
     def prepare(self):
         """Compiles (or fetches from a cache) now rather than at the first call:

@@ -86,8 +86,10 @@ struct GpuCompileStats {
   bool fromDiskCache = false;
   /// The cache key.
   std::string key;
-  /// The kernel's output tile (rows x columns).
+  /// The kernel's output tile (rows x columns) and schedule ("cooperative"
+  /// or "pingpong").
   int64_t tileM = 0, tileN = 0;
+  std::string schedule;
   /// With autotuning: each candidate's median time in milliseconds, in
   /// candidate order, when this launch tuned (empty when the choice was
   /// known, see tuningFromDiskCache).
