@@ -24,7 +24,8 @@ int64_t mlir::coda::chooseTileN(const ProblemShape &problem,
   return cost(192, kEfficiency192) < cost(256, 1.0) ? 192 : 256;
 }
 
-SmallVector<GpuCompileOptions> mlir::coda::getTuningCandidates() {
+SmallVector<GpuCompileOptions>
+mlir::coda::getTuningCandidates(const GpuCompileOptions &ruleShape) {
   auto shape = [](int64_t tileM, int64_t tileN, StringRef schedule) {
     GpuCompileOptions options;
     options.tileM = tileM;
@@ -32,16 +33,19 @@ SmallVector<GpuCompileOptions> mlir::coda::getTuningCandidates() {
     options.schedule = schedule.str();
     return options;
   };
-  // The compiler's default first (an empty shape: the kernel prepare()
-  // compiles), then narrower and taller tiles and the other schedule.
-  return {GpuCompileOptions(), shape(128, 192, "cooperative"),
-          shape(128, 128, "cooperative"), shape(256, 128, "cooperative"),
-          shape(128, 128, "pingpong")};
+  SmallVector<GpuCompileOptions> candidates = {ruleShape};
+  for (GpuCompileOptions other :
+       {shape(128, 256, "cooperative"), shape(128, 192, "cooperative"),
+        shape(128, 128, "cooperative"), shape(256, 128, "cooperative"),
+        shape(128, 128, "pingpong")})
+    if (describeShape(other) != describeShape(ruleShape))
+      candidates.push_back(other);
+  return candidates;
 }
 
 std::string mlir::coda::describeShape(const GpuCompileOptions &shape) {
-  if (!shape.tileM && !shape.tileN && shape.schedule.empty())
-    return "128x256 cooperative";
-  return std::to_string(shape.tileM) + "x" + std::to_string(shape.tileN) +
-         " " + shape.schedule;
+  // The compiler's choices for what a shape leaves open (no row reductions).
+  return std::to_string(shape.tileM ? shape.tileM : 128) + "x" +
+         std::to_string(shape.tileN ? shape.tileN : 256) + " " +
+         (shape.schedule.empty() ? "cooperative" : shape.schedule);
 }

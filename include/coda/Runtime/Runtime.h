@@ -24,6 +24,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -56,17 +57,21 @@ struct GpuCompileOptions {
   std::string schedule;
   /// Whether the first launch of each problem shape times the candidate
   /// kernel shapes (getTuningCandidates) on its arguments and keeps the
-  /// fastest, instead of the tile-width rule; the choice is cached with the
-  /// kernels. Excludes pinning the shape.
+  /// fastest, if it beats the tile-width rule's choice by kTuningMargin; the
+  /// choice is cached with the kernels. Excludes pinning the shape.
   bool autotune = false;
 };
 
-/// The kernel shapes autotuning times: cooperative 128 x 256 (the compiler's
-/// default), 128 x 192, 128 x 128 and 256 x 128, and ping-pong 128 x 128.
-SmallVector<GpuCompileOptions> getTuningCandidates();
+/// The kernel shapes autotuning times for a problem whose tile rule chose
+/// `ruleShape`: that one first (the baseline), then those of cooperative
+/// 128 x 256, 128 x 192, 128 x 128 and 256 x 128 and ping-pong 128 x 128
+/// that it is not.
+SmallVector<GpuCompileOptions>
+getTuningCandidates(const GpuCompileOptions &ruleShape);
 
-/// "MxN cooperative" or "MxN pingpong", for a kernel shape that fixes the
-/// tile (a tuning candidate) or the compiler's default for an empty one.
+/// "MxN cooperative" or "MxN pingpong": the tile and schedule of the kernel
+/// of `shape` for a program without row reductions, with the compiler's
+/// choices (128 rows, 256 columns, cooperative) for what it leaves open.
 std::string describeShape(const GpuCompileOptions &shape);
 
 /// The tile width (output columns: 256 or 192) for a cooperative kernel of
@@ -158,11 +163,13 @@ private:
                           const ProblemShape &problem,
                           ArrayRef<DeviceValue> arguments,
                           ArrayRef<DeviceTensor> outputs, void *stream);
-  /// The median time of `iterations` calls of `launchOnce` on the default
-  /// stream, each after a 256 MiB write that evicts L2, after `warmup`
-  /// untimed ones, in milliseconds.
-  llvm::Expected<double> timeLaunches(llvm::function_ref<llvm::Error()> launchOnce,
-                                      int warmup, int iterations);
+  /// The median time of each of `launches` in milliseconds, over
+  /// `iterations` rounds that time each once in turn (so that clock changes
+  /// reach them alike), on the default stream, each call after a 256 MiB
+  /// write that evicts L2; each is first called `warmup` times untimed.
+  llvm::Expected<SmallVector<double>>
+  timeLaunches(ArrayRef<std::function<llvm::Error()>> launches, int warmup,
+               int iterations);
   /// The cache key of the program, before the kernel shape.
   std::string getProgramKey() const;
   /// Compiles (or fetches) and loads the kernel of `shape`, once.
