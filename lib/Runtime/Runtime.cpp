@@ -212,8 +212,7 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
 llvm::Expected<std::unique_ptr<GpuProgram>>
 GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
                         GpuCompileOptions options, llvm::StringRef sourceName) {
-  if (options.autotune && (options.tileM || options.tileN || options.stages ||
-                           !options.schedule.empty()))
+  if (options.autotune && options.pinsShape())
     return error("autotune chooses the kernel shape itself: it cannot be "
                  "combined with tile_m, tile_n, stages or schedule");
   std::lock_guard<std::mutex> lock(impl->mutex);
@@ -344,7 +343,6 @@ static bool readCache(MLIRContext &context, StringRef directory, StringRef key,
   return true;
 }
 
-/// Writes a kernel to the cache; failures only cost a recompilation later.
 /// Writes `contents` to a temporary file, then renames it to `path`, so that
 /// readers never see half a file; a failure leaves no file.
 static void writeAtomically(const Twine &path, StringRef contents) {
@@ -360,6 +358,7 @@ static void writeAtomically(const Twine &path, StringRef contents) {
   llvm::sys::fs::rename(temporary, path);
 }
 
+/// Writes a kernel to the cache; failures only cost a recompilation later.
 static void writeCache(MLIRContext &context, StringRef directory, StringRef key,
                        const Kernel &kernel) {
   if (directory.empty() || llvm::sys::fs::create_directories(directory))
@@ -425,6 +424,12 @@ static std::optional<GpuCompileOptions> parseShapeKey(StringRef key) {
 /// for autotuning to take it.
 constexpr double kTuningMargin = 0.97;
 
+/// The compiler's chip for a GPU of compute capability `computeCapability`
+/// (90: sm_90a).
+static std::string getChip(int computeCapability) {
+  return "sm_" + std::to_string(computeCapability) + "a";
+}
+
 /// The problem part of an autotuning cache key.
 static std::string getProblemKey(const ProblemShape &problem) {
   return llvm::formatv("{0}x{1}x{2}x{3}", problem.batch, problem.m, problem.n,
@@ -434,21 +439,16 @@ static std::string getProblemKey(const ProblemShape &problem) {
 
 std::string GpuProgram::getProgramKey() const {
   llvm::SHA256 hash;
-  std::string chip = "sm_" + std::to_string(runtime.computeCapability) + "a";
+  std::string chip = getChip(runtime.computeCapability);
   for (StringRef part : {StringRef(kCodaCompilerVersion), StringRef(chip),
                          StringRef(source), StringRef(signature.functionName)})
     hash.update(part), hash.update(StringRef("\0", 1));
   return llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 }
 
-bool GpuProgram::isShapePinned() const {
-  return options.tileM || options.tileN || options.stages ||
-         !options.schedule.empty();
-}
-
 GpuCompileOptions
 GpuProgram::chooseShape(const ProblemShape &problem) const {
-  if (isShapePinned() || reducesRows)
+  if (options.pinsShape() || reducesRows)
     return options;
   GpuCompileOptions shape;
   int64_t tileN = chooseTileN(problem, runtime.impl->multiprocessors);
@@ -480,7 +480,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   }
 
   GpuPipelineOptions pipeline;
-  pipeline.chip = "sm_" + std::to_string(runtime.computeCapability) + "a";
+  pipeline.chip = getChip(runtime.computeCapability);
   pipeline.tileM = shape.tileM;
   pipeline.tileN = shape.tileN;
   pipeline.stages = shape.stages;

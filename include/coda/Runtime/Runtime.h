@@ -60,6 +60,11 @@ struct GpuCompileOptions {
   /// fastest, if it beats the tile-width rule's choice by kTuningMargin; the
   /// choice is cached with the kernels. Excludes pinning the shape.
   bool autotune = false;
+
+  /// Whether any part of the kernel shape is fixed.
+  bool pinsShape() const {
+    return tileM || tileN || stages || !schedule.empty();
+  }
 };
 
 /// The kernel shapes autotuning times for a problem whose tile rule chose
@@ -149,8 +154,6 @@ private:
   GpuProgram(GpuRuntime &runtime, std::string source, std::string sourceName,
              ProgramSignature signature, GpuCompileOptions options,
              bool reducesRows);
-  /// Whether the compile options fix any part of the kernel shape.
-  bool isShapePinned() const;
   /// The kernel shape launches of `problem` use, without autotuning.
   GpuCompileOptions chooseShape(const ProblemShape &problem) const;
   /// The autotuned kernel shape of `problem`: known, from the disk cache, or
