@@ -203,8 +203,11 @@ void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
     *tile_m = stats ? stats->tileM : 0;
   if (tile_n)
     *tile_n = stats ? stats->tileN : 0;
+  // A literal: the stats change with the next launch.
   if (schedule)
-    *schedule = stats ? stats->schedule.c_str() : "";
+    *schedule = !stats || stats->schedule.empty() ? ""
+                : stats->schedule == "pingpong"   ? "pingpong"
+                                                  : "cooperative";
 }
 
 coda_status coda_program_prepare(coda_program *program) {

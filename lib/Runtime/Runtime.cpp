@@ -346,16 +346,21 @@ static bool readCache(MLIRContext &context, StringRef directory, StringRef key,
 /// Writes `contents` to a temporary file, then renames it to `path`, so that
 /// readers never see half a file; a failure leaves no file.
 static void writeAtomically(const Twine &path, StringRef contents) {
-  std::string temporary =
-      (path + ".tmp" + Twine(llvm::sys::Process::getProcessId())).str();
-  std::error_code ec;
+  int fd = -1;
+  llvm::SmallString<256> temporary;
+  if (llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temporary))
+    return;
+  bool written = false;
   {
-    llvm::raw_fd_ostream os(temporary, ec);
-    if (ec)
-      return;
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << contents;
+    os.close();
+    written = !os.has_error();
+    // A failed write (a full disk) only costs the cache entry.
+    os.clear_error();
   }
-  llvm::sys::fs::rename(temporary, path);
+  if (!written || llvm::sys::fs::rename(temporary, path))
+    llvm::sys::fs::remove(temporary);
 }
 
 /// Writes a kernel to the cache; failures only cost a recompilation later.
@@ -605,9 +610,12 @@ GpuProgram::tuneShape(const ProblemShape &problem,
   auto known = loaded->tuned.find(problemKey);
   if (known != loaded->tuned.end())
     return known->second;
+  // The choice on disk is also keyed by the SM count, which the tile rule
+  // and the timings depend on.
   llvm::SmallString<256> choicePath(runtime.cacheDirectory);
-  llvm::sys::path::append(choicePath,
-                          getProgramKey() + "-" + problemKey + ".tune");
+  llvm::sys::path::append(
+      choicePath, getProgramKey() + "-" + problemKey + "-" +
+                      std::to_string(runtime.impl->multiprocessors) + "sm.tune");
   if (!runtime.cacheDirectory.empty())
     if (auto text = llvm::MemoryBuffer::getFile(choicePath))
       if (std::optional<GpuCompileOptions> shape =
@@ -616,6 +624,7 @@ GpuProgram::tuneShape(const ProblemShape &problem,
         if (auto kernel = prepareShape(*shape); !kernel)
           return kernel.takeError();
         std::lock_guard<std::mutex> statsLock(runtime.impl->mutex);
+        stats.tuningMs.clear();
         stats.tuningFromDiskCache = true;
         return *shape;
       }
@@ -674,6 +683,7 @@ GpuProgram::tuneShape(const ProblemShape &problem,
     return kernel.takeError();
   std::lock_guard<std::mutex> statsLock(runtime.impl->mutex);
   stats.tuningMs = std::move(times);
+  stats.tuningFromDiskCache = false;
   return best;
 }
 

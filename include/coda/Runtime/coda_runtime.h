@@ -125,7 +125,8 @@ void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
 
 /* The output tile (rows, columns) and schedule ("cooperative" or "pingpong")
    of the kernel the program prepared or launched last: the one the tile rule
-   or autotuning chose for the last problem; 0, 0 and "" before any. */
+   or autotuning chose for the last problem; 0, 0 and "" before any. The
+   string is static. */
 void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
                                int64_t *tile_n, const char **schedule);
 
