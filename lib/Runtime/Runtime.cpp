@@ -455,13 +455,8 @@ GpuCompileOptions
 GpuProgram::chooseShape(const ProblemShape &problem) const {
   if (options.pinsShape() || reducesRows)
     return options;
-  GpuCompileOptions shape;
-  int64_t tileN = chooseTileN(problem, runtime.impl->multiprocessors);
-  // 256 columns is the compiler's own default: leave it to the compiler, so
-  // that the kernel is the one prepare() compiles.
-  if (tileN != 256)
-    shape.tileN = tileN;
-  return shape;
+  return getCooperativeShape(
+      chooseTileN(problem, runtime.impl->multiprocessors));
 }
 
 llvm::Error GpuProgram::prepare() { return prepareShape(options).takeError(); }

@@ -24,6 +24,15 @@ int64_t mlir::coda::chooseTileN(const ProblemShape &problem,
   return cost(192, kEfficiency192) < cost(256, 1.0) ? 192 : 256;
 }
 
+GpuCompileOptions mlir::coda::getCooperativeShape(int64_t tileN) {
+  // 256 columns is the compiler's own default: the empty shape, whose kernel
+  // prepare() compiles, rather than a second copy of it.
+  GpuCompileOptions shape;
+  if (tileN != 256)
+    shape.tileN = tileN;
+  return shape;
+}
+
 SmallVector<GpuCompileOptions>
 mlir::coda::getTuningCandidates(const GpuCompileOptions &ruleShape) {
   auto shape = [](int64_t tileM, int64_t tileN, StringRef schedule) {
@@ -34,11 +43,9 @@ mlir::coda::getTuningCandidates(const GpuCompileOptions &ruleShape) {
     return options;
   };
   SmallVector<GpuCompileOptions> candidates = {ruleShape};
-  // Cooperative 128 x 256 is the compiler's default: the empty shape, whose
-  // kernel prepare() compiles, rather than a second copy of it.
   for (GpuCompileOptions other :
-       {GpuCompileOptions(), shape(128, 192, "cooperative"),
-        shape(128, 128, "cooperative"), shape(256, 128, "cooperative"),
+       {getCooperativeShape(256), getCooperativeShape(192),
+        getCooperativeShape(128), shape(256, 128, "cooperative"),
         shape(128, 128, "pingpong")})
     if (describeShape(other) != describeShape(ruleShape))
       candidates.push_back(other);

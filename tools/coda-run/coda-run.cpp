@@ -286,7 +286,7 @@ int main(int argc, char **argv) {
                                                stats.compileSeconds)
                                      .str(),
                            stats.loadSeconds, runSeconds);
-    if (autotune && stats.tuningFromDiskCache)
+    if (stats.tuningFromDiskCache)
       timing += "\n  autotuned shape from the disk cache";
     for (const auto &[shape, ms] : stats.tuningMs)
       timing += llvm::formatv("\n  autotune: {0} {1:f4} ms", shape, ms);

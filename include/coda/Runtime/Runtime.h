@@ -67,6 +67,11 @@ struct GpuCompileOptions {
   }
 };
 
+/// The shape of a cooperative kernel of 128-row tiles `tileN` columns wide,
+/// spelled as the tile rule and autotuning spell it, so that they share
+/// kernels: 256 columns, the compiler's default, as the empty shape.
+GpuCompileOptions getCooperativeShape(int64_t tileN);
+
 /// The kernel shapes autotuning times for a problem whose tile rule chose
 /// `ruleShape`: that one first (the baseline), then those of cooperative
 /// 128 x 256, 128 x 192, 128 x 128 and 256 x 128 and ping-pong 128 x 128
