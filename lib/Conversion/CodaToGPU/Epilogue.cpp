@@ -36,10 +36,11 @@
 // inside the output, with N a multiple of 8 and every tensor 16-byte aligned
 // (decided by a warp vote, so that ptxas sees a uniform branch) runs a copy
 // without bounds or alignment checks; the others check every access. Every
-// address is a row slot's address, computed once, plus a constant. As a
-// tile's main loop starts, the consumer warpgroup prefetches its rows of the
-// tensors read along m and n into L2, a 128-byte line per thread at a time
-// (buildEpiloguePrefetch).
+// address is a row slot's address, computed once, plus a constant. Three K
+// steps before a tile's main loop ends, the consumer warpgroup prefetches its
+// rows of the tensors read along m and n into L2, a 128-byte line per thread
+// at a time (buildEpiloguePrefetch). Inputs the region does not read are
+// neither loaded nor prefetched.
 //
 //===----------------------------------------------------------------------===//
 
@@ -215,7 +216,7 @@ struct EpilogueTensor {
 };
 } // namespace
 
-/// The outputs, C and the tensor inputs of the kernel.
+/// The outputs, C and the tensor inputs of the kernel that the epilogue reads.
 static SmallVector<EpilogueTensor> getTensors(const KernelPlan &plan,
                                               const KernelValues &values,
                                               const EpilogueDims &dims) {
@@ -230,12 +231,12 @@ static SmallVector<EpilogueTensor> getTensors(const KernelPlan &plan,
   if (Value c = op.getC())
     tensors.push_back({values.c, elementType(c),
                        op.getOutputSpaceDims().getMask(), /*isOutput=*/false});
-  for (auto [i, input] : llvm::enumerate(op.getInputs()))
-    if (isa<RankedTensorType>(input.getType()))
-      tensors.push_back(
-          {values.inputs[i], elementType(input),
-           dims.getMask(op.getEpilogueBlock().getArgument(i + 1)),
-           /*isOutput=*/false});
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    BlockArgument arg = op.getEpilogueBlock().getArgument(i + 1);
+    if (isa<RankedTensorType>(input.getType()) && !arg.use_empty())
+      tensors.push_back({values.inputs[i], elementType(input),
+                         dims.getMask(arg), /*isOutput=*/false});
+  }
   return tensors;
 }
 

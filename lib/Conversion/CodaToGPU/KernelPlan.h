@@ -33,7 +33,7 @@
 //  - the epilogue runs the coda.gemm region on the accumulator registers and
 //    writes each output element once (bounds checks only in the last row and
 //    column of tiles); the consumers prefetch the tile's C and residual-like
-//    inputs into L2 as they start the tile's main loop.
+//    inputs into L2 three K steps before the tile's main loop ends.
 //
 //===----------------------------------------------------------------------===//
 

@@ -36,6 +36,11 @@ namespace {
 
 /// The suspend-time hint of an mbarrier wait, in nanoseconds.
 constexpr int64_t kWaitTicks = 10000000;
+/// How many K steps before the end of a tile's main loop its epilogue inputs
+/// are prefetched into L2: late enough that they do not displace A and B
+/// tiles in L2 for a whole main loop, early enough to arrive in time
+/// (docs/performance.md: 3 was faster than 8 and than the loop's start).
+constexpr int64_t kPrefetchLeadSteps = 3;
 
 /// One output tile: its index in the tile order and its coordinates.
 struct TileCoords {
@@ -329,12 +334,9 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
                                   LLVM::ZeroOp::create(b, accType));
           scf::YieldOp::create(b, zero);
         }
-        // With the first wgmmas in flight, the tile's epilogue inputs start
-        // for L2, to be there when the main loop ends.
-        buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
-        auto loop = scf::ForOp::create(b, b.i32(1), kSteps, b.i32(1),
-                                       firstStep.getResults());
-        {
+        // The K steps [from, to) after the first.
+        auto buildSteps = [&](Value from, Value to, ValueRange init) {
+          auto loop = scf::ForOp::create(b, from, to, b.i32(1), init);
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(loop.getBody());
           Value kStep = loop.getInductionVar();
@@ -344,7 +346,15 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
           // The previous K step's wgmmas have retired: release its slot.
           releasePrevious(base, kStep);
           scf::YieldOp::create(b, acc);
-        }
+          return loop;
+        };
+        // kPrefetchLeadSteps K steps before the main loop ends (or with the
+        // first wgmmas in flight), the tile's epilogue inputs start for L2.
+        Value split = arith::MaxSIOp::create(
+            b, b.sub(kSteps, b.i32(kPrefetchLeadSteps)), b.i32(1));
+        auto head = buildSteps(b.i32(1), split, firstStep.getResults());
+        buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
+        auto loop = buildSteps(split, kSteps, head.getResults());
         // The other consumer's turn, if it has a next tile.
         if (pingpong)
           b.ifThen(b.ult(b.add(tile.index, gridSize), numTiles), [&] {

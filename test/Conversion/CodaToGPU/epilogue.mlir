@@ -46,11 +46,17 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
 // without checks in an interior tile and under bounds checks in the others.
 // CHECK-LABEL: gpu.func @affine
 // CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[C:[^:]*]]: !llvm.ptr<1>, %[[ALPHA:[^:]*]]: f32, %[[BETA:[^:]*]]: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>,
-// Once a tile's first wgmmas are issued, the consumer warpgroup's threads
-// prefetch its rows of the tile's part of C into L2, a 128-byte line each
-// in turn (64 rows of 256 f16 columns: 4 lines a row, 2 per thread, those
-// inside the output), for the epilogue after the main loop.
+// Three K steps before a tile's main loop ends (or once its first wgmmas
+// are issued), the consumer warpgroup's threads prefetch its rows of the
+// tile's part of C into L2, a 128-byte line each in turn (64 rows of 256 f16
+// columns: 4 lines a row, 2 per thread, those inside the output), for the
+// epilogue after the main loop.
 // CHECK:         nvvm.wgmma.mma_async
+// CHECK:         %[[LEAD:.*]] = arith.subi %[[KSTEPS:.*]], %c3_i32
+// CHECK:         %[[SPLIT:.*]] = arith.maxsi %[[LEAD]], %c1_i32
+// CHECK:         scf.for %{{.*}} = %c1_i32{{.*}} to %[[SPLIT]]
+// CHECK:           nvvm.wgmma.mma_async
+// CHECK-NOT:       nvvm.prefetch
 // CHECK:         arith.remui %{{.*}}, %c4_i32
 // CHECK:         %[[LINE:.*]] = arith.muli %{{.*}}, %c128_i32
 // CHECK:         %[[INSIDE:.*]] = arith.cmpi ult, %[[LINE]], %{{.*}}
@@ -61,7 +67,7 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
 // CHECK:           nvvm.prefetch level = L2, %{{.*}} : !llvm.ptr<1>
 // CHECK:           nvvm.prefetch level = L2
 // CHECK-NOT:       nvvm.prefetch
-// CHECK:         scf.for
+// CHECK:         scf.for %{{.*}} = %[[SPLIT]] to %[[KSTEPS]]
 // CHECK:           nvvm.wgmma.mma_async
 // CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK:         nvvm.vote.sync  all
@@ -148,6 +154,25 @@ func.func @dropout_add(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
     %d = coda.dropout %acc, %s {p = 0.1 : f32}
     %y = arith.addf %x, %d : f32
     coda.yield %y : f32
+  }
+  return %o : tensor<?x?xbf16>
+}
+
+// An input the epilogue does not read is neither prefetched nor loaded, and
+// its alignment does not decide which copy of the epilogue runs.
+// CHECK-LABEL: gpu.func @unused_residual
+// CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[R:[^:]*]]: !llvm.ptr<1>,
+// CHECK-NOT:     nvvm.prefetch
+// CHECK-NOT:     %[[R]]
+// CHECK:         nvvm.vote.sync  all
+// MEMORY: unused_residual: loads -; stores output#0
+func.func @unused_residual(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
+                           %r: tensor<?x?xbf16> {coda.name = "residual"})
+    -> (tensor<?x?xbf16> {coda.name = "output"}) {
+  %o = coda.gemm %a, %b transpose_b ins(%r : tensor<?x?xbf16> [m, n])
+      : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xbf16> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
   }
   return %o : tensor<?x?xbf16>
 }
