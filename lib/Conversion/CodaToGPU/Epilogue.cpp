@@ -516,18 +516,11 @@ Value EpilogueBuilder::loadInput(Value pointer, Type elementType, unsigned mask,
 }
 
 void EpilogueBuilder::prefetchGroup(int64_t group, int64_t h) {
-  auto prefetch = [&](Value pointer, Type elementType, unsigned mask) {
-    if ((mask & DimsAttr::kN) && ((mask & DimsAttr::kM) || h == 0))
-      (void)loadGroup(pointer, elementType, mask, h, group);
-  };
-  if (Value c = op.getC())
-    prefetch(values.c, cast<RankedTensorType>(c.getType()).getElementType(),
-             op.getOutputSpaceDims().getMask());
-  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
-    auto type = dyn_cast<RankedTensorType>(input.getType());
-    BlockArgument arg = op.getEpilogueBlock().getArgument(i + 1);
-    if (type && !arg.use_empty())
-      prefetch(values.inputs[i], type.getElementType(), dims.getMask(arg));
+  for (const EpilogueTensor &tensor : getTensors(plan, values, dims)) {
+    unsigned mask = tensor.mask;
+    if (!tensor.isOutput && (mask & DimsAttr::kN) &&
+        ((mask & DimsAttr::kM) || h == 0))
+      (void)loadGroup(tensor.pointer, tensor.elementType, mask, h, group);
   }
 }
 
