@@ -344,11 +344,16 @@ static bool readCache(MLIRContext &context, StringRef directory, StringRef key,
 }
 
 /// Writes `contents` to a temporary file, then renames it to `path`, so that
-/// readers never see half a file; a failure leaves no file.
+/// readers never see half a file; creates the directory; a failure leaves no
+/// file.
 static void writeAtomically(const Twine &path, StringRef contents) {
+  llvm::SmallString<256> target;
+  path.toVector(target);
+  if (llvm::sys::fs::create_directories(llvm::sys::path::parent_path(target)))
+    return;
   int fd = -1;
   llvm::SmallString<256> temporary;
-  if (llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temporary))
+  if (llvm::sys::fs::createUniqueFile(target + ".tmp-%%%%%%%%", fd, temporary))
     return;
   bool written = false;
   {
@@ -359,14 +364,14 @@ static void writeAtomically(const Twine &path, StringRef contents) {
     // A failed write (a full disk) only costs the cache entry.
     os.clear_error();
   }
-  if (!written || llvm::sys::fs::rename(temporary, path))
+  if (!written || llvm::sys::fs::rename(temporary, target))
     llvm::sys::fs::remove(temporary);
 }
 
 /// Writes a kernel to the cache; failures only cost a recompilation later.
 static void writeCache(MLIRContext &context, StringRef directory, StringRef key,
                        const Kernel &kernel) {
-  if (directory.empty() || llvm::sys::fs::create_directories(directory))
+  if (directory.empty())
     return;
   llvm::SmallString<256> base(directory);
   llvm::sys::path::append(base, key);
@@ -605,6 +610,19 @@ GpuProgram::tuneShape(const ProblemShape &problem,
   auto known = loaded->tuned.find(problemKey);
   if (known != loaded->tuned.end())
     return known->second;
+  // The choice is remembered and its kernel prepared last, which the stats
+  // then describe, with the timings that chose it.
+  auto choose = [&](const GpuCompileOptions &shape,
+                    SmallVector<std::pair<std::string, double>> times,
+                    bool fromDiskCache) -> llvm::Expected<GpuCompileOptions> {
+    loaded->tuned[problemKey] = shape;
+    if (auto kernel = prepareShape(shape); !kernel)
+      return kernel.takeError();
+    std::lock_guard<std::mutex> statsLock(runtime.impl->mutex);
+    stats.tuningMs = std::move(times);
+    stats.tuningFromDiskCache = fromDiskCache;
+    return shape;
+  };
   // The choice on disk is also keyed by the SM count, which the tile rule
   // and the timings depend on.
   llvm::SmallString<256> choicePath(runtime.cacheDirectory);
@@ -614,15 +632,8 @@ GpuProgram::tuneShape(const ProblemShape &problem,
   if (!runtime.cacheDirectory.empty())
     if (auto text = llvm::MemoryBuffer::getFile(choicePath))
       if (std::optional<GpuCompileOptions> shape =
-              parseShapeKey((*text)->getBuffer())) {
-        loaded->tuned[problemKey] = *shape;
-        if (auto kernel = prepareShape(*shape); !kernel)
-          return kernel.takeError();
-        std::lock_guard<std::mutex> statsLock(runtime.impl->mutex);
-        stats.tuningMs.clear();
-        stats.tuningFromDiskCache = true;
-        return *shape;
-      }
+              parseShapeKey((*text)->getBuffer()))
+        return choose(*shape, {}, /*fromDiskCache=*/true);
 
   // The inputs are ready once the caller's stream has caught up. Time every
   // candidate into scratch outputs, so that outputs that alias inputs (an
@@ -669,17 +680,9 @@ GpuProgram::tuneShape(const ProblemShape &problem,
   SmallVector<std::pair<std::string, double>> times;
   for (auto [candidate, ms] : llvm::zip(candidates, *medians))
     times.emplace_back(describeShape(candidate), ms);
-  loaded->tuned[problemKey] = best;
-  if (!runtime.cacheDirectory.empty() &&
-      !llvm::sys::fs::create_directories(runtime.cacheDirectory))
+  if (!runtime.cacheDirectory.empty())
     writeAtomically(choicePath, getShapeKey(best));
-  // The chosen kernel is the one prepared last, which stats describe.
-  if (auto kernel = prepareShape(best); !kernel)
-    return kernel.takeError();
-  std::lock_guard<std::mutex> statsLock(runtime.impl->mutex);
-  stats.tuningMs = std::move(times);
-  stats.tuningFromDiskCache = false;
-  return best;
+  return choose(best, std::move(times), /*fromDiskCache=*/false);
 }
 
 llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
