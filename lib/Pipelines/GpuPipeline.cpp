@@ -40,6 +40,7 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
   kernels.stages = options.stages;
   kernels.schedule = options.schedule;
   kernels.epilogueVectorBytes = options.epilogueVectorBytes;
+  kernels.clusterM = options.clusterM;
   pm.addPass(createConvertCodaToGPU(kernels));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -100,6 +100,7 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
   if (o.schedule)
     compile.schedule = o.schedule;
   compile.autotune = o.autotune != 0;
+  compile.clusterM = o.cluster_m;
   auto orDefault = [](const char *value, const char *fallback) {
     return StringRef(value ? value : fallback);
   };

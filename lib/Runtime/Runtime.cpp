@@ -52,7 +52,34 @@ struct mlir::coda::runtime::Kernel {
   KernelABI abi;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
+  /// For a kernel of clusters (abi.clusterM > 1): how many of its clusters
+  /// the device runs at once.
+  int64_t activeClusters = 0;
 };
+
+/// The launch of `kernel` on `grid` blocks with its cluster shape; `attribute`
+/// holds the cluster dims that the config points to.
+static CUlaunchConfig getLaunchConfig(const Kernel &kernel, int64_t grid,
+                                      CUstream stream,
+                                      CUlaunchAttribute &attribute) {
+  const KernelABI &abi = kernel.abi;
+  attribute = {};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = static_cast<unsigned>(abi.clusterM);
+  attribute.value.clusterDim.y = 1;
+  attribute.value.clusterDim.z = 1;
+  CUlaunchConfig config = {};
+  config.gridDimX = static_cast<unsigned>(grid);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = static_cast<unsigned>(abi.blockDims[0]);
+  config.blockDimY = static_cast<unsigned>(abi.blockDims[1]);
+  config.blockDimZ = static_cast<unsigned>(abi.blockDims[2]);
+  config.sharedMemBytes = static_cast<unsigned>(abi.sharedMemoryBytes);
+  config.hStream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return config;
+}
 
 namespace {
 
@@ -214,7 +241,7 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
                         GpuCompileOptions options, llvm::StringRef sourceName) {
   if (options.autotune && options.pinsShape())
     return error("autotune chooses the kernel shape itself: it cannot be "
-                 "combined with tile_m, tile_n, stages or schedule");
+                 "combined with tile_m, tile_n, stages, schedule or cluster_m");
   std::lock_guard<std::mutex> lock(impl->mutex);
   DiagnosticCollector diagnostics(*impl->mlir);
   OwningOpRef<ModuleOp> module =
@@ -404,6 +431,21 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
             kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             static_cast<int>(kernel.abi.sharedMemoryBytes)),
         "cuFuncSetAttribute", what);
+  if (!error && kernel.abi.clusterM > 1) {
+    CUlaunchAttribute attribute;
+    CUlaunchConfig config = getLaunchConfig(
+        kernel, /*grid=*/kernel.abi.clusterM, /*stream=*/nullptr, attribute);
+    int clusters = 0;
+    error = driver.check(driver.cuOccupancyMaxActiveClusters(
+                             &clusters, kernel.function, &config),
+                         "cuOccupancyMaxActiveClusters", what);
+    if (!error && clusters < 1)
+      error = llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "%s: the device cannot run a cluster of %d blocks of this kernel",
+          what.c_str(), static_cast<int>(kernel.abi.clusterM));
+    kernel.activeClusters = clusters;
+  }
   if (error) {
     driver.cuModuleUnload(kernel.module);
     kernel.module = nullptr;
@@ -414,7 +456,8 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
 /// The kernel shape's part of the cache key.
 static std::string getShapeKey(const GpuCompileOptions &shape) {
   return std::to_string(shape.tileM) + "/" + std::to_string(shape.tileN) +
-         "/" + std::to_string(shape.stages) + "/" + shape.schedule;
+         "/" + std::to_string(shape.stages) + "/" + shape.schedule + "/" +
+         std::to_string(shape.clusterM);
 }
 
 /// The kernel shape of a getShapeKey string, if it is one.
@@ -422,9 +465,10 @@ static std::optional<GpuCompileOptions> parseShapeKey(StringRef key) {
   SmallVector<StringRef, 4> parts;
   key.trim().split(parts, '/');
   GpuCompileOptions shape;
-  if (parts.size() != 4 || parts[0].getAsInteger(10, shape.tileM) ||
+  if (parts.size() != 5 || parts[0].getAsInteger(10, shape.tileM) ||
       parts[1].getAsInteger(10, shape.tileN) ||
-      parts[2].getAsInteger(10, shape.stages))
+      parts[2].getAsInteger(10, shape.stages) ||
+      parts[4].getAsInteger(10, shape.clusterM))
     return std::nullopt;
   shape.schedule = parts[3].str();
   return shape;
@@ -490,6 +534,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   pipeline.tileN = shape.tileN;
   pipeline.stages = shape.stages;
   pipeline.schedule = shape.schedule;
+  pipeline.clusterM = shape.clusterM;
 
   // The key covers everything the kernel depends on.
   GpuCompileStats fresh;
@@ -801,8 +846,19 @@ llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
       return e;
   }
 
-  std::array<int64_t, 3> grid = abi.getGridDims(
-      problem.m, problem.n, problem.batch, runtime.impl->multiprocessors);
+  std::array<int64_t, 3> grid =
+      abi.getGridDims(problem.m, problem.n, problem.batch,
+                      abi.clusterM > 1 ? kernel.activeClusters
+                                       : runtime.impl->multiprocessors);
+  if (abi.clusterM > 1) {
+    CUlaunchAttribute attribute;
+    CUlaunchConfig config = getLaunchConfig(
+        kernel, grid[0], static_cast<CUstream>(stream), attribute);
+    return driver.check(
+        driver.cuLaunchKernelEx(&config, kernel.function, params.data(),
+                                nullptr),
+        "cuLaunchKernelEx", "launching '" + name + "'");
+  }
   return driver.check(
       driver.cuLaunchKernel(kernel.function, grid[0], grid[1], grid[2],
                             abi.blockDims[0], abi.blockDims[1],

@@ -38,7 +38,8 @@ class _Options(ctypes.Structure):
                 ("dtype", ctypes.c_char_p), ("layout_a", ctypes.c_char_p),
                 ("layout_b", ctypes.c_char_p), ("with_c", ctypes.c_int32),
                 ("with_alpha", ctypes.c_int32), ("tile_m", ctypes.c_int64),
-                ("schedule", ctypes.c_char_p), ("autotune", ctypes.c_int32)]
+                ("schedule", ctypes.c_char_p), ("autotune", ctypes.c_int32),
+                ("cluster_m", ctypes.c_int64)]
 
 
 def _is_epilogue(source):
@@ -123,13 +124,15 @@ class Program:
     """A coda program bound to a CUDA device: coda IR text, or an epilogue in
     the DSL (docs/dsl.md), whose GEMM is set up by dtype ("bf16", "f16",
     "f32"), layout_a ("mk", "km"), layout_b ("nk", "kn"), with_c and
-    with_alpha. tile_m, tile_n, stages and schedule pin the kernel shape;
+    with_alpha. tile_m, tile_n, stages, schedule and cluster_m (blocks per
+    cluster along M, 1 or 2) pin the kernel shape;
     autotune=True instead times the candidate shapes at the first call of
     each problem shape and keeps the fastest (cached with the kernels)."""
 
     def __init__(self, source, function="", device=0, tile_n=0, stages=0,
                  dtype="bf16", layout_a="mk", layout_b="nk", with_c=False,
-                 with_alpha=False, tile_m=0, schedule="", autotune=False):
+                 with_alpha=False, tile_m=0, schedule="", autotune=False,
+                 cluster_m=0):
         import torch
 
         torch.cuda.init()  # the runtime shares PyTorch's primary context
@@ -138,7 +141,7 @@ class Program:
         options = _Options(tile_n, stages, function.encode() or None,
                            int(_is_epilogue(source)), dtype.encode(), layout_a.encode(),
                            layout_b.encode(), int(with_c), int(with_alpha), tile_m,
-                           schedule.encode() or None, int(autotune))
+                           schedule.encode() or None, int(autotune), cluster_m)
         handle = ctypes.c_void_p()
         text = source.encode()
         _check(lib.coda_program_load(_runtime(device), text, len(text),

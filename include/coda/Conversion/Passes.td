@@ -62,7 +62,11 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
            /*default=*/"16",
            "Bytes a lane writes at once to a 16-bit output in the epilogue: "
            "16 (8 columns, regrouped across each quad of lanes by shuffles) "
-           "or 4 (2 columns)">
+           "or 4 (2 columns)">,
+    Option<"clusterM", "cluster-m", "int64_t", /*default=*/"0",
+           "Blocks per cluster along M: 1, or 2 (the two blocks compute "
+           "vertically adjacent tiles and each loads half of their common B "
+           "tile into both by TMA multicast); 0 chooses">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

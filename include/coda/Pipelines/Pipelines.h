@@ -57,6 +57,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("How the consumer warpgroups share tiles: cooperative or "
                      "pingpong; empty chooses"),
       llvm::cl::init("")};
+  Option<int64_t> clusterM{
+      *this, "cluster-m",
+      llvm::cl::desc("Blocks per cluster along M, sharing B tiles by TMA "
+                     "multicast: 1 or 2; 0 chooses"),
+      llvm::cl::init(0)};
 };
 
 /// Adds the passes that turn each coda program into one fused GEMM +

@@ -55,6 +55,9 @@ struct GpuCompileOptions {
   int64_t tileM = 0, tileN = 0, stages = 0;
   /// "cooperative" or "pingpong"; empty lets the compiler choose.
   std::string schedule;
+  /// Blocks per cluster along M (coda-to-gpu's cluster-m); 0 lets the
+  /// compiler choose.
+  int64_t clusterM = 0;
   /// Whether the first launch of each problem shape times the candidate
   /// kernel shapes (getTuningCandidates) on its arguments and keeps the
   /// fastest, if it beats the tile-width rule's choice by kTuningMargin; the
@@ -63,7 +66,7 @@ struct GpuCompileOptions {
 
   /// Whether any part of the kernel shape is fixed.
   bool pinsShape() const {
-    return tileM || tileN || stages || !schedule.empty();
+    return tileM || tileN || stages || !schedule.empty() || clusterM;
   }
 };
 

@@ -71,9 +71,12 @@ typedef struct coda_compile_options {
   const char *schedule;
   /* Nonzero: the first launch of each problem shape times the candidate
      kernel shapes on its arguments (into scratch outputs) and keeps the
-     fastest, cached with the kernels; excludes tile_m, tile_n, stages and
-     schedule. */
+     fastest, cached with the kernels; excludes tile_m, tile_n, stages,
+     schedule and cluster_m. */
   int32_t autotune;
+  /* Blocks per cluster along M (1, or 2: vertically adjacent tiles share
+     their B tile by TMA multicast); 0: default. */
+  int64_t cluster_m;
 } coda_compile_options;
 
 /* The message of the last failed call on this thread ("" if none). */

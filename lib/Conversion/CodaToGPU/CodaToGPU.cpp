@@ -257,6 +257,7 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   abi.tileK = plan.tileK;
   abi.sharedMemoryBytes = plan.getSharedMemoryBytes();
   abi.maxN = plan.hasRowReduction ? plan.tile.tileN : 0;
+  abi.clusterM = plan.tile.clusterM;
   DictionaryAttr abiAttr = abi.toAttr(ctx);
   module->setAttr(KernelABI::kAttrName, abiAttr);
 
@@ -271,7 +272,8 @@ struct ConvertCodaToGPU final
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    TileConfig tile{tileM, tileN, stages, std::nullopt, epilogueVectorBytes};
+    TileConfig tile{tileM, tileN, stages, std::nullopt, epilogueVectorBytes,
+                    clusterM};
     if (schedule == "cooperative")
       tile.schedule = Schedule::Cooperative;
     else if (schedule == "pingpong")

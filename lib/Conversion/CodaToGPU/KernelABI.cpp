@@ -85,10 +85,13 @@ int64_t KernelABI::getNumTiles(int64_t m, int64_t n, int64_t batch) const {
 
 std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
                                               int64_t batch,
-                                              int64_t multiprocessors) const {
-  return {
-      std::max<int64_t>(1, std::min(getNumTiles(m, n, batch), multiprocessors)),
-      1, 1};
+                                              int64_t clusters) const {
+  // A cluster walks units of clusterM vertically adjacent tiles.
+  int64_t units = llvm::divideCeilSigned(n, tileN) *
+                  llvm::divideCeilSigned(llvm::divideCeilSigned(m, tileM),
+                                         clusterM) *
+                  batch;
+  return {std::max<int64_t>(1, std::min(units, clusters)) * clusterM, 1, 1};
 }
 
 DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
@@ -116,6 +119,7 @@ DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
       b.getNamedAttr("shared_memory_bytes",
                      b.getI64IntegerAttr(sharedMemoryBytes)),
       b.getNamedAttr("max_n", b.getI64IntegerAttr(maxN)),
+      b.getNamedAttr("cluster_m", b.getI64IntegerAttr(clusterM)),
       b.getNamedAttr("params", b.getArrayAttr(paramAttrs)),
   });
 }
@@ -129,9 +133,11 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   auto tile = attr.getAs<DenseI64ArrayAttr>("tile");
   auto smem = attr.getAs<IntegerAttr>("shared_memory_bytes");
   auto maxN = attr.getAs<IntegerAttr>("max_n");
+  auto clusterM = attr.getAs<IntegerAttr>("cluster_m");
   auto params = attr.getAs<ArrayAttr>("params");
   if (!module || !kernel || !block || block.size() != 3 || !tile ||
-      tile.size() != 3 || !smem || !maxN || !params)
+      tile.size() != 3 || !smem || !maxN || !clusterM ||
+      clusterM.getInt() < 1 || !params)
     return std::nullopt;
   KernelABI abi;
   abi.module = module.str();
@@ -142,6 +148,7 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   abi.tileK = tile[2];
   abi.sharedMemoryBytes = smem.getInt();
   abi.maxN = maxN.getInt();
+  abi.clusterM = clusterM.getInt();
   for (Attribute paramAttr : params) {
     auto dict = dyn_cast<DictionaryAttr>(paramAttr);
     if (!dict)

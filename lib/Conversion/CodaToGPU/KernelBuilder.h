@@ -22,6 +22,9 @@ public:
   KernelBuilder(Location loc, OpBuilder &builder)
       : ImplicitLocOpBuilder(loc, builder) {}
 
+  Value i16(int64_t value) {
+    return arith::ConstantIntOp::create(*this, value, 16);
+  }
   Value i32(int64_t value) {
     return arith::ConstantIntOp::create(*this, value, 32);
   }

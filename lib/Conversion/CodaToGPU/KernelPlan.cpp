@@ -19,8 +19,8 @@ using namespace mlir::coda;
 
 SmallVector<int64_t> OperandPlan::getBox() const {
   SmallVector<int64_t> box =
-      kMajor ? SmallVector<int64_t>{tileK, extent}
-             : SmallVector<int64_t>{getSwizzleElems(), tileK};
+      kMajor ? SmallVector<int64_t>{tileK, getBoxExtent()}
+             : SmallVector<int64_t>{getBoxExtent(), tileK};
   if (batched)
     box.push_back(1);
   return box;
@@ -73,6 +73,8 @@ static TileConfig chooseTile(TileConfig tile, bool rowReduction, int64_t n) {
   }
   if (!tile.epilogueVectorBytes)
     tile.epilogueVectorBytes = 16;
+  if (!tile.clusterM)
+    tile.clusterM = 1;
   if (!tile.stages) {
     int64_t stageBytes = (tile.tileM + tile.tileN) * 128 + 16;
     tile.stages = std::clamp<int64_t>(
@@ -125,6 +127,9 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
   if (tile.epilogueVectorBytes != 4 && tile.epilogueVectorBytes != 16)
     return op.emitOpError() << "epilogue-vector-bytes must be 4 or 16, got "
                             << tile.epilogueVectorBytes;
+  if (tile.clusterM != 1 && tile.clusterM != 2)
+    return op.emitOpError() << "cluster-m must be 1 or 2, got "
+                            << tile.clusterM;
 
   KernelPlan plan;
   plan.op = op;
@@ -141,7 +146,7 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
   plan.a = {/*kMajor=*/!op.getTransposeA(), rank(op.getA()) == 3, tile.tileM,
             plan.tileK, elementBytes};
   plan.b = {/*kMajor=*/op.getTransposeB(), rank(op.getB()) == 3, tile.tileN,
-            plan.tileK, elementBytes};
+            plan.tileK, elementBytes, /*multicast=*/tile.clusterM};
 
   if (plan.elementType.isF32() && (!plan.a.kMajor || !plan.b.kMajor))
     return op.emitOpError()

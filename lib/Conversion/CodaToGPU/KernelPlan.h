@@ -71,6 +71,10 @@ struct TileConfig {
   /// The widest epilogue store to a 16-bit output per lane: 16 (a chunk of
   /// 8 columns, regrouped within each quad of lanes) or 4 (a pair).
   int64_t epilogueVectorBytes = 0;
+  /// Blocks per cluster, along M: 1 or 2. The blocks of a cluster compute
+  /// vertically adjacent tiles, whose B tile is the same: each loads its
+  /// share of it into both blocks' shared memory (TMA multicast).
+  int64_t clusterM = 0;
 };
 
 /// How one GEMM operand (A or B) is loaded and read.
@@ -85,12 +89,17 @@ struct OperandPlan {
   /// The tile's extent along K.
   int64_t tileK = 0;
   int64_t elementBytes = 0;
+  /// The blocks of a cluster that share the operand's tile (B under a
+  /// cluster along M), each loading its share of the boxes into all of them.
+  int64_t multicast = 1;
 
-  /// TMA boxes per stage: one box of [extent rows x tileK] when K-major,
-  /// else extent / 64 boxes of [tileK rows x 64].
+  /// TMA boxes per stage: `multicast` boxes of [extent / multicast rows x
+  /// tileK] when K-major, else extent / 64 boxes of [tileK rows x 64].
   int64_t getNumBoxes() const {
-    return kMajor ? 1 : extent / getSwizzleElems();
+    return kMajor ? multicast : extent / getSwizzleElems();
   }
+  /// The rows (K-major) or columns (MN-major) of the tile one box covers.
+  int64_t getBoxExtent() const { return extent / getNumBoxes(); }
   /// The box, innermost dim first (a batch dim adds a trailing 1).
   SmallVector<int64_t> getBox() const;
   /// Bytes of 64 rows (A) or columns (B) of one stage: 64 swizzled rows of
@@ -155,8 +164,10 @@ struct KernelPlan {
   /// Number of m64 wgmma fragments a consumer holds.
   int64_t getFragments() const { return consumerRows / 64; }
   bool isPingpong() const { return *tile.schedule == Schedule::Pingpong; }
-  /// Consumer threads that read each slot (and arrive on its empty barrier).
-  int64_t getSlotReaders() const { return isPingpong() ? 128 : 256; }
+  /// Arrivals that release a slot: one per consumer thread that reads it,
+  /// those of a cluster spread over its blocks (any of which may multicast
+  /// into the slot), so that each block hears from every warp.
+  int64_t getSlotReleases() const { return isPingpong() ? 128 : 256; }
 };
 
 /// The values of the kernel that the main loop and the epilogue share. All

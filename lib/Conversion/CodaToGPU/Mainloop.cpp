@@ -87,13 +87,16 @@ private:
             b.xori(state.phase, b.andi(passes, b.i32(1)))};
   }
 
-  /// The tile `tile` of the grouped order.
-  TileCoords decodeTile(Value tile);
-  /// Builds `for (tile = first; tile < numTiles; tile += step)` carrying the
+  /// The block's tile of unit `unit` of the grouped order.
+  TileCoords decodeTile(Value unit);
+  /// Builds `for (unit = first; unit < numUnits; unit += step)` carrying the
   /// ring state (starting at `state`, advanced by `stateStep` K steps per
   /// tile); `body` builds one iteration.
   void buildTileLoop(Value first, Value step, RingState state, Value stateStep,
                      function_ref<void(const TileCoords &, RingState)> body);
+
+  /// A barrier of the whole cluster (of the block when it is alone).
+  void syncCluster();
 
   /// The producer: every K step of every tile of the block.
   void buildProducer();
@@ -114,39 +117,49 @@ private:
   /// the wgmmas.
   SmallVector<Value> mmaStep(RingState state, Value rowsOffsetA, ValueRange acc,
                              bool first);
-  /// Arrives on the empty barrier of the slot of `state`, advanced by -1.
+  /// Releases the slot of `state`, advanced by -1: each consumer thread
+  /// arrives once on the slot's empty barrier in one block of the cluster.
   void releasePrevious(RingState base, Value kStep);
 
   KernelBuilder &b;
   const KernelPlan &plan;
   const KernelValues &values;
   int64_t stages;
-  Value kSteps, tilesN, tilesPerBatch, numTiles, blockId, gridSize;
+  Value kSteps, tilesM, tilesN;
+  /// The blocks walk the tiles by units: a unit is the clusterM vertically
+  /// adjacent tiles of one cluster, the block of rank `clusterRank` in the
+  /// cluster taking the unit's tile of that rank. The cluster's units are
+  /// clusterId, then every clusterCount-th, of numUnits.
+  Value unitsPerBatch, numUnits, clusterId, clusterCount, clusterRank;
   LLVM::LLVMStructType accType;
 };
 
 } // namespace
 
-TileCoords KernelBodyBuilder::decodeTile(Value tile) {
-  // Tiles run batch by batch; within a batch, groups of kGroupRows row
-  // blocks, column by column, row block by row block within a column.
-  Value batch = b.divu(tile, tilesPerBatch);
-  Value inBatch = b.remu(tile, tilesPerBatch);
-  Value tilesM = b.divu(tilesPerBatch, tilesN);
-  Value groupSize = b.mul(b.i32(KernelPlan::kGroupRows), tilesN);
+TileCoords KernelBodyBuilder::decodeTile(Value unit) {
+  // Units run batch by batch; within a batch, groups of rows of units
+  // (kGroupRows row blocks), column by column, row by row within a column.
+  int64_t clusterM = plan.tile.clusterM;
+  int64_t rowsPerGroup = std::max<int64_t>(1, KernelPlan::kGroupRows / clusterM);
+  Value batch = b.divu(unit, unitsPerBatch);
+  Value inBatch = b.remu(unit, unitsPerBatch);
+  Value unitRows = b.divu(unitsPerBatch, tilesN);
+  Value groupSize = b.mul(b.i32(rowsPerGroup), tilesN);
   Value group = b.divu(inBatch, groupSize);
-  Value firstRow = b.mul(group, b.i32(KernelPlan::kGroupRows));
-  Value groupRows = arith::MinUIOp::create(b, b.sub(tilesM, firstRow),
-                                           b.i32(KernelPlan::kGroupRows));
+  Value firstRow = b.mul(group, b.i32(rowsPerGroup));
+  Value groupRows = arith::MinUIOp::create(b, b.sub(unitRows, firstRow),
+                                           b.i32(rowsPerGroup));
   Value inGroup = b.remu(inBatch, groupSize);
-  return {tile, batch, b.add(firstRow, b.remu(inGroup, groupRows)),
+  Value unitRow = b.add(firstRow, b.remu(inGroup, groupRows));
+  return {unit, batch,
+          b.add(b.mul(unitRow, b.i32(clusterM)), clusterRank),
           b.divu(inGroup, groupRows)};
 }
 
 void KernelBodyBuilder::buildTileLoop(
     Value first, Value step, RingState state, Value stateStep,
     function_ref<void(const TileCoords &, RingState)> body) {
-  auto loop = scf::ForOp::create(b, first, numTiles, step,
+  auto loop = scf::ForOp::create(b, first, numUnits, step,
                                  ValueRange{state.slot, state.phase});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
@@ -160,35 +173,44 @@ void KernelBodyBuilder::loadOperand(const OperandPlan &operand, Value tensorMap,
                                     Value tileOffset, Value outerBase,
                                     Value kBase, Value batch, Value barrier) {
   auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
+  // A shared operand's boxes are multicast to every block of the cluster,
+  // box i loaded by the block of rank i % multicast.
+  Value mask;
+  if (operand.multicast > 1)
+    mask = b.i16((1 << operand.multicast) - 1);
   for (int64_t box = 0, e = operand.getNumBoxes(); box < e; ++box) {
-    // A K-major tile is one [extent x tileK] box at (k, row); an MN-major
-    // one is extent / 64 boxes of [tileK x 64] at (row + 64 box, k).
-    SmallVector<Value> coords =
-        operand.kMajor
-            ? SmallVector<Value>{kBase, outerBase}
-            : SmallVector<Value>{
-                  b.add(outerBase, b.i32(box * operand.getSwizzleElems())),
-                  kBase};
+    // A K-major tile is `multicast` [extent / multicast x tileK] boxes at
+    // (k, row + box extent); an MN-major one is extent / 64 boxes of
+    // [tileK x 64] at (row + 64 box, k).
+    Value outer = b.add(outerBase, b.i32(box * operand.getBoxExtent()));
+    SmallVector<Value> coords = operand.kMajor
+                                    ? SmallVector<Value>{kBase, outer}
+                                    : SmallVector<Value>{outer, kBase};
     if (operand.batched)
       coords.push_back(batch);
-    Value dst =
-        b.byteGep(values.sharedMemory,
-                  b.add(tileOffset, b.i32(box * operand.getBoxBytes())));
-    // The shared::cluster form with the block's own address: the shared::cta
-    // destination needs PTX 8.6.
-    dst = LLVM::AddrSpaceCastOp::create(b, clusterPtr, dst);
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, dst, tensorMap, coords, barrier, /*im2colOffsets=*/ValueRange(),
-        /*multicastMask=*/Value(), /*l2CacheHint=*/Value(),
-        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, /*group=*/nullptr,
-        /*predicate=*/Value());
+    auto load = [&] {
+      Value dst =
+          b.byteGep(values.sharedMemory,
+                    b.add(tileOffset, b.i32(box * operand.getBoxBytes())));
+      // The shared::cluster form with the block's own address: the
+      // shared::cta destination needs PTX 8.6.
+      dst = LLVM::AddrSpaceCastOp::create(b, clusterPtr, dst);
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, dst, tensorMap, coords, barrier, /*im2colOffsets=*/ValueRange(),
+          mask, /*l2CacheHint=*/Value(), NVVM::TMALoadMode::TILE,
+          /*isCTAOnly=*/false, /*group=*/nullptr, /*predicate=*/Value());
+    };
+    if (operand.multicast > 1)
+      b.ifThen(b.eq(clusterRank, b.i32(box % operand.multicast)), load);
+    else
+      load();
   }
 }
 
 void KernelBodyBuilder::buildProducer() {
   RingState start{b.i32(0), b.i32(0)};
   buildTileLoop(
-      blockId, gridSize, start, kSteps,
+      clusterId, clusterCount, start, kSteps,
       [&](const TileCoords &tile, RingState base) {
         Value rowBase = b.mul(tile.rowBlock, b.i32(plan.tile.tileM));
         Value colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
@@ -231,8 +253,19 @@ Value KernelBodyBuilder::descriptor(const OperandPlan &operand, Value offset) {
 
 void KernelBodyBuilder::releasePrevious(RingState base, Value kStep) {
   RingState previous = advance(base, b.sub(kStep, b.i32(1)));
-  NVVM::MBarrierArriveOp::create(b, /*res=*/Type(), emptyBarrier(previous.slot),
-                                 /*count=*/Value());
+  Value barrier = emptyBarrier(previous.slot);
+  if (plan.tile.clusterM == 1) {
+    NVVM::MBarrierArriveOp::create(b, /*res=*/Type(), barrier,
+                                   /*count=*/Value());
+    return;
+  }
+  // Lane l arrives in the cluster's block l % clusterM: each warp's wgmmas
+  // have retired (the wait is warp-wide), and each block hears from every
+  // warp of every block.
+  auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
+  Value remote = NVVM::MapaOp::create(
+      b, clusterPtr, barrier, b.remu(values.lane, b.i32(plan.tile.clusterM)));
+  NVVM::MBarrierArriveOp::create(b, /*res=*/Type(), remote, /*count=*/Value());
 }
 
 SmallVector<Value> KernelBodyBuilder::mmaStep(RingState state,
@@ -286,10 +319,10 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
   // the other's K steps in the ring. Cooperative: both take every tile.
   int64_t stride = pingpong ? KernelPlan::kConsumers : 1;
   RingState start{b.i32(0), b.i32(0)};
-  Value first = blockId;
+  Value first = clusterId;
   if (pingpong) {
     start = advance(start, b.mul(consumer, kSteps));
-    first = b.add(blockId, b.mul(consumer, gridSize));
+    first = b.add(clusterId, b.mul(consumer, clusterCount));
   }
   // A's rows of this consumer within the stage's A tile.
   Value rowsOffsetA =
@@ -303,13 +336,13 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
   SmallVector<Type> accTypes(plan.getFragments(), accType);
 
   buildTileLoop(
-      first, b.mul(gridSize, b.i32(stride)), start,
+      first, b.mul(clusterCount, b.i32(stride)), start,
       b.mul(kSteps, b.i32(stride)),
       [&](const TileCoords &tile, RingState base) {
         // Every tile of the block but the first follows the other consumer's.
         if (pingpong)
           b.ifThen(b.ori(b.eq(consumer, b.i32(1)),
-                         b.cmp(arith::CmpIPredicate::ne, tile.index, blockId)),
+                         b.cmp(arith::CmpIPredicate::ne, tile.index, clusterId)),
                    [&] {
                      NVVM::BarrierOp::create(b, Type(), ownTurn, turnThreads,
                                              nullptr, Value());
@@ -350,21 +383,32 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
         };
         // kPrefetchLeadSteps K steps before the main loop ends (or with the
         // first wgmmas in flight), the tile's epilogue inputs start for L2.
+        // A cluster's last unit may reach below the last row block: that
+        // block multiplies (its A tile reads as zeros) for the other's sake
+        // and writes nothing.
+        auto ifTileInside = [&](function_ref<void()> build) {
+          if (plan.tile.clusterM == 1)
+            return build();
+          b.ifThen(b.ult(tile.rowBlock, tilesM), build);
+        };
         Value split = arith::MaxSIOp::create(
             b, b.sub(kSteps, b.i32(kPrefetchLeadSteps)), b.i32(1));
         auto head = buildSteps(b.i32(1), split, firstStep.getResults());
-        buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
+        ifTileInside(
+            [&] { buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues); });
         auto loop = buildSteps(split, kSteps, head.getResults());
         // The other consumer's turn, if it has a next tile.
         if (pingpong)
-          b.ifThen(b.ult(b.add(tile.index, gridSize), numTiles), [&] {
+          b.ifThen(b.ult(b.add(tile.index, clusterCount), numUnits), [&] {
             NVVM::BarrierArriveOp::create(b, otherTurn, turnThreads);
           });
         NVVM::WgmmaWaitGroupSyncOp::create(b, 0);
         b.ifThen(b.ult(b.i32(0), kSteps),
                  [&] { releasePrevious(base, kSteps); });
 
-        buildEpilogue(b, b.getLoc(), plan, tileValues, loop.getResults());
+        ifTileInside([&] {
+          buildEpilogue(b, b.getLoc(), plan, tileValues, loop.getResults());
+        });
       });
 }
 
@@ -375,25 +419,33 @@ void KernelBodyBuilder::build() {
       NVVM::MBarrierInitOp::create(b, fullBarrier(b.i32(s)), b.i32(1),
                                    /*predicate=*/Value());
       NVVM::MBarrierInitOp::create(b, emptyBarrier(b.i32(s)),
-                                   b.i32(plan.getSlotReaders()),
+                                   b.i32(plan.getSlotReleases()),
                                    /*predicate=*/Value());
     }
     NVVM::FenceMbarrierInitOp::create(b);
   });
-  gpu::BarrierOp::create(b);
+  // The barriers of every block of the cluster are ready before any block
+  // multicasts into it or arrives on them.
+  syncCluster();
 
   auto ceilDiv = [&](Value x, int64_t y) {
     return b.divu(b.add(x, b.i32(y - 1)), b.i32(y));
   };
   kSteps = ceilDiv(values.k, plan.tileK);
+  tilesM = ceilDiv(values.m, plan.tile.tileM);
   tilesN = ceilDiv(values.n, plan.tile.tileN);
-  tilesPerBatch = b.mul(ceilDiv(values.m, plan.tile.tileM), tilesN);
-  numTiles = b.mul(tilesPerBatch, values.batchCount);
+  int64_t clusterM = plan.tile.clusterM;
+  unitsPerBatch = b.mul(ceilDiv(tilesM, clusterM), tilesN);
+  numUnits = b.mul(unitsPerBatch, values.batchCount);
   auto toI32 = [&](Value index) -> Value {
     return arith::IndexCastUIOp::create(b, b.getI32Type(), index);
   };
-  blockId = toI32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
-  gridSize = toI32(gpu::GridDimOp::create(b, gpu::Dimension::x));
+  // The grid is a whole number of clusters of clusterM blocks along x.
+  Value blockId = toI32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value gridSize = toI32(gpu::GridDimOp::create(b, gpu::Dimension::x));
+  clusterId = b.divu(blockId, b.i32(clusterM));
+  clusterCount = b.divu(gridSize, b.i32(clusterM));
+  clusterRank = b.remu(blockId, b.i32(clusterM));
 
   // Warpgroup 0 produces, warpgroups 1 and 2 consume; each role is one side
   // of a single if/else, as setmaxnreg needs.
@@ -410,6 +462,19 @@ void KernelBodyBuilder::build() {
                                    NVVM::SetMaxRegisterAction::increase);
     buildConsumer(b.sub(values.warpgroup, b.i32(1)));
   }
+  // No block leaves while another of its cluster may still arrive on its
+  // barriers.
+  if (plan.tile.clusterM > 1)
+    syncCluster();
+}
+
+void KernelBodyBuilder::syncCluster() {
+  if (plan.tile.clusterM == 1) {
+    gpu::BarrierOp::create(b);
+    return;
+  }
+  NVVM::ClusterArriveOp::create(b, /*aligned=*/nullptr);
+  NVVM::ClusterWaitOp::create(b, /*aligned=*/nullptr);
 }
 
 void mlir::coda::buildPersistentKernel(OpBuilder &builder, Location loc,

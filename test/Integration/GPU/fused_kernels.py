@@ -267,15 +267,16 @@ class Case:
     the launch must be refused with a message holding it."""
 
     def __init__(self, name, program, args, expected, tile_n=0, stages=0,
-                 masks=(), launches=1, timed=False, error=None, tile_m=0, schedule=''):
+                 masks=(), launches=1, timed=False, error=None, tile_m=0, schedule='',
+                 cluster_m=0):
         self.name, self.program, self.args, self.expected = name, program, args, expected
         self.tile_n, self.stages, self.masks = tile_n, stages, masks
         self.launches, self.timed, self.error = launches, timed, error
-        self.tile_m, self.schedule = tile_m, schedule
+        self.tile_m, self.schedule, self.cluster_m = tile_m, schedule, cluster_m
 
     def under(self, name, **shape):
         """This case under another kernel shape (tile_m, tile_n, stages,
-        schedule), named `name`."""
+        schedule, cluster_m), named `name`."""
         case = copy.copy(self)
         case.name = name
         for key, value in shape.items():
@@ -391,7 +392,9 @@ FC1 = (8192, 3072, 768)  # GPT-2's MLP up-projection: M tokens, N, K
 TILINGS = [('default', {}), ('coop256x128', dict(tile_m=256, tile_n=128)),
            ('pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128)),
            ('pp64x256', dict(schedule='pingpong', tile_m=64, tile_n=256)),
-           ('n128', dict(tile_n=128)), ('n192', dict(tile_n=192))]
+           ('n128', dict(tile_n=128)), ('n192', dict(tile_n=192)),
+           ('c2', dict(cluster_m=2)),
+           ('c2pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128, cluster_m=2))]
 # The kernel shapes besides the default that every persistent-kernel case
 # runs under.
 SHAPES = [('coop256x128', dict(tile_m=256, tile_n=128)),
@@ -399,10 +402,14 @@ SHAPES = [('coop256x128', dict(tile_m=256, tile_n=128)),
           ('pp64x256', dict(schedule='pingpong', tile_m=64, tile_n=256)),
           ('n64s2', dict(tile_n=64, stages=2)),
           ('pp64x64s2', dict(schedule='pingpong', tile_m=64, tile_n=64, stages=2)),
-          ('n192', dict(tile_n=192))]
-# The shapes the other programs run under: both ping-pong shapes and 192
-# columns (three 64-column boxes of an N-major B).
-OTHER_SHAPES = [SHAPES[1], SHAPES[2], SHAPES[-1]]
+          ('n192', dict(tile_n=192)),
+          ('c2', dict(cluster_m=2)),
+          ('c2pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128, cluster_m=2)),
+          ('c2n192', dict(tile_n=192, cluster_m=2))]
+# The shapes the other programs run under: both ping-pong shapes, 192 columns
+# (three 64-column boxes of an N-major B) alone and in clusters of two (whose
+# blocks then load two boxes and one), and clusters of two.
+OTHER_SHAPES = [SHAPES[1], SHAPES[2], SHAPES[5], SHAPES[6], SHAPES[8]]
 
 
 def fc1_cases():
@@ -442,7 +449,9 @@ def shape_cases():
 
 
 def all_cases():
-    return [mlp_case('mlp', 300, 200, 136), mlp_case('mlp_n64_s2', 300, 200, 136, 64, 2),
+    # mlp_c2: three row blocks, so the second cluster's lower block has none.
+    return [mlp_case('mlp', 300, 200, 136), mlp_case('mlp', 300, 200, 136).under('mlp_c2', cluster_m=2),
+            mlp_case('mlp_n64_s2', 300, 200, 136, 64, 2),
             mlp_case('mlp_n256_s3', 300, 200, 136, 256, 3), nn_f16(), tn_mixed(), tf32(),
             layernorm(), batched_a(), batched_b(), vectors(), batched_ln(), dbias(),
             mlp_case('deep', 1000, 1000, 1000), wide_rows()] + shape_cases() + fc1_cases()
@@ -491,7 +500,8 @@ def run(case, torch, report):
     that launches it again."""
     dtypes = {'bf16': torch.bfloat16, 'f16': torch.float16, 'f32': torch.float32}
     program = coda.Program(case.program, tile_n=case.tile_n, stages=case.stages,
-                           tile_m=case.tile_m, schedule=case.schedule)
+                           tile_m=case.tile_m, schedule=case.schedule,
+                           cluster_m=case.cluster_m)
     args = {}
     for arg in program.arguments:
         # The GEMM's own scalars are keyword arguments gemm_alpha and gemm_beta.

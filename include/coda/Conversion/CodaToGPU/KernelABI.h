@@ -147,15 +147,18 @@ struct KernelABI {
   int64_t sharedMemoryBytes = 0;
   /// The largest N the kernel supports; 0 when there is no limit.
   int64_t maxN = 0;
+  /// Blocks per cluster (along the grid's x): the kernel must be launched
+  /// with this cluster shape, on a grid of whole clusters.
+  int64_t clusterM = 1;
   llvm::SmallVector<KernelParam> params;
 
   /// The number of output tiles of a GEMM of the given sizes (batch = 1 when
   /// unbatched).
   int64_t getNumTiles(int64_t m, int64_t n, int64_t batch) const;
-  /// The grid for a GEMM of the given sizes on a device with
-  /// `multiprocessors` SMs.
+  /// The grid for a GEMM of the given sizes when at most `clusters`
+  /// clusters of the kernel run at once (one block per SM).
   std::array<int64_t, 3> getGridDims(int64_t m, int64_t n, int64_t batch,
-                                     int64_t multiprocessors) const;
+                                     int64_t clusters) const;
 
   /// The ABI as a dictionary attribute.
   DictionaryAttr toAttr(MLIRContext *context) const;
