@@ -20,7 +20,7 @@ Writes bench.json, bench.md (the table) and bench.png (bar chart) to $OUT.
         [--baselines gemm,eager,lt,inductor] [--configs NAME:KEY=VALUE,...;...]
 
 --configs compiles coda's kernels under several kernel shapes (the options of
-coda.Program: tile_m, tile_n, stages, schedule), each timed as coda_gemm[NAME]
+coda.Program: tile_m, tile_n, stages, schedule, cluster_m), each timed as coda_gemm[NAME]
 and coda[NAME]; the first is the one the ratios use. Default: the compiler's
 choice ("default:").
 """
@@ -88,6 +88,12 @@ REP_MS = 300
 
 def bench(fn):
     return do_bench(fn, warmup=50, rep=REP_MS, return_mode="median")  # ms
+
+
+def describe_shape(shape):
+    """A kernel_shape as "128x256 cooperative" (", cluster 2" when clustered)."""
+    tile_m, tile_n, schedule, cluster_m = shape
+    return f"{tile_m}x{tile_n} {schedule}" + (f" cluster {cluster_m}" if cluster_m > 1 else "")
 
 
 def parse_configs(text):
@@ -183,8 +189,8 @@ def main():
             r["coda_gemm" + suffix] = bench(lambda: gemm(X, W))
             r["coda" + suffix] = bench(lambda: fused(X, W, bias=bias, residual=R, seed=1234))
             # The kernel shapes the tile rule or autotuning chose.
-            r["shape_gemm" + suffix] = "{}x{} {}".format(*gemm.kernel_shape)
-            r["shape" + suffix] = "{}x{} {}".format(*fused.kernel_shape)
+            r["shape_gemm" + suffix] = describe_shape(gemm.kernel_shape)
+            r["shape" + suffix] = describe_shape(fused.kernel_shape)
         if "eager" in baselines:
             r["eager"] = bench(lambda: chain(X, W, bias, R))
         if "lt" in baselines:

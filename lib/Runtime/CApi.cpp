@@ -197,13 +197,16 @@ void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
 }
 
 void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
-                               int64_t *tile_n, const char **schedule) {
+                               int64_t *tile_n, const char **schedule,
+                               int64_t *cluster_m) {
   const GpuCompileStats *stats =
       program ? &program->program->getCompileStats() : nullptr;
   if (tile_m)
     *tile_m = stats ? stats->tileM : 0;
   if (tile_n)
     *tile_n = stats ? stats->tileN : 0;
+  if (cluster_m)
+    *cluster_m = stats ? stats->clusterM : 0;
   // A literal: the stats change with the next launch.
   if (schedule)
     *schedule = !stats || stats->schedule.empty() ? ""

@@ -566,6 +566,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   }
   fresh.tileM = kernel->abi.tileM;
   fresh.tileN = kernel->abi.tileN;
+  fresh.clusterM = kernel->abi.clusterM;
   // The compiler's schedule, when the shape leaves it open, is cooperative.
   fresh.schedule = shape.schedule.empty() ? "cooperative" : shape.schedule;
   stats = std::move(fresh);

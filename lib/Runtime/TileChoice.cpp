@@ -42,11 +42,15 @@ mlir::coda::getTuningCandidates(const GpuCompileOptions &ruleShape) {
     options.schedule = schedule.str();
     return options;
   };
+  auto clustered = [](GpuCompileOptions options) {
+    options.clusterM = 2;
+    return options;
+  };
   SmallVector<GpuCompileOptions> candidates = {ruleShape};
   for (GpuCompileOptions other :
        {getCooperativeShape(256), getCooperativeShape(192),
         getCooperativeShape(128), shape(256, 128, "cooperative"),
-        shape(128, 128, "pingpong")})
+        shape(128, 128, "pingpong"), clustered(getCooperativeShape(256))})
     if (describeShape(other) != describeShape(ruleShape))
       candidates.push_back(other);
   return candidates;
@@ -56,5 +60,7 @@ std::string mlir::coda::describeShape(const GpuCompileOptions &shape) {
   // The compiler's choices for what a shape leaves open (no row reductions).
   return std::to_string(shape.tileM ? shape.tileM : 128) + "x" +
          std::to_string(shape.tileN ? shape.tileN : 256) + " " +
-         (shape.schedule.empty() ? "cooperative" : shape.schedule);
+         (shape.schedule.empty() ? "cooperative" : shape.schedule) +
+         (shape.clusterM > 1 ? " cluster " + std::to_string(shape.clusterM)
+                             : "");
 }

@@ -92,7 +92,8 @@ def _library():
             "coda_program_layouts": (None, [P, ctypes.POINTER(I), ctypes.POINTER(I)]),
             "coda_program_kernel_shape": (None, [P, ctypes.POINTER(ctypes.c_int64),
                                                  ctypes.POINTER(ctypes.c_int64),
-                                                 ctypes.POINTER(C)]),
+                                                 ctypes.POINTER(C),
+                                                 ctypes.POINTER(ctypes.c_int64)]),
             "coda_program_prepare": (I, [P]),
             "coda_program_launch": (I, [P, ctypes.POINTER(_Value), ctypes.c_size_t,
                                         ctypes.POINTER(_Tensor), ctypes.c_size_t, P]),
@@ -173,13 +174,14 @@ class Program:
 
     @property
     def kernel_shape(self):
-        """(tile_m, tile_n, schedule) of the kernel prepared or launched last:
-        the tile rule's or autotuning's choice for the last problem; None
-        before any."""
+        """(tile_m, tile_n, schedule, cluster_m) of the kernel prepared or
+        launched last: the tile rule's or autotuning's choice for the last
+        problem; None before any."""
         tm, tn, schedule = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_char_p()
+        cm = ctypes.c_int64()
         _library().coda_program_kernel_shape(self._handle, ctypes.byref(tm), ctypes.byref(tn),
-                                             ctypes.byref(schedule))
-        return (tm.value, tn.value, schedule.value.decode()) if tm.value else None
+                                             ctypes.byref(schedule), ctypes.byref(cm))
+        return (tm.value, tn.value, schedule.value.decode(), cm.value) if tm.value else None
 
     def prepare(self):
         """Compiles (or fetches from a cache) now rather than at the first call:

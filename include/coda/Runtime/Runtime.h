@@ -77,8 +77,8 @@ GpuCompileOptions getCooperativeShape(int64_t tileN);
 
 /// The kernel shapes autotuning times for a problem whose tile rule chose
 /// `ruleShape`: that one first (the baseline), then those of cooperative
-/// 128 x 256, 128 x 192, 128 x 128 and 256 x 128 and ping-pong 128 x 128
-/// that it is not.
+/// 128 x 256, 128 x 192, 128 x 128 and 256 x 128, ping-pong 128 x 128 and
+/// cooperative 128 x 256 in clusters of two that it is not.
 SmallVector<GpuCompileOptions>
 getTuningCandidates(const GpuCompileOptions &ruleShape);
 
@@ -104,10 +104,11 @@ struct GpuCompileStats {
   bool fromDiskCache = false;
   /// The cache key.
   std::string key;
-  /// The kernel's output tile (rows x columns) and schedule ("cooperative"
-  /// or "pingpong").
+  /// The kernel's output tile (rows x columns), schedule ("cooperative"
+  /// or "pingpong") and blocks per cluster.
   int64_t tileM = 0, tileN = 0;
   std::string schedule;
+  int64_t clusterM = 0;
   /// With autotuning: each candidate's median time in milliseconds, in
   /// candidate order, when this launch tuned (empty when the choice was
   /// known, see tuningFromDiskCache).

@@ -126,12 +126,13 @@ int32_t coda_program_output_dims(const coda_program *program, int32_t index);
 void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
                           int32_t *transpose_b);
 
-/* The output tile (rows, columns) and schedule ("cooperative" or "pingpong")
-   of the kernel the program prepared or launched last: the one the tile rule
-   or autotuning chose for the last problem; 0, 0 and "" before any. The
-   string is static. */
+/* The output tile (rows, columns), schedule ("cooperative" or "pingpong")
+   and blocks per cluster of the kernel the program prepared or launched last:
+   the one the tile rule or autotuning chose for the last problem; 0, 0, ""
+   and 0 before any. The string is static. */
 void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
-                               int64_t *tile_n, const char **schedule);
+                               int64_t *tile_n, const char **schedule,
+                               int64_t *cluster_m);
 
 /* Compiles or fetches the kernel of the program's compile options now instead
    of at the first launch. When the options leave the tile shape open, a

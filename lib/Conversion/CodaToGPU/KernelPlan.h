@@ -23,6 +23,12 @@
 //    every gridDim.x-th), in a grouped order: kGroupRows row blocks at a time,
 //    column by column, so that the blocks running at once share A and B
 //    tiles in L2;
+//  - with cluster-m = 2 the blocks run in clusters of two that walk units of
+//    two vertically adjacent tiles (the block of rank r takes row block
+//    2u + r): their B tile is the same, and each block loads half of its
+//    boxes into both blocks' slots (TMA multicast). A slot is then written
+//    by both producers, so its empty barrier counts the consumer threads of
+//    both blocks (each thread arrives in one of them);
 //  - a consumer warpgroup holds `consumerRows` (64 or 128) rows of a tile as
 //    one or two m64nNk16 (m64nNk8 for tf32) wgmma D fragments: lane l of warp
 //    v holds rows 64i + 16v + l/4 + {0, 8} of fragment i, columns

@@ -151,9 +151,10 @@ TileCoords KernelBodyBuilder::decodeTile(Value unit) {
                                            b.i32(rowsPerGroup));
   Value inGroup = b.remu(inBatch, groupSize);
   Value unitRow = b.add(firstRow, b.remu(inGroup, groupRows));
-  return {unit, batch,
-          b.add(b.mul(unitRow, b.i32(clusterM)), clusterRank),
-          b.divu(inGroup, groupRows)};
+  Value rowBlock =
+      clusterM == 1 ? unitRow
+                    : b.add(b.mul(unitRow, b.i32(clusterM)), clusterRank);
+  return {unit, batch, rowBlock, b.divu(inGroup, groupRows)};
 }
 
 void KernelBodyBuilder::buildTileLoop(
@@ -435,7 +436,8 @@ void KernelBodyBuilder::build() {
   tilesM = ceilDiv(values.m, plan.tile.tileM);
   tilesN = ceilDiv(values.n, plan.tile.tileN);
   int64_t clusterM = plan.tile.clusterM;
-  unitsPerBatch = b.mul(ceilDiv(tilesM, clusterM), tilesN);
+  unitsPerBatch =
+      b.mul(clusterM == 1 ? tilesM : ceilDiv(tilesM, clusterM), tilesN);
   numUnits = b.mul(unitsPerBatch, values.batchCount);
   auto toI32 = [&](Value index) -> Value {
     return arith::IndexCastUIOp::create(b, b.getI32Type(), index);
@@ -443,9 +445,14 @@ void KernelBodyBuilder::build() {
   // The grid is a whole number of clusters of clusterM blocks along x.
   Value blockId = toI32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
   Value gridSize = toI32(gpu::GridDimOp::create(b, gpu::Dimension::x));
-  clusterId = b.divu(blockId, b.i32(clusterM));
-  clusterCount = b.divu(gridSize, b.i32(clusterM));
-  clusterRank = b.remu(blockId, b.i32(clusterM));
+  clusterId = blockId;
+  clusterCount = gridSize;
+  clusterRank = b.i32(0);
+  if (clusterM > 1) {
+    clusterId = b.divu(blockId, b.i32(clusterM));
+    clusterCount = b.divu(gridSize, b.i32(clusterM));
+    clusterRank = b.remu(blockId, b.i32(clusterM));
+  }
 
   // Warpgroup 0 produces, warpgroups 1 and 2 consume; each role is one side
   // of a single if/else, as setmaxnreg needs.

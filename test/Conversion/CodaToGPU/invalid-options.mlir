@@ -9,6 +9,7 @@
 // RUN: not coda-opt %s --coda-to-gpu=epilogue-vector-bytes=8 2>&1 | FileCheck %s --check-prefix=VECTOR
 // RUN: not coda-opt %s --coda-to-gpu=schedule=fast 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not coda-opt %s --coda-to-gpu=tile-n=128 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: not coda-opt %s --coda-to-gpu=cluster-m=4 2>&1 | FileCheck %s --check-prefix=CLUSTER
 
 // CHIP: error: 'coda.gemm' op cannot run on chip 'sm_80': the GPU lowering emits wgmma and TMA instructions, which need chip sm_90a
 // TILE: error: 'coda.gemm' op tile-n must be 64, 128, 192 or 256, got 96
@@ -20,6 +21,7 @@
 // REGISTERS: error: 'coda.gemm' op a 256 x 256 tile gives each consumer warpgroup 128 x 256 accumulators, 256 registers per thread; at most 128 fit (use a smaller tile-m or tile-n)
 // VECTOR: error: 'coda.gemm' op epilogue-vector-bytes must be 4 or 16, got 8
 // SCHEDULE: error: coda-to-gpu: schedule must be 'cooperative' or 'pingpong' (or empty to choose per GEMM), got 'fast'
+// CLUSTER: error: 'coda.gemm' op cluster-m must be 1 or 2, got 4
 // ROWS: error: 'coda.gemm' op cannot fuse a row reduction on the GPU: a whole row must fit one tile, but N = 200 is more than tile-n = 128 (tile-n can be up to 256)
 
 func.func @gemm(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32> {
