@@ -50,7 +50,7 @@ mlir::coda::getTuningCandidates(const GpuCompileOptions &ruleShape) {
   for (GpuCompileOptions other :
        {getCooperativeShape(256), getCooperativeShape(192),
         getCooperativeShape(128), shape(256, 128, "cooperative"),
-        shape(128, 128, "pingpong"), clustered(getCooperativeShape(256))})
+        shape(128, 128, "pingpong"), clustered(ruleShape)})
     if (describeShape(other) != describeShape(ruleShape))
       candidates.push_back(other);
   return candidates;
