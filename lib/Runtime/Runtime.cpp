@@ -455,8 +455,8 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
 
 /// The kernel shape's part of the cache key.
 static std::string getShapeKey(const GpuCompileOptions &shape) {
-  return std::to_string(shape.tileM) + "/" + std::to_string(shape.tileN) +
-         "/" + std::to_string(shape.stages) + "/" + shape.schedule + "/" +
+  return std::to_string(shape.tileM) + "/" + std::to_string(shape.tileN) + "/" +
+         std::to_string(shape.stages) + "/" + shape.schedule + "/" +
          std::to_string(shape.clusterM);
 }
 
@@ -847,18 +847,16 @@ llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
       return e;
   }
 
-  std::array<int64_t, 3> grid =
-      abi.getGridDims(problem.m, problem.n, problem.batch,
-                      abi.clusterM > 1 ? kernel.activeClusters
-                                       : runtime.impl->multiprocessors);
+  std::array<int64_t, 3> grid = abi.getGridDims(
+      problem.m, problem.n, problem.batch,
+      abi.clusterM > 1 ? kernel.activeClusters : runtime.impl->multiprocessors);
   if (abi.clusterM > 1) {
     CUlaunchAttribute attribute;
     CUlaunchConfig config = getLaunchConfig(
         kernel, grid[0], static_cast<CUstream>(stream), attribute);
-    return driver.check(
-        driver.cuLaunchKernelEx(&config, kernel.function, params.data(),
-                                nullptr),
-        "cuLaunchKernelEx", "launching '" + name + "'");
+    return driver.check(driver.cuLaunchKernelEx(&config, kernel.function,
+                                                params.data(), nullptr),
+                        "cuLaunchKernelEx", "launching '" + name + "'");
   }
   return driver.check(
       driver.cuLaunchKernel(kernel.function, grid[0], grid[1], grid[2],

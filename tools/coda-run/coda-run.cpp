@@ -276,21 +276,17 @@ int main(int argc, char **argv) {
       return fail(run.takeError());
     runSeconds = secondsSince(start);
     const GpuCompileStats &stats = (*program)->getCompileStats();
-    timing = llvm::formatv("{0}: {1}x{2} tiles{6}, {3}, load {4:f3} s, run "
-                           "{5:f3} s",
-                           (*runtime)->getDeviceDescription(), stats.tileM,
-                           stats.tileN,
-                           stats.fromDiskCache
-                               ? std::string("kernel from the disk cache")
-                               : llvm::formatv("compile {0:f3} s",
-                                               stats.compileSeconds)
-                                     .str(),
-                           stats.loadSeconds, runSeconds,
-                           stats.clusterM > 1
-                               ? llvm::formatv(" in clusters of {0}",
-                                               stats.clusterM)
-                                     .str()
-                               : std::string());
+    timing = llvm::formatv(
+        "{0}: {1}x{2} tiles{6}, {3}, load {4:f3} s, run "
+        "{5:f3} s",
+        (*runtime)->getDeviceDescription(), stats.tileM, stats.tileN,
+        stats.fromDiskCache
+            ? std::string("kernel from the disk cache")
+            : llvm::formatv("compile {0:f3} s", stats.compileSeconds).str(),
+        stats.loadSeconds, runSeconds,
+        stats.clusterM > 1
+            ? llvm::formatv(" in clusters of {0}", stats.clusterM).str()
+            : std::string());
     if (stats.tuningFromDiskCache)
       timing += "\n  autotuned shape from the disk cache";
     for (const auto &[shape, ms] : stats.tuningMs)

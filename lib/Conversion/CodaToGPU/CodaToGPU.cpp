@@ -272,8 +272,12 @@ struct ConvertCodaToGPU final
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    TileConfig tile{tileM, tileN, stages, std::nullopt, epilogueVectorBytes,
-                    clusterM};
+    TileConfig tile;
+    tile.tileM = tileM;
+    tile.tileN = tileN;
+    tile.stages = stages;
+    tile.epilogueVectorBytes = epilogueVectorBytes;
+    tile.clusterM = clusterM;
     if (schedule == "cooperative")
       tile.schedule = Schedule::Cooperative;
     else if (schedule == "pingpong")

@@ -87,10 +87,10 @@ std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
                                               int64_t batch,
                                               int64_t clusters) const {
   // A cluster walks units of clusterM vertically adjacent tiles.
-  int64_t units = llvm::divideCeilSigned(n, tileN) *
-                  llvm::divideCeilSigned(llvm::divideCeilSigned(m, tileM),
-                                         clusterM) *
-                  batch;
+  int64_t units =
+      llvm::divideCeilSigned(n, tileN) *
+      llvm::divideCeilSigned(llvm::divideCeilSigned(m, tileM), clusterM) *
+      batch;
   return {std::max<int64_t>(1, std::min(units, clusters)) * clusterM, 1, 1};
 }
 

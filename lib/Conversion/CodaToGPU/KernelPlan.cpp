@@ -18,9 +18,9 @@ using namespace mlir;
 using namespace mlir::coda;
 
 SmallVector<int64_t> OperandPlan::getBox() const {
-  SmallVector<int64_t> box =
-      kMajor ? SmallVector<int64_t>{tileK, getBoxExtent()}
-             : SmallVector<int64_t>{getBoxExtent(), tileK};
+  SmallVector<int64_t> box = kMajor
+                                 ? SmallVector<int64_t>{tileK, getBoxExtent()}
+                                 : SmallVector<int64_t>{getBoxExtent(), tileK};
   if (batched)
     box.push_back(1);
   return box;
@@ -128,8 +128,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
     return op.emitOpError() << "epilogue-vector-bytes must be 4 or 16, got "
                             << tile.epilogueVectorBytes;
   if (tile.clusterM != 1 && tile.clusterM != 2)
-    return op.emitOpError() << "cluster-m must be 1 or 2, got "
-                            << tile.clusterM;
+    return op.emitOpError()
+           << "cluster-m must be 1 or 2, got " << tile.clusterM;
 
   KernelPlan plan;
   plan.op = op;
@@ -145,8 +145,12 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
   };
   plan.a = {/*kMajor=*/!op.getTransposeA(), rank(op.getA()) == 3, tile.tileM,
             plan.tileK, elementBytes};
-  plan.b = {/*kMajor=*/op.getTransposeB(), rank(op.getB()) == 3, tile.tileN,
-            plan.tileK, elementBytes, /*multicast=*/tile.clusterM};
+  plan.b = {/*kMajor=*/op.getTransposeB(),
+            rank(op.getB()) == 3,
+            tile.tileN,
+            plan.tileK,
+            elementBytes,
+            /*multicast=*/tile.clusterM};
 
   if (plan.elementType.isF32() && (!plan.a.kMajor || !plan.b.kMajor))
     return op.emitOpError()

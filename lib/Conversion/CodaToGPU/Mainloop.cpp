@@ -8,7 +8,9 @@
 // 128-byte swizzled shared-memory matrix descriptors, keeping one wgmma group
 // in flight, then run the epilogue of the tile. Blocks walk the output tiles
 // persistently in a grouped order; the producer runs ahead into the next tile
-// while the consumers run the epilogue.
+// while the consumers run the epilogue. In clusters of two blocks along M, the
+// blocks walk pairs of vertically adjacent tiles and each multicasts half of
+// their common B tile into both (KernelPlan.h).
 //
 // A slot's state is (slot, phase): the K steps of the whole block go through
 // the slots in order, and each pass over the ring flips the phase. Consumers
@@ -140,20 +142,21 @@ TileCoords KernelBodyBuilder::decodeTile(Value unit) {
   // Units run batch by batch; within a batch, groups of rows of units
   // (kGroupRows row blocks), column by column, row by row within a column.
   int64_t clusterM = plan.tile.clusterM;
-  int64_t rowsPerGroup = std::max<int64_t>(1, KernelPlan::kGroupRows / clusterM);
+  int64_t rowsPerGroup =
+      std::max<int64_t>(1, KernelPlan::kGroupRows / clusterM);
   Value batch = b.divu(unit, unitsPerBatch);
   Value inBatch = b.remu(unit, unitsPerBatch);
   Value unitRows = b.divu(unitsPerBatch, tilesN);
   Value groupSize = b.mul(b.i32(rowsPerGroup), tilesN);
   Value group = b.divu(inBatch, groupSize);
   Value firstRow = b.mul(group, b.i32(rowsPerGroup));
-  Value groupRows = arith::MinUIOp::create(b, b.sub(unitRows, firstRow),
-                                           b.i32(rowsPerGroup));
+  Value groupRows =
+      arith::MinUIOp::create(b, b.sub(unitRows, firstRow), b.i32(rowsPerGroup));
   Value inGroup = b.remu(inBatch, groupSize);
   Value unitRow = b.add(firstRow, b.remu(inGroup, groupRows));
-  Value rowBlock =
-      clusterM == 1 ? unitRow
-                    : b.add(b.mul(unitRow, b.i32(clusterM)), clusterRank);
+  Value rowBlock = clusterM == 1
+                       ? unitRow
+                       : b.add(b.mul(unitRow, b.i32(clusterM)), clusterRank);
   return {unit, batch, rowBlock, b.divu(inGroup, groupRows)};
 }
 
@@ -342,8 +345,9 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
       [&](const TileCoords &tile, RingState base) {
         // Every tile of the block but the first follows the other consumer's.
         if (pingpong)
-          b.ifThen(b.ori(b.eq(consumer, b.i32(1)),
-                         b.cmp(arith::CmpIPredicate::ne, tile.index, clusterId)),
+          b.ifThen(b.ori(
+                       b.eq(consumer, b.i32(1)),
+                       b.cmp(arith::CmpIPredicate::ne, tile.index, clusterId)),
                    [&] {
                      NVVM::BarrierOp::create(b, Type(), ownTurn, turnThreads,
                                              nullptr, Value());
@@ -382,8 +386,6 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
           scf::YieldOp::create(b, acc);
           return loop;
         };
-        // kPrefetchLeadSteps K steps before the main loop ends (or with the
-        // first wgmmas in flight), the tile's epilogue inputs start for L2.
         // A cluster's last unit may reach below the last row block: that
         // block multiplies (its A tile reads as zeros) for the other's sake
         // and writes nothing.
@@ -392,6 +394,8 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
             return build();
           b.ifThen(b.ult(tile.rowBlock, tilesM), build);
         };
+        // kPrefetchLeadSteps K steps before the main loop ends (or with the
+        // first wgmmas in flight), the tile's epilogue inputs start for L2.
         Value split = arith::MaxSIOp::create(
             b, b.sub(kSteps, b.i32(kPrefetchLeadSteps)), b.i32(1));
         auto head = buildSteps(b.i32(1), split, firstStep.getResults());
