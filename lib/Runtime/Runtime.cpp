@@ -502,10 +502,16 @@ std::string GpuProgram::getProgramKey() const {
 
 GpuCompileOptions
 GpuProgram::chooseShape(const ProblemShape &problem) const {
-  if (options.pinsShape() || reducesRows)
+  // The tile rule chooses the tile width unless the tile or the schedule is
+  // pinned; pinned stages and cluster size carry over to its choice.
+  if (options.tileM || options.tileN || !options.schedule.empty() ||
+      reducesRows)
     return options;
-  return getCooperativeShape(
-      chooseTileN(problem, runtime.impl->multiprocessors));
+  GpuCompileOptions shape =
+      getCooperativeShape(chooseTileN(problem, runtime.impl->multiprocessors));
+  shape.stages = options.stages;
+  shape.clusterM = options.clusterM;
+  return shape;
 }
 
 llvm::Error GpuProgram::prepare() { return prepareShape(options).takeError(); }

@@ -163,7 +163,9 @@ private:
   GpuProgram(GpuRuntime &runtime, std::string source, std::string sourceName,
              ProgramSignature signature, GpuCompileOptions options,
              bool reducesRows);
-  /// The kernel shape launches of `problem` use, without autotuning.
+  /// The kernel shape launches of `problem` use, without autotuning: the
+  /// tile rule's width (with the pinned stages and cluster size, if any)
+  /// unless the tile or the schedule is pinned.
   GpuCompileOptions chooseShape(const ProblemShape &problem) const;
   /// The autotuned kernel shape of `problem`: known, from the disk cache, or
   /// timed now on `arguments`, once `stream` has caught up.

@@ -36,6 +36,15 @@ want = EXAMPLES["mlp_up"].reference(arrays, scalars, 0)
 for name, tol in EXAMPLES["mlp_up"].tolerances.items():
     ref.check(f"mlp_up {name}", outs[name].float().cpu().numpy(), want[name], tol)
 
+# Pinning the cluster size keeps the tile rule's width.
+clustered = coda.Program(source, cluster_m=2)
+outs_c = clustered(bf16["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], rs=dev["rs"],
+                   alpha=scalars["alpha"])
+torch.cuda.synchronize()
+assert clustered.kernel_shape == (128, 192, "cooperative", 2), clustered.kernel_shape
+for name, tol in EXAMPLES["mlp_up"].tolerances.items():
+    ref.check(f"mlp_up in clusters {name}", outs_c[name].float().cpu().numpy(), want[name], tol)
+
 # A second call reuses the compiled kernel and writes into given outputs: the
 # same values, except that the column sum (f32 atomics) may add in another order.
 given = {name: torch.full_like(t, float("nan")) for name, t in outs.items()}
