@@ -20,7 +20,7 @@ Writes bench.json, bench.md (the table) and bench.png (bar chart) to $OUT.
         [--baselines gemm,eager,lt,inductor] [--configs NAME:KEY=VALUE,...;...]
 
 --configs compiles coda's kernels under several kernel shapes (the options of
-coda.Program: tile_m, tile_n, stages, schedule, cluster_m), each timed as coda_gemm[NAME]
+coda.Program: tile_m, tile_n, stages, schedule, cluster_m, group_rows), each timed as coda_gemm[NAME]
 and coda[NAME]; the first is the one the ratios use. Default: the compiler's
 choice ("default:").
 """
@@ -91,9 +91,10 @@ def bench(fn):
 
 
 def describe_shape(shape):
-    """A kernel_shape as "128x256 cooperative" (", cluster 2" when clustered)."""
-    tile_m, tile_n, schedule, cluster_m = shape
-    return f"{tile_m}x{tile_n} {schedule}" + (f" cluster {cluster_m}" if cluster_m > 1 else "")
+    """A kernel_shape as "128x256 cooperative group 8" (" cluster 2" when clustered)."""
+    tile_m, tile_n, schedule, cluster_m, group_rows = shape
+    return (f"{tile_m}x{tile_n} {schedule}" + (f" cluster {cluster_m}" if cluster_m > 1 else "")
+            + f" group {group_rows}")
 
 
 def parse_configs(text):

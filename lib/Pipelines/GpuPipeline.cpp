@@ -41,6 +41,7 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
   kernels.schedule = options.schedule;
   kernels.epilogueVectorBytes = options.epilogueVectorBytes;
   kernels.clusterM = options.clusterM;
+  kernels.groupRows = options.groupRows;
   pm.addPass(createConvertCodaToGPU(kernels));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -101,6 +101,7 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
     compile.schedule = o.schedule;
   compile.autotune = o.autotune != 0;
   compile.clusterM = o.cluster_m;
+  compile.groupRows = o.group_rows;
   auto orDefault = [](const char *value, const char *fallback) {
     return StringRef(value ? value : fallback);
   };
@@ -198,7 +199,7 @@ void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
 
 void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
                                int64_t *tile_n, const char **schedule,
-                               int64_t *cluster_m) {
+                               int64_t *cluster_m, int64_t *group_rows) {
   const GpuCompileStats *stats =
       program ? &program->program->getCompileStats() : nullptr;
   if (tile_m)
@@ -207,6 +208,8 @@ void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
     *tile_n = stats ? stats->tileN : 0;
   if (cluster_m)
     *cluster_m = stats ? stats->clusterM : 0;
+  if (group_rows)
+    *group_rows = stats ? stats->groupRows : 0;
   // A literal: the stats change with the next launch.
   if (schedule)
     *schedule = !stats || stats->schedule.empty() ? ""

@@ -241,7 +241,8 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
                         GpuCompileOptions options, llvm::StringRef sourceName) {
   if (options.autotune && options.pinsShape())
     return error("autotune chooses the kernel shape itself: it cannot be "
-                 "combined with tile_m, tile_n, stages, schedule or cluster_m");
+                 "combined with tile_m, tile_n, stages, schedule, cluster_m or "
+                 "group_rows");
   std::lock_guard<std::mutex> lock(impl->mutex);
   DiagnosticCollector diagnostics(*impl->mlir);
   OwningOpRef<ModuleOp> module =
@@ -457,7 +458,7 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
 static std::string getShapeKey(const GpuCompileOptions &shape) {
   return std::to_string(shape.tileM) + "/" + std::to_string(shape.tileN) + "/" +
          std::to_string(shape.stages) + "/" + shape.schedule + "/" +
-         std::to_string(shape.clusterM);
+         std::to_string(shape.clusterM) + "/" + std::to_string(shape.groupRows);
 }
 
 /// The kernel shape of a getShapeKey string, if it is one.
@@ -465,10 +466,11 @@ static std::optional<GpuCompileOptions> parseShapeKey(StringRef key) {
   SmallVector<StringRef, 4> parts;
   key.trim().split(parts, '/');
   GpuCompileOptions shape;
-  if (parts.size() != 5 || parts[0].getAsInteger(10, shape.tileM) ||
+  if (parts.size() != 6 || parts[0].getAsInteger(10, shape.tileM) ||
       parts[1].getAsInteger(10, shape.tileN) ||
       parts[2].getAsInteger(10, shape.stages) ||
-      parts[4].getAsInteger(10, shape.clusterM))
+      parts[4].getAsInteger(10, shape.clusterM) ||
+      parts[5].getAsInteger(10, shape.groupRows))
     return std::nullopt;
   shape.schedule = parts[3].str();
   return shape;
@@ -503,7 +505,8 @@ std::string GpuProgram::getProgramKey() const {
 GpuCompileOptions
 GpuProgram::chooseShape(const ProblemShape &problem) const {
   // The tile rule chooses the tile width unless the tile or the schedule is
-  // pinned; pinned stages and cluster size carry over to its choice.
+  // pinned; pinned stages, cluster size and tile order carry over to its
+  // choice.
   if (options.tileM || options.tileN || !options.schedule.empty() ||
       reducesRows)
     return options;
@@ -511,6 +514,7 @@ GpuProgram::chooseShape(const ProblemShape &problem) const {
       getCooperativeShape(chooseTileN(problem, runtime.impl->multiprocessors));
   shape.stages = options.stages;
   shape.clusterM = options.clusterM;
+  shape.groupRows = options.groupRows;
   return shape;
 }
 
@@ -541,6 +545,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   pipeline.stages = shape.stages;
   pipeline.schedule = shape.schedule;
   pipeline.clusterM = shape.clusterM;
+  pipeline.groupRows = shape.groupRows;
 
   // The key covers everything the kernel depends on.
   GpuCompileStats fresh;
@@ -573,6 +578,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   fresh.tileM = kernel->abi.tileM;
   fresh.tileN = kernel->abi.tileN;
   fresh.clusterM = kernel->abi.clusterM;
+  fresh.groupRows = kernel->abi.groupRows;
   // The compiler's schedule, when the shape leaves it open, is cooperative.
   fresh.schedule = shape.schedule.empty() ? "cooperative" : shape.schedule;
   stats = std::move(fresh);

@@ -62,5 +62,6 @@ std::string mlir::coda::describeShape(const GpuCompileOptions &shape) {
          std::to_string(shape.tileN ? shape.tileN : 256) + " " +
          (shape.schedule.empty() ? "cooperative" : shape.schedule) +
          (shape.clusterM > 1 ? " cluster " + std::to_string(shape.clusterM)
-                             : "");
+                             : "") +
+         (shape.groupRows ? " group " + std::to_string(shape.groupRows) : "");
 }

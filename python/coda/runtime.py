@@ -39,7 +39,7 @@ class _Options(ctypes.Structure):
                 ("layout_b", ctypes.c_char_p), ("with_c", ctypes.c_int32),
                 ("with_alpha", ctypes.c_int32), ("tile_m", ctypes.c_int64),
                 ("schedule", ctypes.c_char_p), ("autotune", ctypes.c_int32),
-                ("cluster_m", ctypes.c_int64)]
+                ("cluster_m", ctypes.c_int64), ("group_rows", ctypes.c_int64)]
 
 
 def _is_epilogue(source):
@@ -93,6 +93,7 @@ def _library():
             "coda_program_kernel_shape": (None, [P, ctypes.POINTER(ctypes.c_int64),
                                                  ctypes.POINTER(ctypes.c_int64),
                                                  ctypes.POINTER(C),
+                                                 ctypes.POINTER(ctypes.c_int64),
                                                  ctypes.POINTER(ctypes.c_int64)]),
             "coda_program_prepare": (I, [P]),
             "coda_program_launch": (I, [P, ctypes.POINTER(_Value), ctypes.c_size_t,
@@ -125,15 +126,16 @@ class Program:
     """A coda program bound to a CUDA device: coda IR text, or an epilogue in
     the DSL (docs/dsl.md), whose GEMM is set up by dtype ("bf16", "f16",
     "f32"), layout_a ("mk", "km"), layout_b ("nk", "kn"), with_c and
-    with_alpha. tile_m, tile_n, stages, schedule and cluster_m (blocks per
-    cluster along M, 1 or 2) pin the kernel shape;
+    with_alpha. tile_m, tile_n, stages, schedule, cluster_m (blocks per
+    cluster along M, 1 or 2) and group_rows (the tile order: row blocks walked
+    column by column before the next group) pin the kernel shape;
     autotune=True instead times the candidate shapes at the first call of
     each problem shape and keeps the fastest (cached with the kernels)."""
 
     def __init__(self, source, function="", device=0, tile_n=0, stages=0,
                  dtype="bf16", layout_a="mk", layout_b="nk", with_c=False,
                  with_alpha=False, tile_m=0, schedule="", autotune=False,
-                 cluster_m=0):
+                 cluster_m=0, group_rows=0):
         import torch
 
         torch.cuda.init()  # the runtime shares PyTorch's primary context
@@ -142,7 +144,7 @@ class Program:
         options = _Options(tile_n, stages, function.encode() or None,
                            int(_is_epilogue(source)), dtype.encode(), layout_a.encode(),
                            layout_b.encode(), int(with_c), int(with_alpha), tile_m,
-                           schedule.encode() or None, int(autotune), cluster_m)
+                           schedule.encode() or None, int(autotune), cluster_m, group_rows)
         handle = ctypes.c_void_p()
         text = source.encode()
         _check(lib.coda_program_load(_runtime(device), text, len(text),
@@ -174,14 +176,16 @@ class Program:
 
     @property
     def kernel_shape(self):
-        """(tile_m, tile_n, schedule, cluster_m) of the kernel prepared or
+        """(tile_m, tile_n, schedule, cluster_m, group_rows) of the kernel prepared or
         launched last: the tile rule's or autotuning's choice for the last
         problem; None before any."""
         tm, tn, schedule = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_char_p()
-        cm = ctypes.c_int64()
+        cm, gr = ctypes.c_int64(), ctypes.c_int64()
         _library().coda_program_kernel_shape(self._handle, ctypes.byref(tm), ctypes.byref(tn),
-                                             ctypes.byref(schedule), ctypes.byref(cm))
-        return (tm.value, tn.value, schedule.value.decode(), cm.value) if tm.value else None
+                                             ctypes.byref(schedule), ctypes.byref(cm),
+                                             ctypes.byref(gr))
+        return ((tm.value, tn.value, schedule.value.decode(), cm.value, gr.value)
+                if tm.value else None)
 
     def prepare(self):
         """Compiles (or fetches from a cache) now rather than at the first call:

@@ -16,7 +16,7 @@
 
 // One binary per program, next to the program's host declaration.
 // HOST-LABEL: func.func private @mlp(
-// HOST-SAME:    coda.kernel_abi = {block = array<i64: 384, 1, 1>, cluster_m = 1 : i64, kernel = "mlp"
+// HOST-SAME:    coda.kernel_abi = {block = array<i64: 384, 1, 1>, cluster_m = 1 : i64, group_rows = 8 : i64, kernel = "mlp"
 // HOST:       gpu.binary @mlp_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, properties = {{.*}}, assembly = "
 // HOST-LABEL: func.func private @layernorm(
 // HOST-SAME:    max_n = 128 : i64

@@ -66,7 +66,11 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
     Option<"clusterM", "cluster-m", "int64_t", /*default=*/"0",
            "Blocks per cluster along M: 1, or 2 (the two blocks compute "
            "vertically adjacent tiles and each loads half of their common B "
-           "tile into both by TMA multicast); 0 chooses">
+           "tile into both by TMA multicast); 0 chooses">,
+    Option<"groupRows", "group-rows", "int64_t", /*default=*/"0",
+           "The tile order (raster): the blocks walk the output tiles "
+           "group-rows row blocks at a time, column by column (1: row by "
+           "row); a multiple of cluster-m, at most 1024; 0 chooses (8)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -62,6 +62,12 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("Blocks per cluster along M, sharing B tiles by TMA "
                      "multicast: 1 or 2; 0 chooses"),
       llvm::cl::init(0)};
+  Option<int64_t> groupRows{
+      *this, "group-rows",
+      llvm::cl::desc("The tile order: row blocks walked column by column "
+                     "before the next group (a multiple of cluster-m, at "
+                     "most 1024); 0 chooses"),
+      llvm::cl::init(0)};
 };
 
 /// Adds the passes that turn each coda program into one fused GEMM +

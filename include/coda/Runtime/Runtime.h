@@ -58,6 +58,9 @@ struct GpuCompileOptions {
   /// Blocks per cluster along M (coda-to-gpu's cluster-m); 0 lets the
   /// compiler choose.
   int64_t clusterM = 0;
+  /// Row blocks per group of the tile order (coda-to-gpu's group-rows); 0
+  /// lets the compiler choose.
+  int64_t groupRows = 0;
   /// Whether the first launch of each problem shape times the candidate
   /// kernel shapes (getTuningCandidates) on its arguments and keeps the
   /// fastest, if it beats the tile-width rule's choice by kTuningMargin; the
@@ -66,7 +69,8 @@ struct GpuCompileOptions {
 
   /// Whether any part of the kernel shape is fixed.
   bool pinsShape() const {
-    return tileM || tileN || stages || !schedule.empty() || clusterM;
+    return tileM || tileN || stages || !schedule.empty() || clusterM ||
+           groupRows;
   }
 };
 
@@ -82,9 +86,10 @@ GpuCompileOptions getCooperativeShape(int64_t tileN);
 SmallVector<GpuCompileOptions>
 getTuningCandidates(const GpuCompileOptions &ruleShape);
 
-/// "MxN cooperative" or "MxN pingpong": the tile and schedule of the kernel
-/// of `shape` for a program without row reductions, with the compiler's
-/// choices (128 rows, 256 columns, cooperative) for what it leaves open.
+/// "MxN cooperative" or "MxN pingpong" (then " cluster C" and " group G"
+/// when the shape sets them): the tile and schedule of the kernel of `shape`
+/// for a program without row reductions, with the compiler's choices (128
+/// rows, 256 columns, cooperative) for what it leaves open.
 std::string describeShape(const GpuCompileOptions &shape);
 
 /// The tile width (output columns: 256 or 192) for a cooperative kernel of
@@ -105,10 +110,11 @@ struct GpuCompileStats {
   /// The cache key.
   std::string key;
   /// The kernel's output tile (rows x columns), schedule ("cooperative"
-  /// or "pingpong") and blocks per cluster.
+  /// or "pingpong"), blocks per cluster and row blocks per group of its tile
+  /// order.
   int64_t tileM = 0, tileN = 0;
   std::string schedule;
-  int64_t clusterM = 0;
+  int64_t clusterM = 0, groupRows = 0;
   /// With autotuning: each candidate's median time in milliseconds, in
   /// candidate order, when this launch tuned (empty when the choice was
   /// known, see tuningFromDiskCache).

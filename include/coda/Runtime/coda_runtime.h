@@ -72,11 +72,15 @@ typedef struct coda_compile_options {
   /* Nonzero: the first launch of each problem shape times the candidate
      kernel shapes on its arguments (into scratch outputs) and keeps the
      fastest, cached with the kernels; excludes tile_m, tile_n, stages,
-     schedule and cluster_m. */
+     schedule, cluster_m and group_rows. */
   int32_t autotune;
   /* Blocks per cluster along M (1, or 2: vertically adjacent tiles share
      their B tile by TMA multicast); 0: default. */
   int64_t cluster_m;
+  /* The tile order: row blocks walked column by column before the next
+     group (1: row by row; a multiple of cluster_m, at most 1024); 0:
+     default. */
+  int64_t group_rows;
 } coda_compile_options;
 
 /* The message of the last failed call on this thread ("" if none). */
@@ -126,13 +130,14 @@ int32_t coda_program_output_dims(const coda_program *program, int32_t index);
 void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
                           int32_t *transpose_b);
 
-/* The output tile (rows, columns), schedule ("cooperative" or "pingpong")
-   and blocks per cluster of the kernel the program prepared or launched last:
-   the one the tile rule or autotuning chose for the last problem; 0, 0, ""
-   and 0 before any. The string is static. */
+/* The output tile (rows, columns), schedule ("cooperative" or "pingpong"),
+   blocks per cluster and row blocks per group of the tile order of the kernel
+   the program prepared or launched last: the one the tile rule or autotuning
+   chose for the last problem; 0, 0, "", 0 and 0 before any. The string is
+   static. */
 void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
                                int64_t *tile_n, const char **schedule,
-                               int64_t *cluster_m);
+                               int64_t *cluster_m, int64_t *group_rows);
 
 /* Compiles or fetches the kernel of the program's compile options now instead
    of at the first launch. When the options leave the tile shape open, a

@@ -258,6 +258,7 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   abi.sharedMemoryBytes = plan.getSharedMemoryBytes();
   abi.maxN = plan.hasRowReduction ? plan.tile.tileN : 0;
   abi.clusterM = plan.tile.clusterM;
+  abi.groupRows = plan.tile.groupRows;
   DictionaryAttr abiAttr = abi.toAttr(ctx);
   module->setAttr(KernelABI::kAttrName, abiAttr);
 
@@ -278,6 +279,7 @@ struct ConvertCodaToGPU final
     tile.stages = stages;
     tile.epilogueVectorBytes = epilogueVectorBytes;
     tile.clusterM = clusterM;
+    tile.groupRows = groupRows;
     if (schedule == "cooperative")
       tile.schedule = Schedule::Cooperative;
     else if (schedule == "pingpong")

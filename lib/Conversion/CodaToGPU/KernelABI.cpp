@@ -120,6 +120,7 @@ DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
                      b.getI64IntegerAttr(sharedMemoryBytes)),
       b.getNamedAttr("max_n", b.getI64IntegerAttr(maxN)),
       b.getNamedAttr("cluster_m", b.getI64IntegerAttr(clusterM)),
+      b.getNamedAttr("group_rows", b.getI64IntegerAttr(groupRows)),
       b.getNamedAttr("params", b.getArrayAttr(paramAttrs)),
   });
 }
@@ -134,10 +135,11 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   auto smem = attr.getAs<IntegerAttr>("shared_memory_bytes");
   auto maxN = attr.getAs<IntegerAttr>("max_n");
   auto clusterM = attr.getAs<IntegerAttr>("cluster_m");
+  auto groupRows = attr.getAs<IntegerAttr>("group_rows");
   auto params = attr.getAs<ArrayAttr>("params");
   if (!module || !kernel || !block || block.size() != 3 || !tile ||
       tile.size() != 3 || !smem || !maxN || !clusterM ||
-      clusterM.getInt() < 1 || !params)
+      clusterM.getInt() < 1 || !groupRows || groupRows.getInt() < 1 || !params)
     return std::nullopt;
   KernelABI abi;
   abi.module = module.str();
@@ -149,6 +151,7 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   abi.sharedMemoryBytes = smem.getInt();
   abi.maxN = maxN.getInt();
   abi.clusterM = clusterM.getInt();
+  abi.groupRows = groupRows.getInt();
   for (Attribute paramAttr : params) {
     auto dict = dyn_cast<DictionaryAttr>(paramAttr);
     if (!dict)

@@ -20,9 +20,9 @@
 //    producer refills a slot as soon as it is empty, so it loads the next
 //    tile's first K steps while the consumers run the epilogue;
 //  - the blocks walk the output tiles persistently (tile = blockIdx.x, then
-//    every gridDim.x-th), in a grouped order: kGroupRows row blocks at a time,
-//    column by column, so that the blocks running at once share A and B
-//    tiles in L2;
+//    every gridDim.x-th), in a grouped order (the raster): `groupRows` row
+//    blocks at a time, column by column, so that the blocks running at once
+//    share A and B tiles in L2;
 //  - with cluster-m = 2 the blocks run in clusters of two that walk units of
 //    two vertically adjacent tiles (the block of rank r takes row block
 //    2u + r): their B tile is the same, and each block loads half of its
@@ -81,6 +81,11 @@ struct TileConfig {
   /// vertically adjacent tiles, whose B tile is the same: each loads its
   /// share of it into both blocks' shared memory (TMA multicast).
   int64_t clusterM = 0;
+  /// Row blocks per group of the tile order: the blocks walk groupRows row
+  /// blocks column by column, then the next groupRows (1: row by row; at
+  /// least the number of row blocks: column by column). A multiple of
+  /// clusterM.
+  int64_t groupRows = 0;
 };
 
 /// How one GEMM operand (A or B) is loaded and read.
@@ -128,8 +133,6 @@ struct KernelPlan {
   /// (128 * 40 + 256 * 232 registers fit the 64 Ki of an SM).
   static constexpr int64_t kProducerRegisters = 40;
   static constexpr int64_t kConsumerRegisters = 232;
-  /// Row blocks per group of the tile order.
-  static constexpr int64_t kGroupRows = 8;
   /// Shared memory a block may use on sm_90a (227 KiB).
   static constexpr int64_t kMaxSharedMemoryBytes = 232448;
 

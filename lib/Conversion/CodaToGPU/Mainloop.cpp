@@ -140,10 +140,9 @@ private:
 
 TileCoords KernelBodyBuilder::decodeTile(Value unit) {
   // Units run batch by batch; within a batch, groups of rows of units
-  // (kGroupRows row blocks), column by column, row by row within a column.
+  // (groupRows row blocks), column by column, row by row within a column.
   int64_t clusterM = plan.tile.clusterM;
-  int64_t rowsPerGroup =
-      std::max<int64_t>(1, KernelPlan::kGroupRows / clusterM);
+  int64_t rowsPerGroup = plan.tile.groupRows / clusterM;
   Value batch = b.divu(unit, unitsPerBatch);
   Value inBatch = b.remu(unit, unitsPerBatch);
   Value unitRows = b.divu(unitsPerBatch, tilesN);

@@ -15,7 +15,7 @@
 // CHECK-LABEL: func.func private @mlp(
 // CHECK-SAME:    tensor<3072xf32> {coda.name = "bias"}
 // CHECK-SAME:    -> (tensor<?x3072xbf16> {coda.name = "output"})
-// CHECK-SAME:    attributes {coda.kernel_abi = {block = array<i64: 384, 1, 1>, cluster_m = 1 : i64, kernel = "mlp", max_n = 0 : i64, module = "mlp_kernels",
+// CHECK-SAME:    attributes {coda.kernel_abi = {block = array<i64: 384, 1, 1>, cluster_m = 1 : i64, group_rows = 8 : i64, kernel = "mlp", max_n = 0 : i64, module = "mlp_kernels",
 // CHECK-SAME:    params = [{box = array<i64: 64, 128>, index = 0 : i64, kind = "tensor_map", role = "a"},
 // CHECK-SAME:              {box = array<i64: 64, 64>, index = 1 : i64, kind = "tensor_map", role = "b"},
 // CHECK-SAME:              {index = 2 : i64, kind = "global_ptr", role = "input"},

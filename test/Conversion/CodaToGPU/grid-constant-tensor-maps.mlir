@@ -9,7 +9,7 @@
 // CHECK-SAME:      %{{[^:]*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant},
 // CHECK-SAME:      %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: i32)
 gpu.module @k_kernels attributes {coda.kernel_abi = {
-    block = array<i64: 256, 1, 1>, cluster_m = 1 : i64, kernel = "k", max_n = 0 : i64, module = "k_kernels",
+    block = array<i64: 256, 1, 1>, cluster_m = 1 : i64, group_rows = 8 : i64, kernel = "k", max_n = 0 : i64, module = "k_kernels",
     params = [{box = array<i64: 64, 128>, index = 0 : i64, kind = "tensor_map", role = "a"},
               {box = array<i64: 64, 128>, index = 1 : i64, kind = "tensor_map", role = "b"},
               {fill = 0xFFF0000000000000 : f64, index = 0 : i64, kind = "atomic_ptr", role = "output"},
@@ -30,7 +30,7 @@ gpu.module @bad_kernels attributes {coda.kernel_abi = {kernel = "k"}} {
 
 // expected-error @+1 {{has no llvm.func kernel 'k' with 1 parameters: run this pass after convert-gpu-to-nvvm}}
 gpu.module @early_kernels attributes {coda.kernel_abi = {
-    block = array<i64: 256, 1, 1>, cluster_m = 1 : i64, kernel = "k", max_n = 0 : i64, module = "early_kernels",
+    block = array<i64: 256, 1, 1>, cluster_m = 1 : i64, group_rows = 8 : i64, kernel = "k", max_n = 0 : i64, module = "early_kernels",
     params = [{box = array<i64: 64, 128>, index = 0 : i64, kind = "tensor_map", role = "a"}],
     shared_memory_bytes = 1024 : i64, tile = array<i64: 128, 128, 64>}} {
   gpu.func @k(%a: !llvm.ptr) kernel {

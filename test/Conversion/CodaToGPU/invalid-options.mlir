@@ -10,6 +10,9 @@
 // RUN: not coda-opt %s --coda-to-gpu=schedule=fast 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not coda-opt %s --coda-to-gpu=tile-n=128 2>&1 | FileCheck %s --check-prefix=ROWS
 // RUN: not coda-opt %s --coda-to-gpu=cluster-m=4 2>&1 | FileCheck %s --check-prefix=CLUSTER
+// RUN: not coda-opt %s --coda-to-gpu="cluster-m=2 group-rows=3" 2>&1 | FileCheck %s --check-prefix=GROUP-ODD
+// RUN: not coda-opt %s --coda-to-gpu=group-rows=2048 2>&1 | FileCheck %s --check-prefix=GROUP-BIG
+// RUN: not coda-opt %s --coda-to-gpu=group-rows=-1 2>&1 | FileCheck %s --check-prefix=GROUP-NEG
 
 // CHIP: error: 'coda.gemm' op cannot run on chip 'sm_80': the GPU lowering emits wgmma and TMA instructions, which need chip sm_90a
 // TILE: error: 'coda.gemm' op tile-n must be 64, 128, 192 or 256, got 96
@@ -22,6 +25,9 @@
 // VECTOR: error: 'coda.gemm' op epilogue-vector-bytes must be 4 or 16, got 8
 // SCHEDULE: error: coda-to-gpu: schedule must be 'cooperative' or 'pingpong' (or empty to choose per GEMM), got 'fast'
 // CLUSTER: error: 'coda.gemm' op cluster-m must be 1 or 2, got 4
+// GROUP-ODD: error: 'coda.gemm' op group-rows must be a multiple of cluster-m (2) between 1 and 1024, got 3
+// GROUP-BIG: error: 'coda.gemm' op group-rows must be a multiple of cluster-m (1) between 1 and 1024, got 2048
+// GROUP-NEG: error: 'coda.gemm' op group-rows must be a multiple of cluster-m (1) between 1 and 1024, got -1
 // ROWS: error: 'coda.gemm' op cannot fuse a row reduction on the GPU: a whole row must fit one tile, but N = 200 is more than tile-n = 128 (tile-n can be up to 256)
 
 func.func @gemm(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32> {

@@ -268,15 +268,16 @@ class Case:
 
     def __init__(self, name, program, args, expected, tile_n=0, stages=0,
                  masks=(), launches=1, timed=False, error=None, tile_m=0, schedule='',
-                 cluster_m=0):
+                 cluster_m=0, group_rows=0):
         self.name, self.program, self.args, self.expected = name, program, args, expected
         self.tile_n, self.stages, self.masks = tile_n, stages, masks
         self.launches, self.timed, self.error = launches, timed, error
         self.tile_m, self.schedule, self.cluster_m = tile_m, schedule, cluster_m
+        self.group_rows = group_rows
 
     def under(self, name, **shape):
         """This case under another kernel shape (tile_m, tile_n, stages,
-        schedule, cluster_m), named `name`."""
+        schedule, cluster_m, group_rows), named `name`."""
         case = copy.copy(self)
         case.name = name
         for key, value in shape.items():
@@ -405,11 +406,17 @@ SHAPES = [('coop256x128', dict(tile_m=256, tile_n=128)),
           ('n192', dict(tile_n=192)),
           ('c2', dict(cluster_m=2)),
           ('c2pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128, cluster_m=2)),
-          ('c2n192', dict(tile_n=192, cluster_m=2))]
+          ('c2n192', dict(tile_n=192, cluster_m=2)),
+          # Tile orders: row by row, groups of 5 row blocks (the last group
+          # shorter), column by column, and groups of 10 in clusters of two
+          # (5 units of two tiles).
+          ('g1', dict(group_rows=1)), ('g5', dict(group_rows=5)),
+          ('g1024', dict(group_rows=1024)), ('c2g10', dict(cluster_m=2, group_rows=10))]
 # The shapes the other programs run under: both ping-pong shapes, 192 columns
 # (three 64-column boxes of an N-major B) alone and in clusters of two (whose
-# blocks then load two boxes and one), and clusters of two.
-OTHER_SHAPES = [SHAPES[1], SHAPES[2], SHAPES[5], SHAPES[6], SHAPES[8]]
+# blocks then load two boxes and one), clusters of two, and groups of 5 row
+# blocks.
+OTHER_SHAPES = [SHAPES[1], SHAPES[2], SHAPES[5], SHAPES[6], SHAPES[8], SHAPES[10]]
 
 
 def fc1_cases():
@@ -501,7 +508,7 @@ def run(case, torch, report):
     dtypes = {'bf16': torch.bfloat16, 'f16': torch.float16, 'f32': torch.float32}
     program = coda.Program(case.program, tile_n=case.tile_n, stages=case.stages,
                            tile_m=case.tile_m, schedule=case.schedule,
-                           cluster_m=case.cluster_m)
+                           cluster_m=case.cluster_m, group_rows=case.group_rows)
     args = {}
     for arg in program.arguments:
         # The GEMM's own scalars are keyword arguments gemm_alpha and gemm_beta.

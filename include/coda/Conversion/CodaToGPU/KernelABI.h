@@ -150,6 +150,9 @@ struct KernelABI {
   /// Blocks per cluster (along the grid's x): the kernel must be launched
   /// with this cluster shape, on a grid of whole clusters.
   int64_t clusterM = 1;
+  /// Row blocks per group of the kernel's tile order (informational: the
+  /// launch does not depend on it).
+  int64_t groupRows = 1;
   llvm::SmallVector<KernelParam> params;
 
   /// The number of output tiles of a GEMM of the given sizes (batch = 1 when
