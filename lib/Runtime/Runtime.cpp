@@ -52,13 +52,14 @@ struct mlir::coda::runtime::Kernel {
   KernelABI abi;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
-  /// For a kernel of clusters (abi.clusterM > 1): how many of its clusters
-  /// the device runs at once.
+  /// How many clusters of the kernel (of abi.clusterM blocks) the device runs
+  /// at once: the persistent grid, in clusters.
   int64_t activeClusters = 0;
 };
 
-/// The launch of `kernel` on `grid` blocks with its cluster shape; `attribute`
-/// holds the cluster dims that the config points to.
+/// The launch of `kernel` on `grid` blocks, in clusters when the kernel runs
+/// in clusters; `attribute` then holds the cluster dims that the config
+/// points to.
 static CUlaunchConfig getLaunchConfig(const Kernel &kernel, int64_t grid,
                                       CUstream stream,
                                       CUlaunchAttribute &attribute) {
@@ -77,7 +78,7 @@ static CUlaunchConfig getLaunchConfig(const Kernel &kernel, int64_t grid,
   config.sharedMemBytes = static_cast<unsigned>(abi.sharedMemoryBytes);
   config.hStream = stream;
   config.attrs = &attribute;
-  config.numAttrs = 1;
+  config.numAttrs = abi.clusterM > 1 ? 1 : 0;
   return config;
 }
 
@@ -410,9 +411,12 @@ static void writeCache(MLIRContext &context, StringRef directory, StringRef key,
   writeAtomically(base + ".ptx", kernel.ptx);
 }
 
-/// Loads a compiled kernel into the driver; on failure unloads what it loaded.
+/// Loads a compiled kernel into the driver and counts the clusters of it that
+/// run at once on a device of `multiprocessors` SMs (one block per SM without
+/// clusters); on failure unloads what it loaded.
 static llvm::Error load(const CudaDriver &driver, CUcontext context,
-                        StringRef function, Kernel &kernel) {
+                        int multiprocessors, StringRef function,
+                        Kernel &kernel) {
   std::string what = ("loading the kernel of '" + function + "'").str();
   if (auto e = driver.check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent",
                             what))
@@ -446,6 +450,8 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
           "%s: the device cannot run a cluster of %d blocks of this kernel",
           what.c_str(), static_cast<int>(kernel.abi.clusterM));
     kernel.activeClusters = clusters;
+  } else {
+    kernel.activeClusters = multiprocessors;
   }
   if (error) {
     driver.cuModuleUnload(kernel.module);
@@ -569,8 +575,8 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
     }
 
     start = std::chrono::steady_clock::now();
-    if (auto e = load(*impl.driver, impl.context, signature.functionName,
-                      *compiled))
+    if (auto e = load(*impl.driver, impl.context, impl.multiprocessors,
+                      signature.functionName, *compiled))
       return std::move(e);
     fresh.loadSeconds = secondsSince(start);
     impl.kernels[fresh.key] = kernel = std::move(compiled);
@@ -860,23 +866,13 @@ llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
   }
 
   std::array<int64_t, 3> grid = abi.getGridDims(
-      problem.m, problem.n, problem.batch,
-      abi.clusterM > 1 ? kernel.activeClusters : runtime.impl->multiprocessors);
-  if (abi.clusterM > 1) {
-    CUlaunchAttribute attribute;
-    CUlaunchConfig config = getLaunchConfig(
-        kernel, grid[0], static_cast<CUstream>(stream), attribute);
-    return driver.check(driver.cuLaunchKernelEx(&config, kernel.function,
-                                                params.data(), nullptr),
-                        "cuLaunchKernelEx", "launching '" + name + "'");
-  }
+      problem.m, problem.n, problem.batch, kernel.activeClusters);
+  CUlaunchAttribute attribute;
+  CUlaunchConfig config = getLaunchConfig(
+      kernel, grid[0], static_cast<CUstream>(stream), attribute);
   return driver.check(
-      driver.cuLaunchKernel(kernel.function, grid[0], grid[1], grid[2],
-                            abi.blockDims[0], abi.blockDims[1],
-                            abi.blockDims[2], abi.sharedMemoryBytes,
-                            static_cast<CUstream>(stream), params.data(),
-                            nullptr),
-      "cuLaunchKernel", "launching '" + name + "'");
+      driver.cuLaunchKernelEx(&config, kernel.function, params.data(), nullptr),
+      "cuLaunchKernelEx", "launching '" + name + "'");
 }
 
 //===----------------------------------------------------------------------===//
