@@ -42,6 +42,7 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
   kernels.epilogueVectorBytes = options.epilogueVectorBytes;
   kernels.clusterM = options.clusterM;
   kernels.groupRows = options.groupRows;
+  kernels.fastActivations = options.fastActivations;
   pm.addPass(createConvertCodaToGPU(kernels));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

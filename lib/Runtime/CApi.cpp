@@ -102,6 +102,7 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
   compile.autotune = o.autotune != 0;
   compile.clusterM = o.cluster_m;
   compile.groupRows = o.group_rows;
+  compile.fastActivations = o.fast_activations != 0;
   auto orDefault = [](const char *value, const char *fallback) {
     return StringRef(value ? value : fallback);
   };

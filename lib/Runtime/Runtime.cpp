@@ -502,8 +502,10 @@ static std::string getProblemKey(const ProblemShape &problem) {
 std::string GpuProgram::getProgramKey() const {
   llvm::SHA256 hash;
   std::string chip = getChip(runtime.computeCapability);
-  for (StringRef part : {StringRef(kCodaCompilerVersion), StringRef(chip),
-                         StringRef(source), StringRef(signature.functionName)})
+  StringRef activations = options.fastActivations ? "fast" : "exact";
+  for (StringRef part :
+       {StringRef(kCodaCompilerVersion), StringRef(chip), StringRef(source),
+        StringRef(signature.functionName), activations})
     hash.update(part), hash.update(StringRef("\0", 1));
   return llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 }
@@ -552,6 +554,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   pipeline.schedule = shape.schedule;
   pipeline.clusterM = shape.clusterM;
   pipeline.groupRows = shape.groupRows;
+  pipeline.fastActivations = options.fastActivations;
 
   // The key covers everything the kernel depends on.
   GpuCompileStats fresh;

@@ -39,7 +39,8 @@ class _Options(ctypes.Structure):
                 ("layout_b", ctypes.c_char_p), ("with_c", ctypes.c_int32),
                 ("with_alpha", ctypes.c_int32), ("tile_m", ctypes.c_int64),
                 ("schedule", ctypes.c_char_p), ("autotune", ctypes.c_int32),
-                ("cluster_m", ctypes.c_int64), ("group_rows", ctypes.c_int64)]
+                ("cluster_m", ctypes.c_int64), ("group_rows", ctypes.c_int64),
+                ("fast_activations", ctypes.c_int32)]
 
 
 def _is_epilogue(source):
@@ -129,13 +130,15 @@ class Program:
     with_alpha. tile_m, tile_n, stages, schedule, cluster_m (blocks per
     cluster along M, 1 or 2) and group_rows (the tile order: row blocks walked
     column by column before the next group) pin the kernel shape;
+    fast_activations=True runs GELU(tanh), SiLU and sigmoid on the GPU's
+    tanh.approx.f32 (faster, less accurate: as cuBLASLt's fused GELU);
     autotune=True instead times the candidate shapes at the first call of
     each problem shape and keeps the fastest (cached with the kernels)."""
 
     def __init__(self, source, function="", device=0, tile_n=0, stages=0,
                  dtype="bf16", layout_a="mk", layout_b="nk", with_c=False,
                  with_alpha=False, tile_m=0, schedule="", autotune=False,
-                 cluster_m=0, group_rows=0):
+                 cluster_m=0, group_rows=0, fast_activations=False):
         import torch
 
         torch.cuda.init()  # the runtime shares PyTorch's primary context
@@ -144,7 +147,8 @@ class Program:
         options = _Options(tile_n, stages, function.encode() or None,
                            int(_is_epilogue(source)), dtype.encode(), layout_a.encode(),
                            layout_b.encode(), int(with_c), int(with_alpha), tile_m,
-                           schedule.encode() or None, int(autotune), cluster_m, group_rows)
+                           schedule.encode() or None, int(autotune), cluster_m, group_rows,
+                           int(fast_activations))
         handle = ctypes.c_void_p()
         text = source.encode()
         _check(lib.coda_program_load(_runtime(device), text, len(text),

@@ -4,6 +4,7 @@
 //          [--dtype bf16|f16|f32] [--c C.npy] [--alpha X] [--beta X]
 //          [--arg NAME=FILE.npy|NUMBER]... [--out NAME=FILE.npy]... [--seed S]
 //          [--device cpu|cuda] [--check] [--bench N] [--autotune]
+//          [--fast-activations]
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,6 +88,12 @@ cl::opt<bool> autotune(
              "inputs and run the fastest (the choice is cached with the "
              "kernels)"),
     cl::cat(category));
+cl::opt<bool> fastActivations(
+    "fast-activations",
+    cl::desc("with --device cuda: GELU(tanh), SiLU and sigmoid on the "
+             "tanh.approx.f32 instruction (faster; tanh within 2^-11 "
+             "relative error)"),
+    cl::cat(category));
 cl::opt<int> bench("bench",
                    cl::desc("with --device cuda: time N launches with CUDA "
                             "events after 5 warm-up ones, report the median"),
@@ -143,8 +150,9 @@ int main(int argc, char **argv) {
 
   if (device != "cpu" && device != "cuda")
     return fail("unknown --device '" + device + "'; expected cpu or cuda");
-  if ((check || bench || autotune) && device != "cuda")
-    return fail("--check, --bench and --autotune need --device cuda");
+  if ((check || bench || autotune || fastActivations) && device != "cuda")
+    return fail("--check, --bench, --autotune and --fast-activations need "
+                "--device cuda");
 
   DialectRegistry registry;
   registerDialects(registry);
@@ -261,6 +269,7 @@ int main(int argc, char **argv) {
     module->print(os, OpPrintingFlags().enableDebugInfo());
     GpuCompileOptions options;
     options.autotune = autotune;
+    options.fastActivations = fastActivations;
     auto program = (*runtime)->loadProgram(source, signature->functionName,
                                            options, programPath);
     if (!program)

@@ -70,7 +70,11 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
     Option<"groupRows", "group-rows", "int64_t", /*default=*/"0",
            "The tile order (raster): the blocks walk the output tiles "
            "group-rows row blocks at a time, column by column (1: row by "
-           "row); a multiple of cluster-m, at most 1024; 0 chooses (8)">
+           "row); a multiple of cluster-m, at most 1024; 0 chooses (8)">,
+    Option<"fastActivations", "fast-activations", "bool", /*default=*/"false",
+           "GELU(tanh), SiLU and sigmoid on the tanh.approx.f32 instruction "
+           "(one special-function operation instead of two; tanh's relative "
+           "error up to 2^-11, as cuBLASLt's fused GELU)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -68,6 +68,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "before the next group (a multiple of cluster-m, at "
                      "most 1024); 0 chooses"),
       llvm::cl::init(0)};
+  Option<bool> fastActivations{
+      *this, "fast-activations",
+      llvm::cl::desc("GELU(tanh), SiLU and sigmoid on tanh.approx.f32 "
+                     "(faster, tanh within 2^-11 relative error)"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the passes that turn each coda program into one fused GEMM +

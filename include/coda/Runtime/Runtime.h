@@ -61,6 +61,9 @@ struct GpuCompileOptions {
   /// Row blocks per group of the tile order (coda-to-gpu's group-rows); 0
   /// lets the compiler choose.
   int64_t groupRows = 0;
+  /// Whether GELU(tanh), SiLU and sigmoid run on the tanh.approx.f32
+  /// instruction (coda-to-gpu's fast-activations).
+  bool fastActivations = false;
   /// Whether the first launch of each problem shape times the candidate
   /// kernel shapes (getTuningCandidates) on its arguments and keeps the
   /// fastest, if it beats the tile-width rule's choice by kTuningMargin; the

@@ -299,10 +299,12 @@ struct ConvertCodaToGPU final
       FailureOr<KernelPlan> plan = failure();
       if (succeeded(checkProgram(op)))
         plan = KernelPlan::build(op, tile, chip);
-      if (failed(plan))
+      if (failed(plan)) {
         legal = false;
-      else
-        plans.push_back(*plan);
+        return;
+      }
+      plan->fastActivations = fastActivations;
+      plans.push_back(*plan);
     });
     if (!legal)
       return signalPassFailure();

@@ -749,9 +749,11 @@ Value EpilogueBuilder::dropoutBits(DropoutOp dropout, int64_t h, int64_t c) {
 
 /// The activations' exp2 and division as single approximate instructions
 /// (ex2.approx.ftz, div.approx.ftz: within 2 ulp, a denormal input or result
-/// flushed to zero) instead of libdevice's and the IEEE division's sequences.
-static const ActivationPrimitives &getGpuActivationPrimitives() {
-  static const ActivationPrimitives primitives{
+/// flushed to zero) instead of libdevice's and the IEEE division's sequences;
+/// with `fast`, GELU(tanh), SiLU and sigmoid on tanh.approx.f32 (relative
+/// error up to 2^-11, as cuBLASLt's fused GELU) instead.
+static ActivationPrimitives getGpuActivationPrimitives(bool fast) {
+  ActivationPrimitives primitives{
       [](OpBuilder &b, Location loc, Value t) -> Value {
         return LLVM::CallIntrinsicOp::create(
                    b, loc, t.getType(),
@@ -765,6 +767,15 @@ static const ActivationPrimitives &getGpuActivationPrimitives() {
                    ValueRange{p, q})
             .getResult(0);
       }};
+  if (fast)
+    primitives.fastTanh = [](OpBuilder &b, Location loc, Value t) -> Value {
+      return LLVM::InlineAsmOp::create(
+                 b, loc, t.getType(), ValueRange{t}, "tanh.approx.f32 $0, $1;",
+                 "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
+                 LLVM::TailCallKind::None, /*asm_dialect=*/nullptr,
+                 /*operand_attrs=*/nullptr)
+          .getResult(0);
+    };
   return primitives;
 }
 
@@ -791,7 +802,7 @@ void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
   if (auto act = dyn_cast<ActivationOp>(inner)) {
     results.push_back(
         buildActivation(b, b.getLoc(), act.getKind(), operands[0],
-                        getGpuActivationPrimitives()));
+                        getGpuActivationPrimitives(plan.fastActivations)));
   } else {
     IRMapping mapping;
     mapping.map(inner.getOperands(), operands);

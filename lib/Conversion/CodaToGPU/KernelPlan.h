@@ -151,6 +151,9 @@ struct KernelPlan {
   OperandPlan a, b;
   /// Whether the epilogue has row reductions (then N must fit one tile).
   bool hasRowReduction = false;
+  /// Whether GELU(tanh), SiLU and sigmoid run on tanh.approx.f32
+  /// (coda-to-gpu's fast-activations).
+  bool fastActivations = false;
 
   /// Checks that `op` can run as a kernel of this shape on `chip`, emitting
   /// an error on `op` otherwise.

@@ -41,6 +41,30 @@ Value mlir::coda::buildActivation(OpBuilder &b, Location loc,
     return primitives.divide(b, loc, p, arith::AddFOp::create(b, loc, one, e));
   };
   constexpr double kLog2E = 1.4426950408889634;
+  // p (1 + tanh(u)) / 2 = p sigmoid(2u), on the fast tanh: one fma after it.
+  auto halfOnePlusTanh = [&](Value p, Value u) -> Value {
+    Value h = mul(half, p);
+    return arith::AddFOp::create(b, loc, h,
+                                 mul(h, primitives.fastTanh(b, loc, u)));
+  };
+  if (primitives.fastTanh) {
+    switch (kind) {
+    case ActivationKind::GeluTanh: {
+      // u = sqrt(2/pi) x (1 + 0.044715 x^2)
+      constexpr double kC = 0.7978845608028654;
+      Value poly = arith::AddFOp::create(
+          b, loc, f32Const(b, loc, kC),
+          mul(f32Const(b, loc, kC * 0.044715), mul(x, x)));
+      return halfOnePlusTanh(x, mul(x, poly));
+    }
+    case ActivationKind::Silu:
+      return halfOnePlusTanh(x, mul(half, x));
+    case ActivationKind::Sigmoid:
+      return halfOnePlusTanh(one, mul(half, x));
+    default:
+      break;
+    }
+  }
   switch (kind) {
   case ActivationKind::GeluTanh: {
     // 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed

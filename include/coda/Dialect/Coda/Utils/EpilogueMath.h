@@ -25,6 +25,10 @@ struct ActivationPrimitives {
   std::function<Value(OpBuilder &, Location, Value t)> exp2;
   /// p / q.
   std::function<Value(OpBuilder &, Location, Value p, Value q)> divide;
+  /// tanh(t) as one approximate instruction, if wanted: GELU(tanh), SiLU
+  /// and sigmoid are then built on it (one tanh instead of an exponential and
+  /// a division, at the tanh's accuracy).
+  std::function<Value(OpBuilder &, Location, Value t)> fastTanh;
 
   static ActivationPrimitives exact();
 };
