@@ -19,10 +19,10 @@ Writes bench.json, bench.md (the table) and bench.png (bar chart) to $OUT.
     python3 bench/bench.py [--shapes gpt2_fc1,...] [--max-autotune gpt2_fc1,...]
         [--baselines gemm,eager,lt,inductor] [--configs NAME:KEY=VALUE,...;...]
 
---configs compiles coda's kernels under several kernel shapes (the options of
-coda.Program: tile_m, tile_n, stages, schedule, cluster_m, group_rows), each timed as coda_gemm[NAME]
-and coda[NAME]; the first is the one the ratios use. Default: the compiler's
-choice ("default:").
+--configs compiles coda's kernels under several configurations (the options of
+coda.Program: tile_m, tile_n, stages, schedule, cluster_m, group_rows,
+fast_activations), each timed as coda_gemm[NAME] and coda[NAME]; the first is
+the one the ratios use. Default: the compiler's choice ("default:").
 """
 
 import argparse
