@@ -4,7 +4,8 @@
 //          [--dtype bf16|f16|f32] [--c C.npy] [--alpha X] [--beta X]
 //          [--arg NAME=FILE.npy|NUMBER]... [--out NAME=FILE.npy]... [--seed S]
 //          [--device cpu|cuda] [--check] [--bench N] [--autotune]
-//          [--fast-activations]
+//          [--fast-activations] [--tile-m M] [--tile-n N] [--stages S]
+//          [--schedule cooperative|pingpong] [--cluster-m C] [--group-rows G]
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +95,27 @@ cl::opt<bool> fastActivations(
              "tanh.approx.f32 instruction (faster; tanh within 2^-11 "
              "relative error)"),
     cl::cat(category));
+cl::opt<int64_t> tileM("tile-m",
+                       cl::desc("with --device cuda: output rows per tile "
+                                "(pins the kernel shape; see docs/gpu.md)"),
+                       cl::init(0), cl::cat(category));
+cl::opt<int64_t> tileN("tile-n",
+                       cl::desc("with --device cuda: output columns per tile"),
+                       cl::init(0), cl::cat(category));
+cl::opt<int64_t> stages("stages",
+                        cl::desc("with --device cuda: shared-memory stages"),
+                        cl::init(0), cl::cat(category));
+cl::opt<std::string> schedule(
+    "schedule", cl::desc("with --device cuda: cooperative or pingpong"),
+    cl::init(""), cl::cat(category));
+cl::opt<int64_t> clusterM("cluster-m",
+                          cl::desc("with --device cuda: blocks per cluster "
+                                   "along M (1 or 2)"),
+                          cl::init(0), cl::cat(category));
+cl::opt<int64_t> groupRows(
+    "group-rows",
+    cl::desc("with --device cuda: row blocks per group of the tile order"),
+    cl::init(0), cl::cat(category));
 cl::opt<int> bench("bench",
                    cl::desc("with --device cuda: time N launches with CUDA "
                             "events after 5 warm-up ones, report the median"),
@@ -150,9 +172,12 @@ int main(int argc, char **argv) {
 
   if (device != "cpu" && device != "cuda")
     return fail("unknown --device '" + device + "'; expected cpu or cuda");
-  if ((check || bench || autotune || fastActivations) && device != "cuda")
-    return fail("--check, --bench, --autotune and --fast-activations need "
-                "--device cuda");
+  bool pinsShape = tileM || tileN || stages || !schedule.empty() ||
+                   clusterM || groupRows;
+  if ((check || bench || autotune || fastActivations || pinsShape) &&
+      device != "cuda")
+    return fail("--check, --bench, --autotune, --fast-activations and the "
+                "kernel-shape options need --device cuda");
 
   DialectRegistry registry;
   registerDialects(registry);
@@ -270,6 +295,12 @@ int main(int argc, char **argv) {
     GpuCompileOptions options;
     options.autotune = autotune;
     options.fastActivations = fastActivations;
+    options.tileM = tileM;
+    options.tileN = tileN;
+    options.stages = stages;
+    options.schedule = schedule;
+    options.clusterM = clusterM;
+    options.groupRows = groupRows;
     auto program = (*runtime)->loadProgram(source, signature->functionName,
                                            options, programPath);
     if (!program)
