@@ -47,9 +47,12 @@ typedef enum coda_argument_kind {
   CODA_ARGUMENT_I64 = 2
 } coda_argument_kind;
 
-/* How a program is read and compiled; NULL selects the defaults (all zero). */
+/* How a program is read and compiled; NULL selects the defaults (all zero).
+   Zero-initialize it and set the fields wanted: new fields are added at the
+   end, zero meaning the earlier behaviour. */
 typedef struct coda_compile_options {
-  /* Output columns per tile (64, 128, 256) and pipeline stages; 0: default. */
+  /* Output columns per tile (64, 128, 192, 256) and pipeline stages; 0:
+     default. */
   int64_t tile_n;
   int64_t stages;
   /* coda IR: the function that is the program, when the module holds
