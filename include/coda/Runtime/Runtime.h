@@ -194,7 +194,8 @@ private:
   llvm::Expected<SmallVector<double>>
   timeLaunches(ArrayRef<std::function<llvm::Error()>> launches, int warmup,
                int iterations);
-  /// The cache key of the program, before the kernel shape.
+  /// The cache key of the program, before the kernel shape: the compiler
+  /// version, the chip, the source, the function and the activations option.
   std::string getProgramKey() const;
   /// Compiles (or fetches) and loads the kernel of `shape`, once.
   llvm::Expected<std::shared_ptr<runtime::Kernel>>
