@@ -752,7 +752,7 @@ Value EpilogueBuilder::dropoutBits(DropoutOp dropout, int64_t h, int64_t c) {
 /// flushed to zero) instead of libdevice's and the IEEE division's sequences;
 /// with `fast`, GELU(tanh), SiLU and sigmoid on tanh.approx.f32 (relative
 /// error up to 2^-11, as cuBLASLt's fused GELU) instead.
-static ActivationPrimitives getGpuActivationPrimitives(bool fast) {
+static ActivationPrimitives buildGpuActivationPrimitives(bool fast) {
   ActivationPrimitives primitives{
       [](OpBuilder &b, Location loc, Value t) -> Value {
         return LLVM::CallIntrinsicOp::create(
@@ -777,6 +777,15 @@ static ActivationPrimitives getGpuActivationPrimitives(bool fast) {
           .getResult(0);
     };
   return primitives;
+}
+
+/// The GPU's activation primitives (buildGpuActivationPrimitives), built once.
+static const ActivationPrimitives &getGpuActivationPrimitives(bool fast) {
+  static const ActivationPrimitives exact =
+      buildGpuActivationPrimitives(false);
+  static const ActivationPrimitives fastTanh =
+      buildGpuActivationPrimitives(true);
+  return fast ? fastTanh : exact;
 }
 
 void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
