@@ -14,6 +14,7 @@
 #include "coda/Registration/Registration.h"
 #include "coda/Runner/Bindings.h"
 #include "coda/Runner/CpuRunner.h"
+#include "coda/Runtime/Runtime.h"
 #ifdef CODA_HAVE_CUDA
 #include "coda/Runtime/HostRun.h"
 #endif
@@ -172,9 +173,18 @@ int main(int argc, char **argv) {
 
   if (device != "cpu" && device != "cuda")
     return fail("unknown --device '" + device + "'; expected cpu or cuda");
-  bool pinsShape = tileM || tileN || stages || !schedule.empty() ||
-                   clusterM || groupRows;
-  if ((check || bench || autotune || fastActivations || pinsShape) &&
+  // What the GPU runtime is asked for (used with --device cuda only).
+  GpuCompileOptions gpuOptions;
+  gpuOptions.autotune = autotune;
+  gpuOptions.fastActivations = fastActivations;
+  gpuOptions.tileM = tileM;
+  gpuOptions.tileN = tileN;
+  gpuOptions.stages = stages;
+  gpuOptions.schedule = schedule;
+  gpuOptions.clusterM = clusterM;
+  gpuOptions.groupRows = groupRows;
+  if ((check || bench || autotune || fastActivations ||
+       gpuOptions.pinsShape()) &&
       device != "cuda")
     return fail("--check, --bench, --autotune, --fast-activations and the "
                 "kernel-shape options need --device cuda");
@@ -292,17 +302,8 @@ int main(int argc, char **argv) {
     std::string source;
     llvm::raw_string_ostream os(source);
     module->print(os, OpPrintingFlags().enableDebugInfo());
-    GpuCompileOptions options;
-    options.autotune = autotune;
-    options.fastActivations = fastActivations;
-    options.tileM = tileM;
-    options.tileN = tileN;
-    options.stages = stages;
-    options.schedule = schedule;
-    options.clusterM = clusterM;
-    options.groupRows = groupRows;
     auto program = (*runtime)->loadProgram(source, signature->functionName,
-                                           options, programPath);
+                                           gpuOptions, programPath);
     if (!program)
       return fail(program.takeError());
     // Autotuning compiles at the first launch, which it times.

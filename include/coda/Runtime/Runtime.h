@@ -174,8 +174,8 @@ private:
              ProgramSignature signature, GpuCompileOptions options,
              bool reducesRows);
   /// The kernel shape launches of `problem` use, without autotuning: the
-  /// tile rule's width (with the pinned stages and cluster size, if any)
-  /// unless the tile or the schedule is pinned.
+  /// tile rule's width (with the pinned stages, cluster size and tile order,
+  /// if any) unless the tile or the schedule is pinned.
   GpuCompileOptions chooseShape(const ProblemShape &problem) const;
   /// The autotuned kernel shape of `problem`: known, from the disk cache, or
   /// timed now on `arguments`, once `stream` has caught up.
