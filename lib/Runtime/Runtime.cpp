@@ -512,17 +512,21 @@ std::string GpuProgram::getProgramKey() const {
 
 GpuCompileOptions
 GpuProgram::chooseShape(const ProblemShape &problem) const {
-  // The tile rule chooses the tile width unless the tile or the schedule is
+  // The tile rule chooses the shape unless the tile or the schedule is
   // pinned; pinned stages, cluster size and tile order carry over to its
   // choice.
   if (options.tileM || options.tileN || !options.schedule.empty() ||
       reducesRows)
     return options;
   GpuCompileOptions shape =
-      getCooperativeShape(chooseTileN(problem, runtime.impl->multiprocessors));
+      chooseRuleShape(problem, runtime.impl->multiprocessors);
   shape.stages = options.stages;
-  shape.clusterM = options.clusterM;
-  shape.groupRows = options.groupRows;
+  // A pinned cluster size or tile order replaces both of the rule's, which
+  // might not go together with it (the group is a multiple of the cluster).
+  if (options.clusterM || options.groupRows) {
+    shape.clusterM = options.clusterM;
+    shape.groupRows = options.groupRows;
+  }
   return shape;
 }
 

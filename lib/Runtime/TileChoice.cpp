@@ -24,6 +24,21 @@ int64_t mlir::coda::chooseTileN(const ProblemShape &problem,
   return cost(192, kEfficiency192) < cost(256, 1.0) ? 192 : 256;
 }
 
+GpuCompileOptions mlir::coda::chooseRuleShape(const ProblemShape &problem,
+                                              int multiprocessors) {
+  // From K = 4096 on (LLaMA's), clusters of two in groups of 16 row blocks
+  // were 1.5-3% faster for the GEMM alone and 0.5-2% for the fused chain; at
+  // K = 768-3072 clusters cost the chain up to 3% (docs/performance.md).
+  constexpr int64_t kClusteredK = 4096;
+  GpuCompileOptions shape =
+      getCooperativeShape(chooseTileN(problem, multiprocessors));
+  if (problem.k >= kClusteredK) {
+    shape.clusterM = 2;
+    shape.groupRows = 16;
+  }
+  return shape;
+}
+
 GpuCompileOptions mlir::coda::getCooperativeShape(int64_t tileN) {
   // 256 columns is the compiler's own default: the empty shape, whose kernel
   // prepare() compiles, rather than a second copy of it.

@@ -318,8 +318,8 @@ int main(int argc, char **argv) {
     runSeconds = secondsSince(start);
     const GpuCompileStats &stats = (*program)->getCompileStats();
     timing = llvm::formatv(
-        "{0}: {1}x{2} tiles{6}, {3}, load {4:f3} s, run "
-        "{5:f3} s",
+        "{0}: {1}x{2} tiles{6}, groups of {7} row blocks, {3}, load {4:f3} "
+        "s, run {5:f3} s",
         (*runtime)->getDeviceDescription(), stats.tileM, stats.tileN,
         stats.fromDiskCache
             ? std::string("kernel from the disk cache")
@@ -327,7 +327,8 @@ int main(int argc, char **argv) {
         stats.loadSeconds, runSeconds,
         stats.clusterM > 1
             ? llvm::formatv(" in clusters of {0}", stats.clusterM).str()
-            : std::string());
+            : std::string(),
+        stats.groupRows);
     if (stats.tuningFromDiskCache)
       timing += "\n  autotuned shape from the disk cache";
     for (const auto &[shape, ms] : stats.tuningMs)

@@ -103,6 +103,12 @@ std::string describeShape(const GpuCompileOptions &shape);
 /// 3-16%). GPT-2's N = 768 makes 4 tiles per row block instead of 3, e.g.
 int64_t chooseTileN(const ProblemShape &problem, int multiprocessors);
 
+/// The tile rule's kernel shape for `problem`: the chooseTileN width, and
+/// for K of at least 4096 clusters of two blocks walking the tiles in groups
+/// of 16 row blocks (the compiler's defaults otherwise).
+GpuCompileOptions chooseRuleShape(const ProblemShape &problem,
+                                  int multiprocessors);
+
 /// What happened when a program was prepared for its first launch.
 struct GpuCompileStats {
   /// Seconds spent compiling (0 when the kernel came from a cache).
@@ -150,8 +156,8 @@ public:
   /// stream): `arguments` in the signature's order, `outputs` in result
   /// order, all on the runtime's device. Checks every shape and alignment
   /// first; does nothing when M or N is 0. Unless the compile options pin the
-  /// kernel shape, each problem gets the tile width that fills the GPU's
-  /// waves best (chooseTileN), or with autotune the fastest candidate shape,
+  /// kernel shape, each problem gets the tile rule's shape (chooseRuleShape),
+  /// or with autotune the fastest candidate shape,
   /// timed at the problem's first launch on its arguments (after `stream`
   /// has caught up, into scratch outputs, on the default stream; that launch
   /// returns once the timing is done); each shape is compiled once, at its
@@ -174,8 +180,9 @@ private:
              ProgramSignature signature, GpuCompileOptions options,
              bool reducesRows);
   /// The kernel shape launches of `problem` use, without autotuning: the
-  /// tile rule's width (with the pinned stages, cluster size and tile order,
-  /// if any) unless the tile or the schedule is pinned.
+  /// tile rule's shape (with the pinned stages, and the pinned cluster size
+  /// and tile order instead of the rule's) unless the tile or the schedule
+  /// is pinned.
   GpuCompileOptions chooseShape(const ProblemShape &problem) const;
   /// The autotuned kernel shape of `problem`: known, from the disk cache, or
   /// timed now on `arguments`, once `stream` has caught up.
