@@ -86,7 +86,7 @@ GpuCompileOptions getCooperativeShape(int64_t tileN);
 /// `ruleShape`: that one first (the baseline), then those of cooperative
 /// 128 x 256, 128 x 192, 128 x 128 and 256 x 128 and ping-pong 128 x 128
 /// that it is not, then `ruleShape` in clusters of two and `ruleShape` in
-/// groups of 16 row blocks.
+/// groups of 16 row blocks, where those differ from it.
 SmallVector<GpuCompileOptions>
 getTuningCandidates(const GpuCompileOptions &ruleShape);
 
