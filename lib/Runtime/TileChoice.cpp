@@ -4,12 +4,18 @@
 
 #include "coda/Conversion/CodaToGPU/KernelABI.h"
 
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::coda;
 
+/// The rows of the tile rule's tiles.
+static constexpr int64_t kTileM = 128;
+
 int64_t mlir::coda::chooseTileN(const ProblemShape &problem,
                                 int multiprocessors) {
-  constexpr int64_t kTileM = 128;
   // Relative work per output column of a tile; a narrower tile reloads A
   // more often and issues narrower wgmmas.
   constexpr double kEfficiency192 = 0.85;
@@ -30,9 +36,21 @@ GpuCompileOptions mlir::coda::chooseRuleShape(const ProblemShape &problem,
   // were 1.5-3% faster for the GEMM alone and 0.5-2% for the fused chain; at
   // K = 768-3072 clusters cost the chain up to 3% (docs/performance.md).
   constexpr int64_t kClusteredK = 4096;
-  GpuCompileOptions shape =
-      getCooperativeShape(chooseTileN(problem, multiprocessors));
-  if (problem.k >= kClusteredK) {
+  int64_t tileN = chooseTileN(problem, multiprocessors);
+  GpuCompileOptions shape = getCooperativeShape(tileN);
+  if (problem.k < kClusteredK)
+    return shape;
+  // Only where the pairs of row blocks take no more waves than the blocks
+  // alone: a cluster whose unit reaches below the last row block idles one
+  // block, and a single row block would idle one of every cluster.
+  int64_t rowBlocks = llvm::divideCeilSigned(problem.m, kTileM);
+  int64_t columns = llvm::divideCeilSigned(problem.n, tileN) * problem.batch;
+  int64_t clusters = std::max(multiprocessors / 2, 1);
+  int64_t waves =
+      llvm::divideCeilSigned(rowBlocks * columns, int64_t{multiprocessors});
+  int64_t clusterWaves = llvm::divideCeilSigned(
+      llvm::divideCeilSigned(rowBlocks, int64_t{2}) * columns, clusters);
+  if (rowBlocks >= 2 && clusterWaves <= waves) {
     shape.clusterM = 2;
     shape.groupRows = 16;
   }

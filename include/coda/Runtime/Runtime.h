@@ -105,7 +105,9 @@ int64_t chooseTileN(const ProblemShape &problem, int multiprocessors);
 
 /// The tile rule's kernel shape for `problem`: the chooseTileN width, and
 /// for K of at least 4096 clusters of two blocks walking the tiles in groups
-/// of 16 row blocks (the compiler's defaults otherwise).
+/// of 16 row blocks, where there are two row blocks or more and the clusters
+/// take no more waves than single blocks (the compiler's defaults
+/// otherwise).
 GpuCompileOptions chooseRuleShape(const ProblemShape &problem,
                                   int multiprocessors);
 
