@@ -14,17 +14,27 @@ using namespace mlir::coda;
 /// The rows of the tile rule's tiles.
 static constexpr int64_t kTileM = 128;
 
+/// The waves of persistent blocks (or clusters) a cooperative kernel of
+/// 128 x `tileN` tiles in clusters of `clusterM` takes for `problem` on
+/// `multiprocessors` SMs.
+static int64_t getWaves(const ProblemShape &problem, int multiprocessors,
+                        int64_t tileN, int64_t clusterM) {
+  KernelABI kernel;
+  kernel.tileM = kTileM;
+  kernel.tileN = tileN;
+  kernel.clusterM = clusterM;
+  int64_t units = kernel.getNumUnits(problem.m, problem.n, problem.batch);
+  int64_t concurrent = std::max<int64_t>(multiprocessors / clusterM, 1);
+  return llvm::divideCeilSigned(units, concurrent);
+}
+
 int64_t mlir::coda::chooseTileN(const ProblemShape &problem,
                                 int multiprocessors) {
   // Relative work per output column of a tile; a narrower tile reloads A
   // more often and issues narrower wgmmas.
   constexpr double kEfficiency192 = 0.85;
   auto cost = [&](int64_t tileN, double efficiency) {
-    KernelABI kernel;
-    kernel.tileM = kTileM;
-    kernel.tileN = tileN;
-    int64_t tiles = kernel.getNumTiles(problem.m, problem.n, problem.batch);
-    int64_t waves = (tiles + multiprocessors - 1) / multiprocessors;
+    int64_t waves = getWaves(problem, multiprocessors, tileN, /*clusterM=*/1);
     return static_cast<double>(waves) * tileN / efficiency;
   };
   return cost(192, kEfficiency192) < cost(256, 1.0) ? 192 : 256;
@@ -43,14 +53,9 @@ GpuCompileOptions mlir::coda::chooseRuleShape(const ProblemShape &problem,
   // Only where the pairs of row blocks take no more waves than the blocks
   // alone: a cluster whose unit reaches below the last row block idles one
   // block, and a single row block would idle one of every cluster.
-  int64_t rowBlocks = llvm::divideCeilSigned(problem.m, kTileM);
-  int64_t columns = llvm::divideCeilSigned(problem.n, tileN) * problem.batch;
-  int64_t clusters = std::max(multiprocessors / 2, 1);
-  int64_t waves =
-      llvm::divideCeilSigned(rowBlocks * columns, int64_t{multiprocessors});
-  int64_t clusterWaves = llvm::divideCeilSigned(
-      llvm::divideCeilSigned(rowBlocks, int64_t{2}) * columns, clusters);
-  if (rowBlocks >= 2 && clusterWaves <= waves) {
+  if (llvm::divideCeilSigned(problem.m, kTileM) >= 2 &&
+      getWaves(problem, multiprocessors, tileN, 2) <=
+          getWaves(problem, multiprocessors, tileN, 1)) {
     shape.clusterM = 2;
     shape.groupRows = 16;
   }

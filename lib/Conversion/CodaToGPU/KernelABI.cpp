@@ -83,14 +83,16 @@ int64_t KernelABI::getNumTiles(int64_t m, int64_t n, int64_t batch) const {
          batch;
 }
 
+int64_t KernelABI::getNumUnits(int64_t m, int64_t n, int64_t batch) const {
+  return llvm::divideCeilSigned(n, tileN) *
+         llvm::divideCeilSigned(llvm::divideCeilSigned(m, tileM), clusterM) *
+         batch;
+}
+
 std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
                                               int64_t batch,
                                               int64_t clusters) const {
-  // A cluster walks units of clusterM vertically adjacent tiles.
-  int64_t units =
-      llvm::divideCeilSigned(n, tileN) *
-      llvm::divideCeilSigned(llvm::divideCeilSigned(m, tileM), clusterM) *
-      batch;
+  int64_t units = getNumUnits(m, n, batch);
   return {std::max<int64_t>(1, std::min(units, clusters)) * clusterM, 1, 1};
 }
 

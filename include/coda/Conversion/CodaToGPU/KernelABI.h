@@ -158,6 +158,9 @@ struct KernelABI {
   /// The number of output tiles of a GEMM of the given sizes (batch = 1 when
   /// unbatched).
   int64_t getNumTiles(int64_t m, int64_t n, int64_t batch) const;
+  /// The number of units the clusters walk: clusterM vertically adjacent
+  /// tiles each (the tiles themselves without clusters).
+  int64_t getNumUnits(int64_t m, int64_t n, int64_t batch) const;
   /// The grid for a GEMM of the given sizes when at most `clusters`
   /// clusters of the kernel run at once (one block per SM).
   std::array<int64_t, 3> getGridDims(int64_t m, int64_t n, int64_t batch,
