@@ -233,7 +233,11 @@ static SmallVector<EpilogueTensor> getTensors(const KernelPlan &plan,
                        op.getOutputSpaceDims().getMask(), /*isOutput=*/false});
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     BlockArgument arg = op.getEpilogueBlock().getArgument(i + 1);
-    if (isa<RankedTensorType>(input.getType()) && !arg.use_empty())
+    // A bias the accumulators start at is not read again.
+    bool inAccumulators =
+        static_cast<int64_t>(i) == plan.biasInput && arg.hasOneUse();
+    if (isa<RankedTensorType>(input.getType()) && !arg.use_empty() &&
+        !inAccumulators)
       tensors.push_back({values.inputs[i], elementType(input),
                          dims.getMask(arg), /*isOutput=*/false});
   }
@@ -790,6 +794,13 @@ static const ActivationPrimitives &getGpuActivationPrimitives(bool fast) {
 
 void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
                                          int64_t c) {
+  // The accumulators started at the bias: they hold the sum.
+  if (&inner == plan.biasAdd) {
+    built[std::make_tuple(inner.getResult(0), h, c)] =
+        LLVM::ExtractValueOp::create(b, accumulators[h / 2],
+                                     4 * (c / 2) + 2 * (h % 2) + c % 2);
+    return;
+  }
   // dropout(x) + y selects between the sum and y rather than between the
   // product and 0: its product and sum contract into one fma.
   if (auto add = dyn_cast<arith::AddFOp>(inner)) {
@@ -868,7 +879,8 @@ void EpilogueBuilder::build() {
 /// otherwise it hoists the arithmetic both copies of the epilogue do on them
 /// alike (an activation of the accumulator, say) above the branch between
 /// the copies, where all of it is live at once and spills. Emits no
-/// instruction.
+/// instruction but the copies that give values used twice their own
+/// registers, there rather than at the next use (a wgmma's).
 static SmallVector<Value> hideFromHoisting(KernelBuilder &b,
                                            ValueRange accumulators) {
   SmallVector<Value> hidden;
@@ -910,6 +922,68 @@ void mlir::coda::buildEpilogue(OpBuilder &builder, Location loc,
   EpilogueBuilder(b, plan, values, hideFromHoisting(b, accumulators),
                   /*interior=*/false)
       .build();
+}
+
+void mlir::coda::buildBiasTileLoad(OpBuilder &builder, Location loc,
+                                   const KernelPlan &plan,
+                                   const KernelValues &values, Value buffer) {
+  KernelBuilder b(loc, builder);
+  GemmOp op = plan.op;
+  Value input = op.getInputs()[plan.biasInput];
+  Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
+  unsigned mask = EpilogueDims(op).getMask(
+      op.getEpilogueBlock().getArgument(plan.biasInput + 1));
+  Value pointer = values.inputs[plan.biasInput];
+  // Lane l takes columns l, l + 32, ...: the loads of a warp are contiguous.
+  // Columns past N read the last column (always in bounds) and store zero.
+  Value last = b.sub(values.n, b.i32(1));
+  SmallVector<Value> loaded;
+  for (int64_t q = 0; q < plan.tile.tileN / 32; ++q) {
+    Value col = b.add(values.colBase, b.add(values.lane, b.i32(32 * q)));
+    Value element = LLVM::LoadOp::create(
+        b, elementType,
+        b.gep(pointer, elementType,
+              getLinearIndex(b, values, mask, values.batch, Value(),
+                             arith::MinUIOp::create(b, col, last))));
+    Value value = elementType.isF32()
+                      ? element
+                      : arith::ExtFOp::create(b, b.getF32Type(), element);
+    loaded.push_back(
+        arith::SelectOp::create(b, b.ult(col, values.n), value, b.f32(0.0)));
+  }
+  for (auto [q, value] : llvm::enumerate(loaded))
+    LLVM::StoreOp::create(
+        b, value,
+        b.byteGep(buffer, b.mul(b.add(values.lane, b.i32(32 * q)), b.i32(4))));
+}
+
+SmallVector<Value> mlir::coda::buildBiasAccumulators(OpBuilder &builder,
+                                                     Location loc,
+                                                     const KernelPlan &plan,
+                                                     const KernelValues &values,
+                                                     Value buffer,
+                                                     Type accType) {
+  KernelBuilder b(loc, builder);
+  // Element 4j + 2r + e of a fragment is column 8j + 2(l % 4) + e (row r of
+  // the lane's two): the same bias for both rows, read as a pair.
+  Value firstCol = b.mul(b.remu(values.lane, b.i32(4)), b.i32(2));
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  Value acc = LLVM::UndefOp::create(b, accType);
+  for (int64_t j = 0; j < plan.tile.tileN / 8; ++j) {
+    Value pair = LLVM::LoadOp::create(
+        b, pairType,
+        b.byteGep(buffer, b.mul(b.add(firstCol, b.i32(8 * j)), b.i32(4))),
+        /*alignment=*/8);
+    for (int64_t e = 0; e < 2; ++e) {
+      Value value =
+          LLVM::ExtractElementOp::create(b, pair, b.i32(static_cast<int32_t>(e)));
+      for (int64_t r = 0; r < 2; ++r)
+        acc = LLVM::InsertValueOp::create(b, acc, value, 4 * j + 2 * r + e);
+    }
+  }
+  // Each element in its own register before the first wgmma's fence:
+  // copies made at the wgmma would serialize it.
+  return hideFromHoisting(b, SmallVector<Value>(plan.getFragments(), acc));
 }
 
 void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,

@@ -10,6 +10,10 @@
 
 #include "KernelPlan.h"
 
+#include "coda/Dialect/Coda/IR/EpilogueDims.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <algorithm>
@@ -177,6 +181,38 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
           checkRowAlignment(op, "A", op.getA(), plan.a.kMajor ? "K" : "M")) ||
       failed(checkRowAlignment(op, "B", op.getB(), plan.b.kMajor ? "K" : "N")))
     return failure();
+
+  // A bias added to an accumulator that nothing else reads, when the sum is
+  // only stored, starts the accumulators instead; its buffers may cost a
+  // stage of those the default fitted. (Before a longer epilogue it was
+  // slower: on fc1, bias + GELU + dropout + residual took 3 µs more,
+  // docs/performance.md.)
+  BlockArgument acc = op.getAccumulator();
+  auto onlyStored = [](Operation *add) {
+    return llvm::all_of(add->getUsers(),
+                        [](Operation *user) { return isa<YieldOp>(user); });
+  };
+  // Cooperative kernels of one fragment per consumer only: under ping-pong,
+  // or with two fragments, ptxas serializes the wgmmas that start from it.
+  if (!op.getC() && !op.getAlpha() && acc.hasOneUse() && !plan.isPingpong() &&
+      plan.getFragments() == 1)
+    if (auto add = dyn_cast<arith::AddFOp>(*acc.user_begin());
+        add && onlyStored(add)) {
+      Value other = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+      auto arg = dyn_cast<BlockArgument>(other);
+      EpilogueDims dims(op);
+      if (arg && arg != acc && arg.getOwner() == &op.getEpilogueBlock() &&
+          isa<RankedTensorType>(op.getInputs()[arg.getArgNumber() - 1]
+                                    .getType()) &&
+          (dims.getMask(arg) & DimsAttr::kN) &&
+          !(dims.getMask(arg) & DimsAttr::kM)) {
+        plan.biasAdd = add;
+        plan.biasInput = arg.getArgNumber() - 1;
+      }
+    }
+  if (!config.stages && plan.tile.stages > 2 &&
+      plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
+    --plan.tile.stages;
 
   if (plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
     return op.emitOpError()

@@ -139,6 +139,13 @@ struct KernelPlan {
   GemmOp op;
   /// The tile shape, with every choice made.
   TileConfig tile;
+  /// When the epilogue adds a vector along n (a bias) to the accumulator and
+  /// uses the accumulator nowhere else (no alpha, no C): that addition, and
+  /// the index of the vector among the GEMM's inputs. The consumers then
+  /// start each tile's accumulators at the bias (the first wgmma adds to
+  /// them), and the epilogue reads the sum from the accumulators.
+  Operation *biasAdd = nullptr;
+  int64_t biasInput = -1;
   /// Rows of a tile each consumer warpgroup holds (64 or 128), as
   /// consumerRows / 64 wgmma fragments.
   int64_t consumerRows = 0;
@@ -164,12 +171,18 @@ struct KernelPlan {
   int64_t getStageBytes() const {
     return a.getStageBytes() + b.getStageBytes();
   }
-  /// Offset of the mbarriers in shared memory (after the operand stages).
-  int64_t getBarrierOffset() const { return tile.stages * getStageBytes(); }
-  /// Dynamic shared memory of one block: the stages, then a full and an empty
-  /// mbarrier (8 bytes each) per stage.
+  /// The two bias buffers (f32, a tile's columns each) after the operand
+  /// stages, when the accumulators start at a bias (loaded by warp 1 of the
+  /// producer warpgroup, a tile ahead).
+  int64_t getBiasOffset() const { return tile.stages * getStageBytes(); }
+  int64_t getBiasBytes() const { return biasAdd ? 2 * tile.tileN * 4 : 0; }
+  /// Offset of the mbarriers in shared memory (after the operand stages and
+  /// the bias buffers).
+  int64_t getBarrierOffset() const { return getBiasOffset() + getBiasBytes(); }
+  /// Dynamic shared memory of one block: the stages, the bias buffers, then a
+  /// full and an empty mbarrier (8 bytes each) per stage and per bias buffer.
   int64_t getSharedMemoryBytes() const {
-    return getBarrierOffset() + 16 * tile.stages;
+    return getBarrierOffset() + 16 * tile.stages + (biasAdd ? 32 : 0);
   }
   /// The wgmma element type of A and B.
   NVVM::WGMMATypes getMmaType() const;
@@ -214,6 +227,19 @@ void buildPersistentKernel(OpBuilder &b, Location loc, const KernelPlan &plan,
 /// issued lane by lane).
 void buildEpiloguePrefetch(OpBuilder &b, Location loc, const KernelPlan &plan,
                            const KernelValues &values);
+
+/// The bias loader's work for one tile (KernelPlan::biasAdd): the calling
+/// lane's columns of the tile's bias, as f32 (zero past N), into `buffer`
+/// (shared memory, tileN f32).
+void buildBiasTileLoad(OpBuilder &b, Location loc, const KernelPlan &plan,
+                       const KernelValues &values, Value buffer);
+
+/// The calling consumer's accumulators (`accType` structs, one per fragment)
+/// holding the tile's bias at every element, read from `buffer`.
+SmallVector<Value> buildBiasAccumulators(OpBuilder &b, Location loc,
+                                         const KernelPlan &plan,
+                                         const KernelValues &values,
+                                         Value buffer, Type accType);
 
 /// Builds the epilogue of one tile: runs the coda.gemm region on every
 /// accumulator element the thread holds (`accumulators`: the consumer's

@@ -67,6 +67,25 @@ private:
   /// The full (TMA landed) and empty (slot read) mbarriers of `slot`.
   Value fullBarrier(Value slot) { return barrier(slot, 0); }
   Value emptyBarrier(Value slot) { return barrier(slot, stages); }
+  /// The full (loaded) and empty (read) mbarriers of bias buffer `buffer`.
+  Value biasFull(Value buffer) { return barrier(buffer, 2 * stages); }
+  Value biasEmpty(Value buffer) { return barrier(buffer, 2 * stages + 2); }
+  /// Bias buffer `buffer` in shared memory.
+  Value biasBuffer(Value buffer) {
+    return b.byteGep(values.sharedMemory,
+                     b.add(b.i32(plan.getBiasOffset()),
+                           b.mul(buffer, b.i32(plan.tile.tileN * 4))));
+  }
+  /// The bias buffer of the block's tile of `unit` (its tiles alternate
+  /// between the two) and the parity of that buffer's use.
+  std::pair<Value, Value> biasTurn(Value unit) {
+    Value ordinal = b.divu(b.sub(unit, clusterId), clusterCount);
+    return {b.andi(ordinal, b.i32(1)),
+            b.andi(b.divu(ordinal, b.i32(2)), b.i32(1))};
+  }
+  /// Warp 1 of the producer warpgroup: every tile's bias into a buffer, as
+  /// soon as the consumers have read the buffer's previous one.
+  void buildBiasLoader();
   Value barrier(Value slot, int64_t first) {
     return b.byteGep(values.sharedMemory,
                      b.add(b.i32(plan.getBarrierOffset() + 8 * first),
@@ -208,6 +227,28 @@ void KernelBodyBuilder::loadOperand(const OperandPlan &operand, Value tensorMap,
     else
       load();
   }
+}
+
+void KernelBodyBuilder::buildBiasLoader() {
+  RingState start{b.i32(0), b.i32(0)};
+  buildTileLoop(clusterId, clusterCount, start, b.i32(0),
+                [&](const TileCoords &tile, RingState) {
+                  auto [buffer, parity] = biasTurn(tile.index);
+                  // A fresh barrier has completed the phase before its first.
+                  NVVM::MBarrierTryWaitParityOp::create(
+                      b, biasEmpty(buffer), b.xori(parity, b.i32(1)),
+                      b.i32(kWaitTicks));
+                  KernelValues tileValues = values;
+                  tileValues.batch = tile.batch;
+                  tileValues.colBase =
+                      b.mul(tile.colBlock, b.i32(plan.tile.tileN));
+                  buildBiasTileLoad(b, b.getLoc(), plan, tileValues,
+                                    biasBuffer(buffer));
+                  // Each lane's arrival releases its stores.
+                  NVVM::MBarrierArriveOp::create(b, /*res=*/Type(),
+                                                 biasFull(buffer),
+                                                 /*count=*/Value());
+                });
 }
 
 void KernelBodyBuilder::buildProducer() {
@@ -358,6 +399,19 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
         tileValues.colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
         // The first K step starts the accumulators (K = 0 leaves them zero),
         // the loop runs the others.
+        // With a bias in the accumulators, they start at it: read from its
+        // buffer, which is then free for the loader.
+        SmallVector<Value> biasAcc;
+        if (plan.biasAdd) {
+          auto [buffer, parity] = biasTurn(tile.index);
+          NVVM::MBarrierTryWaitParityOp::create(b, biasFull(buffer), parity,
+                                                b.i32(kWaitTicks));
+          biasAcc = buildBiasAccumulators(b, b.getLoc(), plan, tileValues,
+                                          biasBuffer(buffer), accType);
+          NVVM::MBarrierArriveOp::create(b, /*res=*/Type(), biasEmpty(buffer),
+                                         /*count=*/Value());
+        }
+        auto bias = [&] { return biasAcc; };
         auto firstStep = scf::IfOp::create(b, accTypes, b.ult(b.i32(0), kSteps),
                                            /*withElseRegion=*/true);
         {
@@ -365,11 +419,13 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
           b.setInsertionPointToStart(firstStep.thenBlock());
           SmallVector<Value> undef(plan.getFragments(),
                                    LLVM::UndefOp::create(b, accType));
-          scf::YieldOp::create(b, mmaStep(base, rowsOffsetA, undef, true));
+          scf::YieldOp::create(
+              b, plan.biasAdd ? mmaStep(base, rowsOffsetA, bias(), false)
+                              : mmaStep(base, rowsOffsetA, undef, true));
           b.setInsertionPointToStart(firstStep.elseBlock());
           SmallVector<Value> zero(plan.getFragments(),
                                   LLVM::ZeroOp::create(b, accType));
-          scf::YieldOp::create(b, zero);
+          scf::YieldOp::create(b, plan.biasAdd ? bias() : zero);
         }
         // The K steps [from, to) after the first.
         auto buildSteps = [&](Value from, Value to, ValueRange init) {
@@ -426,6 +482,16 @@ void KernelBodyBuilder::build() {
                                    b.i32(plan.getSlotReleases()),
                                    /*predicate=*/Value());
     }
+    if (plan.biasAdd)
+      for (int64_t buffer = 0; buffer < 2; ++buffer) {
+        NVVM::MBarrierInitOp::create(b, biasFull(b.i32(buffer)), b.i32(32),
+                                     /*predicate=*/Value());
+        // Every consumer thread that computes the buffer's tile reads it.
+        NVVM::MBarrierInitOp::create(
+            b, biasEmpty(b.i32(buffer)),
+            b.i32(plan.isPingpong() ? 128 : 128 * KernelPlan::kConsumers),
+            /*predicate=*/Value());
+      }
     NVVM::FenceMbarrierInitOp::create(b);
   });
   // The barriers of every block of the cluster are ready before any block
@@ -467,6 +533,8 @@ void KernelBodyBuilder::build() {
     NVVM::SetMaxRegisterOp::create(b, KernelPlan::kProducerRegisters,
                                    NVVM::SetMaxRegisterAction::decrease);
     b.ifThen(isLeader, [&] { buildProducer(); });
+    if (plan.biasAdd)
+      b.ifThen(b.eq(values.warp, b.i32(1)), [&] { buildBiasLoader(); });
     b.setInsertionPoint(roles.elseBlock()->getTerminator());
     NVVM::SetMaxRegisterOp::create(b, KernelPlan::kConsumerRegisters,
                                    NVVM::SetMaxRegisterAction::increase);

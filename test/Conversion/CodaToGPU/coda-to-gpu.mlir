@@ -122,7 +122,9 @@ func.func @mlp(%x: tensor<?x768xbf16>, %w: tensor<3072x768xbf16>,
       ins(%bias : tensor<3072xf32> [n], %seed : i64)
       : tensor<?x768xbf16>, tensor<3072x768xbf16> -> (tensor<?x3072xbf16> [m, n]) {
   ^bb0(%acc: f32, %b: f32, %s: i64):
-    %0 = arith.addf %acc, %b : f32
+    // A product, not a sum: a bias added to the accumulator would start the
+    // accumulators instead (bias-accumulators.mlir).
+    %0 = arith.mulf %acc, %b : f32
     %1 = coda.activation gelu_tanh %0
     %2 = coda.dropout %1, %s {p = 0.1 : f32}
     coda.yield %2 : f32

@@ -89,6 +89,22 @@ func.func @gemm(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>)
 }}'''
 
 
+def linear(n, k):
+    # A linear layer: the bias starts the accumulators (KernelPlan::biasAdd).
+    return f'''
+func.func @linear(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
+                  %bias: tensor<{n}xf32> {{coda.name = "bias"}})
+    -> (tensor<?x{n}xbf16> {{coda.name = "output"}}) {{
+  %out = coda.gemm %x, %w transpose_b ins(%bias : tensor<{n}xf32> [n])
+      : tensor<?x{k}xbf16>, tensor<{n}x{k}xbf16> -> (tensor<?x{n}xbf16> [m, n]) {{
+  ^bb0(%acc: f32, %b: f32):
+    %0 = arith.addf %acc, %b : f32
+    coda.yield %0 : f32
+  }}
+  return %out : tensor<?x{n}xbf16>
+}}'''
+
+
 NN_F16 = '''
 func.func @nn(%a: tensor<100x264xf16>, %b: tensor<100x328xf16>, %c: tensor<264x328xf32>,
               %alpha: f32, %beta: f32, %rs: tensor<264xf32> {coda.name = "row_scale"},
@@ -315,6 +331,12 @@ def mlp_case(name, m, n, k, tile_n=0, stages=0):
                 tile_n, stages, masks=[('pre', 'dropped', 0.1, 0)])
 
 
+def linear_case(m, n, k):
+    x, w, bias = randn((m, k)), randn((n, k), scale=0.1), randn(n, 'f32')
+    return Case('linear', linear(n, k), dict(a=x, b=w, bias=bias),
+                {'output': (x @ w.T + bias, 1e-2)})
+
+
 def nn_f16():
     m, n, k = 264, 328, 100
     a, b = randn((k, m), 'f16'), randn((k, n), 'f16')
@@ -454,10 +476,10 @@ def shape_cases():
     fewer than the stages, an odd N) under the default and every other kernel
     shape; the other programs under OTHER_SHAPES."""
     cases = []
-    for name, (m, n, k) in (('big', (2999, 1496, 1000)), ('shallow', (2999, 1499, 136))):
-        case = mlp_case(name, m, n, k)
+    for case in (mlp_case('big', 2999, 1496, 1000), mlp_case('shallow', 2999, 1499, 136),
+                 linear_case(2999, 1496, 1000)):
         cases.append(case)
-        cases += [case.under(f'{name}_{tag}', **shape) for tag, shape in SHAPES]
+        cases += [case.under(f'{case.name}_{tag}', **shape) for tag, shape in SHAPES]
     for case in (nn_f16(), tf32(), layernorm(), batched_a(), batched_ln(), dbias()):
         cases += [case.under(f'{case.name}_{tag}', **shape) for tag, shape in OTHER_SHAPES]
     return cases
