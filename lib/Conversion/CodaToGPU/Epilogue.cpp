@@ -434,6 +434,14 @@ Value EpilogueBuilder::packPair(Value first, Value second, Type elementType) {
 std::pair<Value, Value> EpilogueBuilder::unpackPair(Value raw,
                                                     Type elementType) {
   Type f32 = b.getF32Type();
+  if (elementType.isBF16()) {
+    // A bf16 is the high half of the f32 of the same value: one instruction
+    // per element (the extension of a vector moves the high half down first).
+    Value low = b.shl(raw, b.i32(16));
+    Value high = b.andi(raw, b.i32(0xFFFF0000));
+    return {LLVM::BitcastOp::create(b, f32, low),
+            LLVM::BitcastOp::create(b, f32, high)};
+  }
   Value vector = raw;
   if (!elementType.isF32()) {
     vector = LLVM::BitcastOp::create(b, VectorType::get({2}, elementType), raw);

@@ -43,6 +43,7 @@ public:
   Value ori(Value x, Value y) { return arith::OrIOp::create(*this, x, y); }
   Value xori(Value x, Value y) { return arith::XOrIOp::create(*this, x, y); }
   Value shru(Value x, Value y) { return arith::ShRUIOp::create(*this, x, y); }
+  Value shl(Value x, Value y) { return arith::ShLIOp::create(*this, x, y); }
   Value cmp(arith::CmpIPredicate pred, Value x, Value y) {
     return arith::CmpIOp::create(*this, pred, x, y);
   }

@@ -136,9 +136,16 @@ func.func @dbias(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>, %bias: tensor<?xf
 
 // dropout(x) + y selects between the kept sum x * scale + y and y itself,
 // rather than between the kept product and 0 before the sum, so that the
-// product and the sum contract into one fma.
+// product and the sum contract into one fma. A pair of bf16 residual values
+// (4 bytes) becomes two f32 by moving the low half up and clearing the high
+// half's low bits.
 // CHECK-LABEL: gpu.func @dropout_add
 // CHECK:         nvvm.vote.sync  all
+// CHECK:         %[[PAIR:.*]] = llvm.load %{{.*}} : !llvm.ptr<1> -> i32
+// CHECK:         %[[LOW:.*]] = arith.shli %[[PAIR]], %c16_i32{{.*}} : i32
+// CHECK:         %[[HIGH:.*]] = arith.andi %[[PAIR]], %c-65536_i32 : i32
+// CHECK:         llvm.bitcast %[[LOW]] : i32 to f32
+// CHECK-NEXT:    llvm.bitcast %[[HIGH]] : i32 to f32
 // CHECK:         %[[KEEP:.*]] = arith.cmpi uge, %{{.*}}, %c6554_i32
 // CHECK:         %[[KEPT:.*]] = arith.mulf %{{.*}}, %{{.*}} {{.*}}: f32
 // CHECK:         %[[SUM:.*]] = arith.addf %[[KEPT]], %[[RES:[^ ]*]] {{.*}}: f32
