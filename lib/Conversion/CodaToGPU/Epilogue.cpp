@@ -965,12 +965,9 @@ void mlir::coda::buildBiasTileLoad(OpBuilder &builder, Location loc,
         b.byteGep(buffer, b.mul(b.add(values.lane, b.i32(32 * q)), b.i32(4))));
 }
 
-SmallVector<Value> mlir::coda::buildBiasAccumulators(OpBuilder &builder,
-                                                     Location loc,
-                                                     const KernelPlan &plan,
-                                                     const KernelValues &values,
-                                                     Value buffer,
-                                                     Type accType) {
+SmallVector<Value> mlir::coda::buildBiasAccumulators(
+    OpBuilder &builder, Location loc, const KernelPlan &plan,
+    const KernelValues &values, Value buffer, Type accType) {
   KernelBuilder b(loc, builder);
   // Element 4j + 2r + e of a fragment is column 8j + 2(l % 4) + e (row r of
   // the lane's two): the same bias for both rows, read as a pair.
@@ -983,8 +980,8 @@ SmallVector<Value> mlir::coda::buildBiasAccumulators(OpBuilder &builder,
         b.byteGep(buffer, b.mul(b.add(firstCol, b.i32(8 * j)), b.i32(4))),
         /*alignment=*/8);
     for (int64_t e = 0; e < 2; ++e) {
-      Value value =
-          LLVM::ExtractElementOp::create(b, pair, b.i32(static_cast<int32_t>(e)));
+      Value value = LLVM::ExtractElementOp::create(
+          b, pair, b.i32(static_cast<int32_t>(e)));
       for (int64_t r = 0; r < 2; ++r)
         acc = LLVM::InsertValueOp::create(b, acc, value, 4 * j + 2 * r + e);
     }

@@ -202,8 +202,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
       auto arg = dyn_cast<BlockArgument>(other);
       EpilogueDims dims(op);
       if (arg && arg != acc && arg.getOwner() == &op.getEpilogueBlock() &&
-          isa<RankedTensorType>(op.getInputs()[arg.getArgNumber() - 1]
-                                    .getType()) &&
+          isa<RankedTensorType>(
+              op.getInputs()[arg.getArgNumber() - 1].getType()) &&
           (dims.getMask(arg) & DimsAttr::kN) &&
           !(dims.getMask(arg) & DimsAttr::kM)) {
         plan.biasAdd = add;

@@ -231,24 +231,21 @@ void KernelBodyBuilder::loadOperand(const OperandPlan &operand, Value tensorMap,
 
 void KernelBodyBuilder::buildBiasLoader() {
   RingState start{b.i32(0), b.i32(0)};
-  buildTileLoop(clusterId, clusterCount, start, b.i32(0),
-                [&](const TileCoords &tile, RingState) {
-                  auto [buffer, parity] = biasTurn(tile.index);
-                  // A fresh barrier has completed the phase before its first.
-                  NVVM::MBarrierTryWaitParityOp::create(
-                      b, biasEmpty(buffer), b.xori(parity, b.i32(1)),
-                      b.i32(kWaitTicks));
-                  KernelValues tileValues = values;
-                  tileValues.batch = tile.batch;
-                  tileValues.colBase =
-                      b.mul(tile.colBlock, b.i32(plan.tile.tileN));
-                  buildBiasTileLoad(b, b.getLoc(), plan, tileValues,
-                                    biasBuffer(buffer));
-                  // Each lane's arrival releases its stores.
-                  NVVM::MBarrierArriveOp::create(b, /*res=*/Type(),
-                                                 biasFull(buffer),
-                                                 /*count=*/Value());
-                });
+  buildTileLoop(
+      clusterId, clusterCount, start, b.i32(0),
+      [&](const TileCoords &tile, RingState) {
+        auto [buffer, parity] = biasTurn(tile.index);
+        // A fresh barrier has completed the phase before its first.
+        NVVM::MBarrierTryWaitParityOp::create(
+            b, biasEmpty(buffer), b.xori(parity, b.i32(1)), b.i32(kWaitTicks));
+        KernelValues tileValues = values;
+        tileValues.batch = tile.batch;
+        tileValues.colBase = b.mul(tile.colBlock, b.i32(plan.tile.tileN));
+        buildBiasTileLoad(b, b.getLoc(), plan, tileValues, biasBuffer(buffer));
+        // Each lane's arrival releases its stores.
+        NVVM::MBarrierArriveOp::create(b, /*res=*/Type(), biasFull(buffer),
+                                       /*count=*/Value());
+      });
 }
 
 void KernelBodyBuilder::buildProducer() {
