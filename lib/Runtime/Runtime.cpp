@@ -592,8 +592,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   fresh.tileN = kernel->abi.tileN;
   fresh.clusterM = kernel->abi.clusterM;
   fresh.groupRows = kernel->abi.groupRows;
-  // The compiler's schedule, when the shape leaves it open, is cooperative.
-  fresh.schedule = shape.schedule.empty() ? "cooperative" : shape.schedule;
+  fresh.schedule = kernel->abi.schedule;
   stats = std::move(fresh);
   ptx = kernel->ptx;
   loaded->byShape[shapeKey] = kernel;

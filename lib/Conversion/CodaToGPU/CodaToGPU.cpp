@@ -259,6 +259,7 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   abi.maxN = plan.hasRowReduction ? plan.tile.tileN : 0;
   abi.clusterM = plan.tile.clusterM;
   abi.groupRows = plan.tile.groupRows;
+  abi.schedule = plan.isPingpong() ? "pingpong" : "cooperative";
   DictionaryAttr abiAttr = abi.toAttr(ctx);
   module->setAttr(KernelABI::kAttrName, abiAttr);
 

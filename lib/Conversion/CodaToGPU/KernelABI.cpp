@@ -124,6 +124,7 @@ DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
       b.getNamedAttr("cluster_m", b.getI64IntegerAttr(clusterM)),
       b.getNamedAttr("group_rows", b.getI64IntegerAttr(groupRows)),
       b.getNamedAttr("params", b.getArrayAttr(paramAttrs)),
+      b.getNamedAttr("schedule", b.getStringAttr(schedule)),
   });
 }
 
@@ -139,6 +140,10 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   auto clusterM = attr.getAs<IntegerAttr>("cluster_m");
   auto groupRows = attr.getAs<IntegerAttr>("group_rows");
   auto params = attr.getAs<ArrayAttr>("params");
+  auto schedule = attr.getAs<StringAttr>("schedule");
+  if (!schedule || (schedule.getValue() != "cooperative" &&
+                    schedule.getValue() != "pingpong"))
+    return std::nullopt;
   if (!module || !kernel || !block || block.size() != 3 || !tile ||
       tile.size() != 3 || !smem || !maxN || !clusterM ||
       clusterM.getInt() < 1 || !groupRows || groupRows.getInt() < 1 || !params)
@@ -154,6 +159,7 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   abi.maxN = maxN.getInt();
   abi.clusterM = clusterM.getInt();
   abi.groupRows = groupRows.getInt();
+  abi.schedule = schedule.str();
   for (Attribute paramAttr : params) {
     auto dict = dyn_cast<DictionaryAttr>(paramAttr);
     if (!dict)

@@ -1,12 +1,15 @@
 // RUN: coda-opt %s --coda-to-gpu=group-rows=3 | FileCheck %s
 // RUN: coda-opt %s --coda-to-gpu | FileCheck %s --check-prefix=DEFAULT
 // RUN: coda-opt %s --coda-to-gpu="cluster-m=2 group-rows=4" | FileCheck %s --check-prefix=CLUSTER
+// RUN: coda-opt %s --coda-to-gpu="tile-n=128 schedule=pingpong" | FileCheck %s --check-prefix=PINGPONG
 
 // The tile order (raster): within a batch, the units (tiles, or a cluster's
 // vertically adjacent tiles) are walked group-rows row blocks at a time,
 // column by column, row by row within a column; the last group may be
-// shorter. The ABI records the group size.
+// shorter. The ABI records the group size, and the schedule the runtime
+// reports.
 // CHECK:       group_rows = 3 : i64
+// CHECK-SAME:  schedule = "cooperative"
 // CHECK:       gpu.func @k
 // The producer's tile loop decodes its unit first.
 // CHECK:         scf.for %[[UNIT:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
@@ -34,6 +37,10 @@
 // DEFAULT:       arith.divui %{{.*}}, %{{.*}} : i32
 // DEFAULT:       %[[G:.*]] = arith.constant 8 : i32
 // DEFAULT-NEXT:  arith.muli %[[G]], %{{.*}} : i32
+
+// Ping-pong consumers walk the same order.
+// PINGPONG:    group_rows = 8 : i64
+// PINGPONG-SAME: schedule = "pingpong"
 
 // In clusters of two, a group of 4 row blocks is 2 units of two tiles.
 // CLUSTER:     cluster_m = 2 : i64, group_rows = 4 : i64

@@ -153,6 +153,9 @@ struct KernelABI {
   /// Row blocks per group of the kernel's tile order (informational: the
   /// launch does not depend on it).
   int64_t groupRows = 1;
+  /// How the consumer warpgroups share the tiles, "cooperative" or
+  /// "pingpong" (informational).
+  std::string schedule = "cooperative";
   llvm::SmallVector<KernelParam> params;
 
   /// The number of output tiles of a GEMM of the given sizes (batch = 1 when
