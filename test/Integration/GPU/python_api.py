@@ -45,6 +45,15 @@ assert clustered.kernel_shape == (128, 192, "cooperative", 2, 4), clustered.kern
 for name, tol in EXAMPLES["mlp_up"].tolerances.items():
     ref.check(f"mlp_up in clusters {name}", outs_c[name].float().cpu().numpy(), want[name], tol)
 
+# The shape reports the schedule the kernel was compiled with.
+pingpong = coda.Program(source, schedule="pingpong", tile_m=128, tile_n=128)
+outs_p = pingpong(bf16["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], rs=dev["rs"],
+                  alpha=scalars["alpha"])
+torch.cuda.synchronize()
+assert pingpong.kernel_shape == (128, 128, "pingpong", 1, 8), pingpong.kernel_shape
+for name, tol in EXAMPLES["mlp_up"].tolerances.items():
+    ref.check(f"mlp_up under ping-pong {name}", outs_p[name].float().cpu().numpy(), want[name], tol)
+
 # A second call reuses the compiled kernel and writes into given outputs: the
 # same values, except that the column sum (f32 atomics) may add in another order.
 given = {name: torch.full_like(t, float("nan")) for name, t in outs.items()}
