@@ -36,23 +36,23 @@ want = EXAMPLES["mlp_up"].reference(arrays, scalars, 0)
 for name, tol in EXAMPLES["mlp_up"].tolerances.items():
     ref.check(f"mlp_up {name}", outs[name].float().cpu().numpy(), want[name], tol)
 
-# Pinning the cluster size and the tile order keeps the tile rule's width.
-clustered = coda.Program(source, cluster_m=2, group_rows=4)
-outs_c = clustered(bf16["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], rs=dev["rs"],
-                   alpha=scalars["alpha"])
-torch.cuda.synchronize()
-assert clustered.kernel_shape == (128, 192, "cooperative", 2, 4), clustered.kernel_shape
-for name, tol in EXAMPLES["mlp_up"].tolerances.items():
-    ref.check(f"mlp_up in clusters {name}", outs_c[name].float().cpu().numpy(), want[name], tol)
 
+def check_pinned(label, shape, **options):
+    """Runs the program under pinned kernel-shape options; checks the shape
+    its kernel reports and the outputs."""
+    pinned = coda.Program(source, **options)
+    outs_p = pinned(bf16["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], rs=dev["rs"],
+                    alpha=scalars["alpha"])
+    torch.cuda.synchronize()
+    assert pinned.kernel_shape == shape, pinned.kernel_shape
+    for name, tol in EXAMPLES["mlp_up"].tolerances.items():
+        ref.check(f"mlp_up {label} {name}", outs_p[name].float().cpu().numpy(), want[name], tol)
+
+
+# Pinning the cluster size and the tile order keeps the tile rule's width.
+check_pinned("in clusters", (128, 192, "cooperative", 2, 4), cluster_m=2, group_rows=4)
 # The shape reports the schedule the kernel was compiled with.
-pingpong = coda.Program(source, schedule="pingpong", tile_m=128, tile_n=128)
-outs_p = pingpong(bf16["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], rs=dev["rs"],
-                  alpha=scalars["alpha"])
-torch.cuda.synchronize()
-assert pingpong.kernel_shape == (128, 128, "pingpong", 1, 8), pingpong.kernel_shape
-for name, tol in EXAMPLES["mlp_up"].tolerances.items():
-    ref.check(f"mlp_up under ping-pong {name}", outs_p[name].float().cpu().numpy(), want[name], tol)
+check_pinned("under ping-pong", (128, 128, "pingpong", 1, 8), schedule="pingpong", tile_m=128, tile_n=128)
 
 # A second call reuses the compiled kernel and writes into given outputs: the
 # same values, except that the column sum (f32 atomics) may add in another order.
