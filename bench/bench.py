@@ -8,7 +8,8 @@ Transformer shapes (K -> N) of ../shared/bench (GPT-2, BERT-L, LLaMA-7B):
   eager       the chain: bias + GELU(tanh) + dropout(0.1) + residual, eager
   lt          cuBLASLt bias+GELU (torch._addmm_activation) + eager dropout and residual
   inductor    torch.compile (default) of the chain
-  ma          torch.compile max-autotune-no-cudagraphs of the chain (some shapes)
+  ma          torch.compile max-autotune-no-cudagraphs of the chain (every shape unless --max-autotune
+              names fewer, while the run is within --budget-s)
   coda_gemm   coda's kernel with the identity epilogue
   coda        coda's fused kernel for the whole chain
 
@@ -134,7 +135,7 @@ def check(name, X, W, bias, R, fused, gemm, seed, rows=64):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shapes", default=",".join(SHAPES))
-    parser.add_argument("--max-autotune", default="gpt2_fc1,llama7b_up")
+    parser.add_argument("--max-autotune", default=",".join(SHAPES))
     parser.add_argument("--budget-s", type=float, default=480)
     parser.add_argument("--baselines", default="gemm,eager,lt,inductor")
     parser.add_argument("--configs", default="default:")
