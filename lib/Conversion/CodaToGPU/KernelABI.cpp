@@ -141,12 +141,12 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   auto groupRows = attr.getAs<IntegerAttr>("group_rows");
   auto params = attr.getAs<ArrayAttr>("params");
   auto schedule = attr.getAs<StringAttr>("schedule");
-  if (!schedule || (schedule.getValue() != "cooperative" &&
-                    schedule.getValue() != "pingpong"))
-    return std::nullopt;
   if (!module || !kernel || !block || block.size() != 3 || !tile ||
       tile.size() != 3 || !smem || !maxN || !clusterM ||
-      clusterM.getInt() < 1 || !groupRows || groupRows.getInt() < 1 || !params)
+      clusterM.getInt() < 1 || !groupRows || groupRows.getInt() < 1 ||
+      !params || !schedule ||
+      (schedule.getValue() != "cooperative" &&
+       schedule.getValue() != "pingpong"))
     return std::nullopt;
   KernelABI abi;
   abi.module = module.str();

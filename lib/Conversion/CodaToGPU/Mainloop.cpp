@@ -408,21 +408,26 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
           NVVM::MBarrierArriveOp::create(b, /*res=*/Type(), biasEmpty(buffer),
                                          /*count=*/Value());
         }
-        auto bias = [&] { return biasAcc; };
         auto firstStep = scf::IfOp::create(b, accTypes, b.ult(b.i32(0), kSteps),
                                            /*withElseRegion=*/true);
         {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(firstStep.thenBlock());
-          SmallVector<Value> undef(plan.getFragments(),
-                                   LLVM::UndefOp::create(b, accType));
-          scf::YieldOp::create(
-              b, plan.biasAdd ? mmaStep(base, rowsOffsetA, bias(), false)
-                              : mmaStep(base, rowsOffsetA, undef, true));
+          if (plan.biasAdd) {
+            scf::YieldOp::create(b, mmaStep(base, rowsOffsetA, biasAcc, false));
+          } else {
+            SmallVector<Value> undef(plan.getFragments(),
+                                     LLVM::UndefOp::create(b, accType));
+            scf::YieldOp::create(b, mmaStep(base, rowsOffsetA, undef, true));
+          }
           b.setInsertionPointToStart(firstStep.elseBlock());
-          SmallVector<Value> zero(plan.getFragments(),
-                                  LLVM::ZeroOp::create(b, accType));
-          scf::YieldOp::create(b, plan.biasAdd ? bias() : zero);
+          if (plan.biasAdd) {
+            scf::YieldOp::create(b, biasAcc);
+          } else {
+            SmallVector<Value> zero(plan.getFragments(),
+                                    LLVM::ZeroOp::create(b, accType));
+            scf::YieldOp::create(b, zero);
+          }
         }
         // The K steps [from, to) after the first.
         auto buildSteps = [&](Value from, Value to, ValueRange init) {
@@ -483,11 +488,11 @@ void KernelBodyBuilder::build() {
       for (int64_t buffer = 0; buffer < 2; ++buffer) {
         NVVM::MBarrierInitOp::create(b, biasFull(b.i32(buffer)), b.i32(32),
                                      /*predicate=*/Value());
-        // Every consumer thread that computes the buffer's tile reads it.
-        NVVM::MBarrierInitOp::create(
-            b, biasEmpty(b.i32(buffer)),
-            b.i32(plan.isPingpong() ? 128 : 128 * KernelPlan::kConsumers),
-            /*predicate=*/Value());
+        // Every consumer thread that computes the buffer's tile reads it,
+        // as it reads the tile's operand slots.
+        NVVM::MBarrierInitOp::create(b, biasEmpty(b.i32(buffer)),
+                                     b.i32(plan.getSlotReleases()),
+                                     /*predicate=*/Value());
       }
     NVVM::FenceMbarrierInitOp::create(b);
   });
