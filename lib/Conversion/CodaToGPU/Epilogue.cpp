@@ -106,9 +106,18 @@ private:
   Value loadInput(Value pointer, Type elementType, unsigned mask, int64_t h,
                   int64_t c);
   /// The 4 pairs (raw, see packPair) of column group `group` at row slot h
-  /// of a tensor spanning n, loaded the first time they are asked for.
+  /// of a tensor spanning n, issued the first time they are asked for
+  /// (issueGroup).
   SmallVector<Value, 4> loadGroup(Value pointer, Type elementType,
                                   unsigned mask, int64_t h, int64_t group);
+  /// Issues the loads of column group `group` at row slot h of a tensor
+  /// spanning n, once: with KernelPlan::chunkedLoads, for a 16-bit tensor
+  /// spanning m and n, this lane's 16-byte chunk where the group fits, which
+  /// loadGroup regroups into the lane's pairs; else the pairs themselves (a
+  /// vector along n is read once per group for all rows, and measured
+  /// slower as chunks).
+  void issueGroup(Value pointer, Type elementType, unsigned mask, int64_t h,
+                  int64_t group);
   /// Loads the pair of slots c, c + 1 (c even), raw; zero outside.
   Value loadPair(Value pointer, Type elementType, unsigned mask, int64_t h,
                  int64_t c);
@@ -182,9 +191,14 @@ private:
   /// Epilogue values built so far, by (value, row slot, column slot); a
   /// value that does not vary along m (n) is kept at row (column) slot 0.
   llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, Value> built;
-  /// Column groups loaded so far, by (pointer, row slot, group).
-  llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, SmallVector<Value, 4>>
-      loadedGroups;
+  /// Column groups loaded so far, by (pointer, row slot, group): their pairs,
+  /// or the 16-byte chunk and whether it fits (null in an interior tile)
+  /// until they are regrouped at their first use.
+  struct LoadedGroup {
+    SmallVector<Value, 4> pairs;
+    Value chunk, fits;
+  };
+  llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, LoadedGroup> loadedGroups;
   /// Whether N is even (then pairs of an even column are aligned in any
   /// tensor that spans n) and a multiple of 8 (then 16-bit chunks of 8
   /// columns are), and whether a pointer is aligned, by (pointer, bytes).
@@ -501,21 +515,59 @@ Value EpilogueBuilder::loadPair(Value pointer, Type elementType, unsigned mask,
   });
 }
 
+void EpilogueBuilder::issueGroup(Value pointer, Type elementType, unsigned mask,
+                                 int64_t h, int64_t group) {
+  auto [it, inserted] =
+      loadedGroups.try_emplace(std::make_tuple(pointer, h, group));
+  if (!inserted)
+    return;
+  LoadedGroup &loaded = it->second;
+  if (!plan.chunkedLoads || !usesChunks(elementType) ||
+      !(mask & DimsAttr::kM)) {
+    for (int64_t j = 0; j < 4; ++j)
+      loaded.pairs.push_back(
+          loadPair(pointer, elementType, mask, h, 8 * group + 2 * j));
+    return;
+  }
+  // One 16-byte access per lane instead of four 4-byte ones: each warp
+  // instruction then reads 64 contiguous bytes of each of its 8 rows.
+  auto chunkType = VectorType::get({4}, b.getI32Type());
+  auto load = [&]() -> Value {
+    return LLVM::LoadOp::create(b, chunkType,
+                                chunkAddress(pointer, elementType, h, group));
+  };
+  auto zero = [&]() -> Value { return LLVM::ZeroOp::create(b, chunkType); };
+  loaded.fits = groupFits(pointer, mask, h, group);
+  loaded.chunk =
+      loaded.fits ? b.ifThenElse(loaded.fits, chunkType, load, zero) : load();
+}
+
 SmallVector<Value, 4> EpilogueBuilder::loadGroup(Value pointer,
                                                  Type elementType,
                                                  unsigned mask, int64_t h,
                                                  int64_t group) {
-  auto key = std::make_tuple(pointer, h, group);
-  auto it = loadedGroups.find(key);
-  if (it != loadedGroups.end())
-    return it->second;
-  // Pairs: a 16-byte chunk would have to be regrouped by the quad transpose
-  // as soon as it arrives, which waits for the load and defeats loading
-  // ahead.
-  SmallVector<Value, 4> pairs;
+  issueGroup(pointer, elementType, mask, h, group);
+  LoadedGroup &loaded =
+      loadedGroups.find(std::make_tuple(pointer, h, group))->second;
+  if (!loaded.pairs.empty())
+    return loaded.pairs;
+  // Regrouped here, at the first use, so that the shuffles wait for the
+  // chunk only when its values are needed: lane t's word j holds the pair
+  // that lane j uses at j' = t (the store's transpose, inverted).
+  SmallVector<Value> words;
   for (int64_t j = 0; j < 4; ++j)
-    pairs.push_back(loadPair(pointer, elementType, mask, h, 8 * group + 2 * j));
-  return loadedGroups.try_emplace(key, std::move(pairs)).first->second;
+    words.push_back(LLVM::ExtractElementOp::create(b, loaded.chunk, b.i32(j)));
+  SmallVector<Value> pairs = transposeQuad(words);
+  for (int64_t j = 0; j < 4; ++j) {
+    if (loaded.fits)
+      pairs[j] = b.ifThenElse(
+          loaded.fits, b.getI32Type(), [&] { return pairs[j]; },
+          [&] {
+            return loadPair(pointer, elementType, mask, h, 8 * group + 2 * j);
+          });
+    loaded.pairs.push_back(pairs[j]);
+  }
+  return loaded.pairs;
 }
 
 Value EpilogueBuilder::loadInput(Value pointer, Type elementType, unsigned mask,
@@ -532,7 +584,7 @@ void EpilogueBuilder::prefetchGroup(int64_t group, int64_t h) {
     unsigned mask = tensor.mask;
     if (!tensor.isOutput && (mask & DimsAttr::kN) &&
         ((mask & DimsAttr::kM) || h == 0))
-      (void)loadGroup(tensor.pointer, tensor.elementType, mask, h, group);
+      issueGroup(tensor.pointer, tensor.elementType, mask, h, group);
   }
 }
 

@@ -146,6 +146,14 @@ struct KernelPlan {
   /// them), and the epilogue reads the sum from the accumulators.
   Operation *biasAdd = nullptr;
   int64_t biasInput = -1;
+  /// Whether the epilogue reads 16-bit tensors that span m and n (a
+  /// residual, C) 16 bytes per lane, regrouped by the quad transpose, rather
+  /// than a 4-byte pair at a time: when the region is only arith arithmetic.
+  /// Such an epilogue waits on its loads (a residual added 2.5-4% faster
+  /// on fc1 and BERT-L); with dropout or an activation it is bound by its
+  /// instructions, and the transpose's cost more than the fewer loads save (the
+  /// GELU + dropout + residual chain 2% slower; docs/performance.md).
+  bool chunkedLoads = false;
   /// Rows of a tile each consumer warpgroup holds (64 or 128), as
   /// consumerRows / 64 wgmma fragments.
   int64_t consumerRows = 0;

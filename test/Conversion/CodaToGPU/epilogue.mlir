@@ -42,8 +42,10 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
 }
 
 // alpha, beta and C, per-row and per-column inputs and scalars: scalars are
-// parameters; C (f16) is loaded ahead, a pair of columns (4 bytes) at a time,
-// without checks in an interior tile and under bounds checks in the others.
+// parameters; C (f16) is loaded ahead, in an epilogue of only arith ops 16
+// bytes (8 columns) per lane, regrouped at its first use by the quad
+// transpose into the lane's pairs of columns: without checks in an interior
+// tile, and where the quad's 32 columns fit (else pair by pair) in the others.
 // CHECK-LABEL: gpu.func @affine
 // CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[C:[^:]*]]: !llvm.ptr<1>, %[[ALPHA:[^:]*]]: f32, %[[BETA:[^:]*]]: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: f32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>,
 // Three K steps before a tile's main loop ends (or once its first wgmmas
@@ -73,19 +75,30 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
 // CHECK:         nvvm.vote.sync  all
 // CHECK-NEXT:    scf.if
 // CHECK:           %[[C_ROW:.*]] = llvm.getelementptr %[[C]]
+// CHECK:           %[[C_CHUNK:.*]] = llvm.getelementptr %[[C_ROW]]
 // CHECK-NOT:       scf.if
-// CHECK:           llvm.load %[[C_ROW]] : !llvm.ptr<1> -> i32
+// CHECK:           %[[CHUNK:.*]] = llvm.load %[[C_CHUNK]] : !llvm.ptr<1> -> vector<4xi32>
 // CHECK-NOT:       scf.if
 // CHECK:           %[[ACC:.*]] = llvm.extractvalue
 // CHECK:           %[[SCALED:.*]] = arith.mulf %[[ACC]], %[[ALPHA]] {{.*}}: f32
+// CHECK:           llvm.extractelement %[[CHUNK]]
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}}, %c32_i32{{.*}} : i32
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %c32_i32{{.*}} : i32
 // CHECK:           %[[CPAIR:.*]] = arith.extf %{{.*}} : vector<2xf16> to vector<2xf32>
 // CHECK:           %[[CIN:.*]] = llvm.extractelement %[[CPAIR]]
 // CHECK:           %[[CB:.*]] = arith.mulf %[[CIN]], %[[BETA]] {{.*}}: f32
 // CHECK:           arith.addf %[[SCALED]], %[[CB]] {{.*}}: f32
 // CHECK:         } else {
 // CHECK:           %[[C_ROW2:.*]] = llvm.getelementptr %[[C]]
+// CHECK:           scf.if %{{.*}} -> (vector<4xi32>) {
+// CHECK-NEXT:        llvm.load %{{.*}} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK:           } else {
+// CHECK-NEXT:        llvm.mlir.zero : vector<4xi32>
+// CHECK:           gpu.shuffle  xor
 // CHECK:           scf.if %{{.*}} -> (i32) {
-// CHECK-NEXT:        llvm.load %[[C_ROW2]] : !llvm.ptr<1> -> i32
+// CHECK:           } else {
+// CHECK:             scf.if %{{.*}} -> (i32) {
+// CHECK-NEXT:          llvm.load %[[C_ROW2]] : !llvm.ptr<1> -> i32
 // MEMORY: affine: loads c#2 input#5 input#6; stores output#0 output#1
 func.func @affine(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>, %c: tensor<?x?xf16>,
                   %alpha: f32, %beta: f32, %row: tensor<?xbf16>, %col: tensor<?xf32>, %s: f32)
@@ -141,6 +154,7 @@ func.func @dbias(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>, %bias: tensor<?xf
 // half's low bits.
 // CHECK-LABEL: gpu.func @dropout_add
 // CHECK:         nvvm.vote.sync  all
+// CHECK-NOT:     vector<4xi32>
 // CHECK:         %[[PAIR:.*]] = llvm.load %{{.*}} : !llvm.ptr<1> -> i32
 // CHECK:         %[[LOW:.*]] = arith.shli %[[PAIR]], %c16_i32{{.*}} : i32
 // CHECK:         %[[HIGH:.*]] = arith.andi %[[PAIR]], %c-65536_i32 : i32
@@ -180,6 +194,33 @@ func.func @unused_residual(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
       : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xbf16> [m, n]) {
   ^bb0(%acc: f32, %x: f32):
     coda.yield %acc : f32
+  }
+  return %o : tensor<?x?xbf16>
+}
+
+// A bias along n keeps its 4-byte pairs (one load per group serves every row
+// slot) while the residual beside it is read 16 bytes per lane.
+// CHECK-LABEL: gpu.func @bias_residual
+// CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[BIAS:[^:]*]]: !llvm.ptr<1>, %[[RES:[^:]*]]: !llvm.ptr<1>,
+// CHECK:         nvvm.vote.sync  all
+// CHECK-NEXT:    scf.if
+// CHECK-DAG:       %[[BIAS_ROW:.*]] = llvm.getelementptr %[[BIAS]]
+// CHECK-DAG:       %[[RES_ROW:.*]] = llvm.getelementptr %[[RES]]
+// CHECK-DAG:       %[[RES_CHUNK:.*]] = llvm.getelementptr %[[RES_ROW]]
+// CHECK-DAG:       llvm.load %[[BIAS_ROW]] : !llvm.ptr<1> -> i32
+// CHECK-DAG:       llvm.load %[[RES_CHUNK]] : !llvm.ptr<1> -> vector<4xi32>
+// CHECK:         } else {
+// MEMORY: bias_residual: loads input#2 input#3; stores output#0
+func.func @bias_residual(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
+                         %bias: tensor<?xbf16> {coda.name = "bias"},
+                         %r: tensor<?x?xbf16> {coda.name = "residual"})
+    -> (tensor<?x?xbf16> {coda.name = "output"}) {
+  %o = coda.gemm %a, %b transpose_b ins(%bias : tensor<?xbf16> [n], %r : tensor<?x?xbf16> [m, n])
+      : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xbf16> [m, n]) {
+  ^bb0(%acc: f32, %bi: f32, %x: f32):
+    %0 = arith.mulf %acc, %bi : f32
+    %1 = arith.addf %0, %x : f32
+    coda.yield %1 : f32
   }
   return %o : tensor<?x?xbf16>
 }

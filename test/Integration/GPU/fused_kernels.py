@@ -105,6 +105,26 @@ func.func @linear(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
 }}'''
 
 
+def residual_add(n, k, dtype):
+    # Only arith ops: the residual is read 16 bytes per lane (chunkedLoads),
+    # the bias beside it a pair of columns at a time.
+    return f'''
+func.func @residual_add(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
+                        %bias: tensor<{n}x{dtype}> {{coda.name = "bias"}},
+                        %res: tensor<?x{n}x{dtype}> {{coda.name = "residual"}})
+    -> (tensor<?x{n}x{dtype}> {{coda.name = "output"}}) {{
+  %out = coda.gemm %x, %w transpose_b ins(%bias : tensor<{n}x{dtype}> [n],
+                                          %res : tensor<?x{n}x{dtype}> [m, n])
+      : tensor<?x{k}xbf16>, tensor<{n}x{k}xbf16> -> (tensor<?x{n}x{dtype}> [m, n]) {{
+  ^bb0(%acc: f32, %b: f32, %r: f32):
+    %0 = arith.addf %acc, %b : f32
+    %1 = arith.addf %0, %r : f32
+    coda.yield %1 : f32
+  }}
+  return %out : tensor<?x{n}x{dtype}>
+}}'''
+
+
 NN_F16 = '''
 func.func @nn(%a: tensor<100x264xf16>, %b: tensor<100x328xf16>, %c: tensor<264x328xf32>,
               %alpha: f32, %beta: f32, %rs: tensor<264xf32> {coda.name = "row_scale"},
@@ -337,6 +357,13 @@ def linear_case(m, n, k):
                 {'output': (x @ w.T + bias, 1e-2)})
 
 
+def residual_case(m, n, k, dtype='bf16'):
+    x, w = randn((m, k)), randn((n, k), scale=0.1)
+    bias, res = randn(n, dtype), randn((m, n), dtype)
+    return Case(f'residual_{dtype}', residual_add(n, k, dtype), dict(a=x, b=w, bias=bias, residual=res),
+                {'output': (x @ w.T + bias + res, 1e-2)})
+
+
 def nn_f16():
     m, n, k = 264, 328, 100
     a, b = randn((k, m), 'f16'), randn((k, n), 'f16')
@@ -477,7 +504,8 @@ def shape_cases():
     shape; the other programs under OTHER_SHAPES."""
     cases = []
     for case in (mlp_case('big', 2999, 1496, 1000), mlp_case('shallow', 2999, 1499, 136),
-                 linear_case(2999, 1496, 1000)):
+                 linear_case(2999, 1496, 1000), residual_case(2999, 1496, 1000),
+                 residual_case(2999, 1499, 136, 'f16')):
         cases.append(case)
         cases += [case.under(f'{case.name}_{tag}', **shape) for tag, shape in SHAPES]
     for case in (nn_f16(), tf32(), layernorm(), batched_a(), batched_ln(), dbias()):
