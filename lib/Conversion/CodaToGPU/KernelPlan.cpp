@@ -223,10 +223,9 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
            << " bytes sm_90a gives a block; use fewer stages or a smaller "
               "tile";
 
-  plan.chunkedLoads = llvm::all_of(
-      op.getEpilogueBlock().without_terminator(), [](Operation &inner) {
-        return isa<arith::ArithDialect>(inner.getDialect());
-      });
+  plan.chunkedLoads = llvm::none_of(
+      op.getEpilogueBlock().without_terminator(),
+      [](Operation &inner) { return isa<DropoutOp>(inner); });
   plan.hasRowReduction = rowReduction;
   for (auto [i, value] : llvm::enumerate(op.getYield().getValues())) {
     auto reduce = value.getDefiningOp<ColReduceOp>();

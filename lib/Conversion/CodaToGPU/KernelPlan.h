@@ -148,11 +148,11 @@ struct KernelPlan {
   int64_t biasInput = -1;
   /// Whether the epilogue reads 16-bit tensors that span m and n (a
   /// residual, C) 16 bytes per lane, regrouped by the quad transpose, rather
-  /// than a 4-byte pair at a time: when the region is only arith arithmetic.
-  /// Such an epilogue waits on its loads (a residual added 2.5-4% faster
-  /// on fc1 and BERT-L); with dropout or an activation it is bound by its
-  /// instructions, and the transpose's cost more than the fewer loads save (the
-  /// GELU + dropout + residual chain 2% slower; docs/performance.md).
+  /// than a 4-byte pair at a time: unless the region has dropout. Without it
+  /// the epilogue waits on its loads (a residual added 2.5-4% faster on fc1
+  /// and BERT-L, after bias + GELU 2-3%); dropout's Philox makes it bound by
+  /// its instructions, and the transpose's cost more than the fewer loads
+  /// save (the paper's chain 2% slower; docs/performance.md).
   bool chunkedLoads = false;
   /// Rows of a tile each consumer warpgroup holds (64 or 128), as
   /// consumerRows / 64 wgmma fragments.

@@ -42,7 +42,7 @@ func.func @layernorm(%a: tensor<?x64xf16>, %b: tensor<128x64xf16>, %gamma: tenso
 }
 
 // alpha, beta and C, per-row and per-column inputs and scalars: scalars are
-// parameters; C (f16) is loaded ahead, in an epilogue of only arith ops 16
+// parameters; C (f16) is loaded ahead, in an epilogue without dropout 16
 // bytes (8 columns) per lane, regrouped at its first use by the quad
 // transpose into the lane's pairs of columns: without checks in an interior
 // tile, and where the quad's 32 columns fit (else pair by pair) in the others.
@@ -199,7 +199,8 @@ func.func @unused_residual(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
 }
 
 // A bias along n keeps its 4-byte pairs (one load per group serves every row
-// slot) while the residual beside it is read 16 bytes per lane.
+// slot) while the residual beside it is read 16 bytes per lane, an
+// activation notwithstanding.
 // CHECK-LABEL: gpu.func @bias_residual
 // CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[BIAS:[^:]*]]: !llvm.ptr<1>, %[[RES:[^:]*]]: !llvm.ptr<1>,
 // CHECK:         nvvm.vote.sync  all
@@ -219,8 +220,9 @@ func.func @bias_residual(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
       : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xbf16> [m, n]) {
   ^bb0(%acc: f32, %bi: f32, %x: f32):
     %0 = arith.mulf %acc, %bi : f32
-    %1 = arith.addf %0, %x : f32
-    coda.yield %1 : f32
+    %1 = coda.activation gelu_tanh %0
+    %2 = arith.addf %1, %x : f32
+    coda.yield %2 : f32
   }
   return %o : tensor<?x?xbf16>
 }

@@ -105,9 +105,10 @@ func.func @linear(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
 }}'''
 
 
-def residual_add(n, k, dtype):
-    # Only arith ops: the residual is read 16 bytes per lane (chunkedLoads),
-    # the bias beside it a pair of columns at a time.
+def residual_add(n, k, dtype, gelu):
+    # No dropout: the residual is read 16 bytes per lane (chunkedLoads), the
+    # bias beside it a pair of columns at a time.
+    act = '%a = coda.activation gelu_tanh %0' if gelu else '%a = arith.addf %0, %0 : f32'
     return f'''
 func.func @residual_add(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
                         %bias: tensor<{n}x{dtype}> {{coda.name = "bias"}},
@@ -118,7 +119,8 @@ func.func @residual_add(%x: tensor<?x{k}xbf16>, %w: tensor<{n}x{k}xbf16>,
       : tensor<?x{k}xbf16>, tensor<{n}x{k}xbf16> -> (tensor<?x{n}x{dtype}> [m, n]) {{
   ^bb0(%acc: f32, %b: f32, %r: f32):
     %0 = arith.addf %acc, %b : f32
-    %1 = arith.addf %0, %r : f32
+    {act}
+    %1 = arith.addf %a, %r : f32
     coda.yield %1 : f32
   }}
   return %out : tensor<?x{n}x{dtype}>
@@ -357,11 +359,14 @@ def linear_case(m, n, k):
                 {'output': (x @ w.T + bias, 1e-2)})
 
 
-def residual_case(m, n, k, dtype='bf16'):
+def residual_case(m, n, k, dtype='bf16', gelu=False):
+    """(x w^T + bias) doubled, or under GELU(tanh), plus a residual."""
     x, w = randn((m, k)), randn((n, k), scale=0.1)
     bias, res = randn(n, dtype), randn((m, n), dtype)
-    return Case(f'residual_{dtype}', residual_add(n, k, dtype), dict(a=x, b=w, bias=bias, residual=res),
-                {'output': (x @ w.T + bias + res, 1e-2)})
+    pre = x @ w.T + bias
+    act = ref.gelu_tanh(pre) if gelu else 2 * pre
+    return Case(f'residual_{dtype}', residual_add(n, k, dtype, gelu),
+                dict(a=x, b=w, bias=bias, residual=res), {'output': (act + res, 1e-2)})
 
 
 def nn_f16():
@@ -505,7 +510,7 @@ def shape_cases():
     cases = []
     for case in (mlp_case('big', 2999, 1496, 1000), mlp_case('shallow', 2999, 1499, 136),
                  linear_case(2999, 1496, 1000), residual_case(2999, 1496, 1000),
-                 residual_case(2999, 1499, 136, 'f16')):
+                 residual_case(2999, 1499, 136, 'f16', gelu=True)):
         cases.append(case)
         cases += [case.under(f'{case.name}_{tag}', **shape) for tag, shape in SHAPES]
     for case in (nn_f16(), tf32(), layernorm(), batched_a(), batched_ln(), dbias()):
