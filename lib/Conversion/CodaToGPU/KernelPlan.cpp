@@ -224,8 +224,9 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
               "tile";
 
   plan.chunkedLoads = llvm::none_of(
-      op.getEpilogueBlock().without_terminator(),
-      [](Operation &inner) { return isa<DropoutOp>(inner); });
+      op.getEpilogueBlock().without_terminator(), [](Operation &inner) {
+        return isa<DropoutOp, RowReduceOp, ColReduceOp>(inner);
+      });
   plan.hasRowReduction = rowReduction;
   for (auto [i, value] : llvm::enumerate(op.getYield().getValues())) {
     auto reduce = value.getDefiningOp<ColReduceOp>();

@@ -226,3 +226,25 @@ func.func @bias_residual(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
   }
   return %o : tensor<?x?xbf16>
 }
+
+// Beside a reduction the residual keeps its 4-byte pairs (regrouping chunks
+// there spilled registers in examples/mlp_up.coda).
+// CHECK-LABEL: gpu.func @residual_col_sum
+// CHECK:         nvvm.vote.sync  all
+// CHECK-NOT:     llvm.load {{.*}} -> vector<4xi32>
+// CHECK:         llvm.load %{{.*}} : !llvm.ptr<1> -> i32
+// CHECK-NOT:     llvm.load {{.*}} -> vector<4xi32>
+// CHECK:         llvm.atomicrmw fadd
+// MEMORY: residual_col_sum: loads input#2; stores output#0 output#1
+func.func @residual_col_sum(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
+                            %r: tensor<?x?xbf16> {coda.name = "residual"})
+    -> (tensor<?x?xbf16> {coda.name = "output"}, tensor<?xf32> {coda.name = "dbias"}) {
+  %o, %s = coda.gemm %a, %b transpose_b ins(%r : tensor<?x?xbf16> [m, n])
+      : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xbf16> [m, n], tensor<?xf32> [n]) {
+  ^bb0(%acc: f32, %x: f32):
+    %0 = arith.addf %acc, %x : f32
+    %1 = coda.col_reduce sum %acc
+    coda.yield %0, %1 : f32, f32
+  }
+  return %o, %s : tensor<?x?xbf16>, tensor<?xf32>
+}
