@@ -213,9 +213,9 @@ void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
     *group_rows = stats ? stats->groupRows : 0;
   // A literal: the stats change with the next launch.
   if (schedule)
-    *schedule = !stats || stats->schedule.empty() ? ""
-                : stats->schedule == "pingpong"   ? "pingpong"
-                                                  : "cooperative";
+    *schedule = stats && stats->schedule
+                    ? getScheduleName(*stats->schedule).data()
+                    : "";
 }
 
 coda_status coda_program_prepare(coda_program *program) {

@@ -93,8 +93,10 @@ mlir::coda::getTuningCandidates(const GpuCompileOptions &ruleShape) {
   SmallVector<GpuCompileOptions> candidates = {ruleShape};
   for (GpuCompileOptions other :
        {getCooperativeShape(256), getCooperativeShape(192),
-        getCooperativeShape(128), shape(256, 128, "cooperative"),
-        shape(128, 128, "pingpong"), clustered(ruleShape), grouped(ruleShape)})
+        getCooperativeShape(128),
+        shape(256, 128, getScheduleName(Schedule::Cooperative)),
+        shape(128, 128, getScheduleName(Schedule::Pingpong)),
+        clustered(ruleShape), grouped(ruleShape)})
     if (describeShape(other) != describeShape(ruleShape))
       candidates.push_back(other);
   return candidates;
@@ -104,7 +106,8 @@ std::string mlir::coda::describeShape(const GpuCompileOptions &shape) {
   // The compiler's choices for what a shape leaves open (no row reductions).
   return std::to_string(shape.tileM ? shape.tileM : 128) + "x" +
          std::to_string(shape.tileN ? shape.tileN : 256) + " " +
-         (shape.schedule.empty() ? "cooperative" : shape.schedule) +
+         (shape.schedule.empty() ? getScheduleName(Schedule::Cooperative).str()
+                                 : shape.schedule) +
          (shape.clusterM > 1 ? " cluster " + std::to_string(shape.clusterM)
                              : "") +
          (shape.groupRows ? " group " + std::to_string(shape.groupRows) : "");

@@ -18,6 +18,7 @@
 #ifndef CODA_RUNTIME_RUNTIME_H
 #define CODA_RUNTIME_RUNTIME_H
 
+#include "coda/Conversion/CodaToGPU/KernelABI.h"
 #include "coda/Program/ProgramSignature.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -26,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace mlir::coda {
@@ -121,11 +123,10 @@ struct GpuCompileStats {
   bool fromDiskCache = false;
   /// The cache key.
   std::string key;
-  /// The kernel's output tile (rows x columns), schedule ("cooperative"
-  /// or "pingpong"), blocks per cluster and row blocks per group of its tile
-  /// order.
+  /// The kernel's output tile (rows x columns), schedule, blocks per cluster
+  /// and row blocks per group of its tile order.
   int64_t tileM = 0, tileN = 0;
-  std::string schedule;
+  std::optional<Schedule> schedule;
   int64_t clusterM = 0, groupRows = 0;
   /// With autotuning: each candidate's median time in milliseconds, in
   /// candidate order, when this launch tuned (empty when the choice was

@@ -259,7 +259,7 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   abi.maxN = plan.hasRowReduction ? plan.tile.tileN : 0;
   abi.clusterM = plan.tile.clusterM;
   abi.groupRows = plan.tile.groupRows;
-  abi.schedule = plan.isPingpong() ? "pingpong" : "cooperative";
+  abi.schedule = *plan.tile.schedule;
   DictionaryAttr abiAttr = abi.toAttr(ctx);
   module->setAttr(KernelABI::kAttrName, abiAttr);
 
@@ -281,11 +281,9 @@ struct ConvertCodaToGPU final
     tile.epilogueVectorBytes = epilogueVectorBytes;
     tile.clusterM = clusterM;
     tile.groupRows = groupRows;
-    if (schedule == "cooperative")
-      tile.schedule = Schedule::Cooperative;
-    else if (schedule == "pingpong")
-      tile.schedule = Schedule::Pingpong;
-    else if (!schedule.empty()) {
+    if (!schedule.empty())
+      tile.schedule = parseScheduleName(schedule);
+    if (!schedule.empty() && !tile.schedule) {
       getOperation().emitError()
           << "coda-to-gpu: schedule must be 'cooperative' or 'pingpong' (or "
              "empty to choose per GEMM), got '"

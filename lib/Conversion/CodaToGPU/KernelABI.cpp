@@ -96,6 +96,17 @@ std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
   return {std::max<int64_t>(1, std::min(units, clusters)) * clusterM, 1, 1};
 }
 
+StringRef mlir::coda::getScheduleName(Schedule schedule) {
+  return schedule == Schedule::Pingpong ? "pingpong" : "cooperative";
+}
+
+std::optional<Schedule> mlir::coda::parseScheduleName(StringRef name) {
+  for (Schedule schedule : {Schedule::Cooperative, Schedule::Pingpong})
+    if (name == getScheduleName(schedule))
+      return schedule;
+  return std::nullopt;
+}
+
 DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
   Builder b(context);
   SmallVector<Attribute> paramAttrs;
@@ -124,7 +135,7 @@ DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
       b.getNamedAttr("cluster_m", b.getI64IntegerAttr(clusterM)),
       b.getNamedAttr("group_rows", b.getI64IntegerAttr(groupRows)),
       b.getNamedAttr("params", b.getArrayAttr(paramAttrs)),
-      b.getNamedAttr("schedule", b.getStringAttr(schedule)),
+      b.getNamedAttr("schedule", b.getStringAttr(getScheduleName(schedule))),
   });
 }
 
@@ -144,9 +155,7 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   if (!module || !kernel || !block || block.size() != 3 || !tile ||
       tile.size() != 3 || !smem || !maxN || !clusterM ||
       clusterM.getInt() < 1 || !groupRows || groupRows.getInt() < 1 ||
-      !params || !schedule ||
-      (schedule.getValue() != "cooperative" &&
-       schedule.getValue() != "pingpong"))
+      !params || !schedule || !parseScheduleName(schedule.getValue()))
     return std::nullopt;
   KernelABI abi;
   abi.module = module.str();
@@ -159,7 +168,7 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   abi.maxN = maxN.getInt();
   abi.clusterM = clusterM.getInt();
   abi.groupRows = groupRows.getInt();
-  abi.schedule = schedule.str();
+  abi.schedule = *parseScheduleName(schedule.getValue());
   for (Attribute paramAttr : params) {
     auto dict = dyn_cast<DictionaryAttr>(paramAttr);
     if (!dict)

@@ -46,6 +46,7 @@
 #ifndef CODA_LIB_CONVERSION_CODATOGPU_KERNELPLAN_H
 #define CODA_LIB_CONVERSION_CODATOGPU_KERNELPLAN_H
 
+#include "coda/Conversion/CodaToGPU/KernelABI.h"
 #include "coda/Dialect/Coda/IR/CodaOps.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -54,15 +55,6 @@
 #include <optional>
 
 namespace mlir::coda {
-
-/// How the two consumer warpgroups share the output tiles.
-enum class Schedule {
-  /// Both compute one tile, each half of its rows.
-  Cooperative,
-  /// Each computes whole tiles, every other tile of the block: one runs its
-  /// epilogue while the other multiplies.
-  Pingpong,
-};
 
 /// The tunable part of the kernel shape (coda-to-gpu's options). A value of
 /// 0 (or no schedule) lets KernelPlan::build choose.

@@ -75,6 +75,22 @@
 
 namespace mlir::coda {
 
+/// How the two consumer warpgroups of a kernel share the output tiles.
+enum class Schedule {
+  /// Both compute one tile, each half of its rows.
+  Cooperative,
+  /// Each computes whole tiles, every other tile of the block: one runs its
+  /// epilogue while the other multiplies.
+  Pingpong,
+};
+
+/// The name of `schedule` as coda-to-gpu's options, the kernel ABI and the
+/// runtime spell it: "cooperative" or "pingpong" (a string literal).
+llvm::StringRef getScheduleName(Schedule schedule);
+
+/// The schedule named `name`, if it names one.
+std::optional<Schedule> parseScheduleName(llvm::StringRef name);
+
 /// What a kernel parameter holds.
 enum class KernelParamKind : uint32_t {
   /// A CUtensorMap passed by value (a grid-constant kernel parameter).
@@ -153,9 +169,8 @@ struct KernelABI {
   /// Row blocks per group of the kernel's tile order (informational: the
   /// launch does not depend on it).
   int64_t groupRows = 1;
-  /// How the consumer warpgroups share the tiles, "cooperative" or
-  /// "pingpong" (informational).
-  std::string schedule = "cooperative";
+  /// How the consumer warpgroups share the tiles (informational).
+  Schedule schedule = Schedule::Cooperative;
   llvm::SmallVector<KernelParam> params;
 
   /// The number of output tiles of a GEMM of the given sizes (batch = 1 when
