@@ -9,8 +9,8 @@
 // their ratio, and the tensor rate beside it (flops per cycle per SM; the
 // H200's peak is 4,096). docs/performance.md (eleventh session) has a run.
 //
-//   nvcc -gencode arch=compute_90a,code=sm_90a -O3 -o side_work bench/side_work.cu
-//   ./side_work
+//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a bench/side_work.cu -o sw
+//   ./sw
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,14 +18,22 @@
 #include <vector>
 
 #define ACC8(i)                                                                \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]),                  \
-      "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),  \
+      "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define ACC32(i) ACC8(i), ACC8(i + 8), ACC8(i + 16), ACC8(i + 24)
 #define ACCUMULATORS                                                           \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
-  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "     \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
+  "%30, %31, "                                                                 \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "     \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "     \
+  "%60, %61, %62, %63, "                                                       \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, "     \
+  "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "     \
+  "%92, %93, %94, %95, "                                                       \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, " \
+  "%109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, "   \
+  "%121, %122, %123, %124, %125, %126, %127"
 #define MMA                                                                    \
   "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" ACCUMULATORS       \
   "}, %129, %130, 1, 1, 1, 0, 0;\n"
@@ -99,14 +107,22 @@ __device__ __forceinline__ void threefryRounds(uint32_t (&x)[4], uint32_t k0,
   }
 }
 
-enum Work { PhiloxUniformKeys, PhiloxThreadKeys, Gelu, Lop3, ImadWide,
-            Threefry12, Threefry20 };
+enum Work {
+  PhiloxUniformKeys,
+  PhiloxThreadKeys,
+  Gelu,
+  Lop3,
+  ImadWide,
+  Threefry12,
+  Threefry20
+};
 const char *workNames[] = {"Philox-4x32-10, keys uniform",
                            "Philox-4x32-10, keys per thread",
                            "GELU(tanh) in f32 (ex2, rcp)",
                            "three-input xors (LOP3)",
                            "32 x 32 -> 64-bit products (IMAD.WIDE)",
-                           "Threefry-4x32-12", "Threefry-4x32-20"};
+                           "Threefry-4x32-12",
+                           "Threefry-4x32-20"};
 
 // One loop iteration of workload W: four independent chains, as an epilogue
 // has several column groups in flight.
@@ -116,9 +132,11 @@ __device__ __forceinline__ uint32_t work(uint32_t it, uint32_t tid,
   uint32_t s = 0;
   if constexpr (W == PhiloxUniformKeys || W == PhiloxThreadKeys ||
                 W == Threefry12 || W == Threefry20) {
-    uint32_t threadKeys[20];
+    // Philox's round keys as coda's kernels hold them (uniform, read from the
+    // kernel parameters) or made per thread.
+    uint32_t roundKeys[20];
     for (int i = 0; i < 20; ++i)
-      threadKeys[i] = keys.k[i] + (W == PhiloxThreadKeys ? tid : 0);
+      roundKeys[i] = keys.k[i] + (W == PhiloxThreadKeys ? tid : 0);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       uint32_t c[4] = {it * 4 + j, tid, it, 0};
@@ -127,7 +145,7 @@ __device__ __forceinline__ uint32_t work(uint32_t it, uint32_t tid,
       else if constexpr (W == Threefry20)
         threefryRounds<20>(c, keys.k[0], keys.k[1]);
       else
-        philoxRounds(c, threadKeys);
+        philoxRounds(c, roundKeys);
       s += c[0] ^ c[1] ^ c[2] ^ c[3];
     }
   } else if constexpr (W == Gelu) {
@@ -193,8 +211,7 @@ __global__ void __launch_bounds__(384, 1)
       uint32_t base = uint32_t(__cvta_generic_to_shared(smem));
       // Descriptors without swizzling: 128-byte leading, 256-byte stride.
       auto descriptor = [](uint32_t address) {
-        return uint64_t((address >> 4) & 0x3FFF) | (8ull << 16) |
-               (16ull << 32);
+        return uint64_t((address >> 4) & 0x3FFF) | (8ull << 16) | (16ull << 32);
       };
       mmaLoop(d, n, descriptor(base), descriptor(base + 8192), mmaCount);
       float sum = 0;
