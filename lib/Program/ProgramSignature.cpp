@@ -125,6 +125,12 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
   return signature;
 }
 
+void mlir::coda::isolateProgram(ModuleOp module, StringRef functionName) {
+  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+    if (func.getName() != functionName)
+      func.erase();
+}
+
 int ProgramSignature::findRole(ArgumentRole role) const {
   for (auto [i, arg] : llvm::enumerate(arguments))
     if (arg.role == role)

@@ -17,6 +17,10 @@
 using namespace mlir;
 using namespace mlir::coda;
 
+/// The symbol a program is compiled under; reserved in C, so no library
+/// linked into the JIT defines it.
+static constexpr llvm::StringLiteral kEntryName = "__coda_program";
+
 std::optional<ElementType> mlir::coda::getHostElementType(Type type) {
   if (type.isF32())
     return ElementType::F32;
@@ -40,13 +44,18 @@ CpuExecutable::create(OwningOpRef<ModuleOp> module,
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
   // Names are interface metadata, already in the signature; LLVM has no use
-  // for them.
-  for (auto func : module->getOps<func::FuncOp>()) {
-    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      func.removeArgAttr(i, "coda.name");
-    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-      func.removeResultAttr(i, StringAttr::get(func.getContext(), "coda.name"));
-  }
+  // for them. The program is compiled alone, under a name of its own: the JIT
+  // links the module against the C library, where a program called `expf`
+  // would stand in for the exponential its own code calls.
+  isolateProgram(*module, signature.functionName);
+  auto func = module->lookupSymbol<func::FuncOp>(signature.functionName);
+  if (!func)
+    return error("no function named '" + signature.functionName + "'");
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    func.removeArgAttr(i, "coda.name");
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    func.removeResultAttr(i, StringAttr::get(func.getContext(), "coda.name"));
+  func.setName(kEntryName);
 
   PassManager pm(module->getContext());
   buildCpuPipeline(pm);
@@ -116,9 +125,8 @@ CpuExecutable::run(ArrayRef<ArgumentValue> args) const {
       packed.push_back(const_cast<int64_t *>(&value.i64));
     }
   }
-  if (llvm::Error error =
-          engine->invokePacked("_mlir_ciface_" + signature.functionName,
-                               packed))
+  if (llvm::Error error = engine->invokePacked(
+          (Twine("_mlir_ciface_") + kEntryName).str(), packed))
     return std::move(error);
 
   // Copy each result out of its (possibly strided) buffer, then free the

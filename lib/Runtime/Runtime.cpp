@@ -254,6 +254,7 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       ProgramSignature::get(*module, function);
   if (failed(signature))
     return error(diagnostics.text);
+  isolateProgram(*module, signature->functionName);
   bool reducesRows = false;
   module->walk([&](RowReduceOp) { reducesRows = true; });
   return std::unique_ptr<GpuProgram>(
@@ -321,6 +322,7 @@ static llvm::Error compile(MLIRContext &context, StringRef source,
       parseSourceString<ModuleOp>(source, &context, sourceName);
   if (!module)
     return error("cannot parse the program:\n" + diagnostics.text);
+  isolateProgram(*module, function);
   PassManager pm(&context);
   buildGpuPipeline(pm, pipeline);
   if (failed(pm.run(*module)))
@@ -657,8 +659,18 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
     if (!output.pointer && problem->m && problem->n)
       return error("output '" + signature.outputs[i].name + "' is a null pointer");
   }
-  if (problem->m == 0 || problem->n == 0)
+  if (problem->m == 0 || problem->n == 0) {
+    // Nothing to compute unless an output spans only the other dimension
+    // (reductions over an empty M or N), which the GPU kernels do not fill.
+    for (auto [i, output] : llvm::enumerate(outputs))
+      if (llvm::all_of(output.shape, [](int64_t d) { return d > 0; }))
+        return error("'" + name + "': output '" + signature.outputs[i].name +
+                     "' is not empty for M = " + Twine(problem->m) +
+                     ", N = " + Twine(problem->n) +
+                     ": reductions over an empty dimension are not supported "
+                     "on the GPU (the CPU reference computes them)");
     return llvm::Error::success();
+  }
   if (problem->k == 0)
     return error("'" + name + "': K = 0 is not supported on the GPU");
   if (!options.autotune || reducesRows)

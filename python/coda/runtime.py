@@ -263,6 +263,9 @@ class Program:
         name = spec["name"]
         if not isinstance(tensor, torch.Tensor) or not tensor.is_cuda:
             raise CodaError(f"'{name}' must be a CUDA tensor")
+        if tensor.device.index != self.device:
+            raise CodaError(f"'{name}' is on {tensor.device}, but the program runs on "
+                            f"cuda:{self.device} (coda.Program(device=...))")
         if tensor.dtype != dtype:
             raise CodaError(f"'{name}' must be {dtype}, got {tensor.dtype}")
         if not tensor.is_contiguous():

@@ -78,6 +78,10 @@ struct ProgramSignature {
                                       const ProblemShape &problem) const;
 };
 
+/// Erases every function of `module` but the program `functionName`, so that
+/// lowering the module compiles that program alone.
+void isolateProgram(ModuleOp module, StringRef functionName);
+
 } // namespace mlir::coda
 
 #endif // CODA_PROGRAM_PROGRAMSIGNATURE_H

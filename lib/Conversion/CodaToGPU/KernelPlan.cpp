@@ -214,14 +214,16 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
       plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
     --plan.tile.stages;
 
-  if (plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
+  // A pinned count is bounded before the total, which it could overflow.
+  if (plan.tile.stages > kMaxSharedMemoryBytes / plan.getStageBytes() ||
+      plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
     return op.emitOpError()
-           << "needs " << plan.getSharedMemoryBytes()
-           << " bytes of shared memory per block (" << tile.stages
-           << " stages of " << plan.getStageBytes() << " bytes), more than the "
+           << plan.tile.stages << " stages of " << plan.getStageBytes()
+           << " bytes, with their mbarriers and bias buffers, need more than "
+              "the "
            << kMaxSharedMemoryBytes
-           << " bytes sm_90a gives a block; use fewer stages or a smaller "
-              "tile";
+           << " bytes of shared memory sm_90a gives a block; use fewer "
+              "stages or a smaller tile";
 
   plan.chunkedLoads = llvm::none_of(
       op.getEpilogueBlock().without_terminator(), [](Operation &inner) {

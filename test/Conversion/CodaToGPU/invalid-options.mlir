@@ -2,6 +2,7 @@
 // RUN: not coda-opt %s --coda-to-gpu=tile-n=96 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not coda-opt %s --coda-to-gpu=stages=1 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not coda-opt %s --coda-to-gpu="tile-n=256 stages=5" 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not coda-opt %s --coda-to-gpu="tile-n=256 stages=1000000000000000" 2>&1 | FileCheck %s --check-prefix=SMEM-HUGE
 // RUN: coda-opt %s --coda-to-gpu="tile-n=256 stages=4" | FileCheck %s --check-prefix=FITS
 // RUN: not coda-opt %s --coda-to-gpu=tile-m=64 2>&1 | FileCheck %s --check-prefix=COOP
 // RUN: not coda-opt %s --coda-to-gpu="schedule=pingpong tile-m=256" 2>&1 | FileCheck %s --check-prefix=PINGPONG
@@ -17,7 +18,8 @@
 // CHIP: error: 'coda.gemm' op cannot run on chip 'sm_80': the GPU lowering emits wgmma and TMA instructions, which need chip sm_90a
 // TILE: error: 'coda.gemm' op tile-n must be 64, 128, 192 or 256, got 96
 // STAGES: error: 'coda.gemm' op stages must be at least 2 (one slot is refilled while the next is read), got 1
-// SMEM: error: 'coda.gemm' op needs 245840 bytes of shared memory per block (5 stages of 49152 bytes), more than the 232448 bytes sm_90a gives a block; use fewer stages or a smaller tile
+// SMEM: error: 'coda.gemm' op 5 stages of 49152 bytes, with their mbarriers and bias buffers, need more than the 232448 bytes of shared memory sm_90a gives a block; use fewer stages or a smaller tile
+// SMEM-HUGE: error: 'coda.gemm' op 1000000000000000 stages of 49152 bytes, with their mbarriers and bias buffers, need more than the 232448 bytes of shared memory sm_90a gives a block; use fewer stages or a smaller tile
 // FITS: shared_memory_bytes = 196672 : i64
 // COOP: error: 'coda.gemm' op tile-m must be 128 or 256 with the cooperative schedule (two consumer warpgroups share a tile), got 64
 // PINGPONG: error: 'coda.gemm' op tile-m must be 64 or 128 with the ping-pong schedule (each consumer warpgroup computes whole tiles), got 256

@@ -69,3 +69,18 @@ with tempfile.TemporaryDirectory() as folder:
             tol = dtype if name == "o6" else "f32"
             ref.check(f"{dtype} A {la} B {lb} {m}x{n}x{k}{' C' if with_c else ''} {name}",
                       outs[name], value, tol)
+
+# A program's name is its own: epilogues named after the C library's functions
+# that their code calls (the JIT links against it) compute what they say.
+NAMED = {"expf": ("exp(input / 4)", lambda acc: np.exp(acc / 4)),
+         "logf": ("log(abs(input) + 1)", lambda acc: np.log(np.abs(acc) + 1)),
+         "exp2f": ("sigmoid(input)", ref.sigmoid),
+         "tanhf": ("gelu(input)", ref.gelu_tanh)}
+with tempfile.TemporaryDirectory() as folder:
+    for name, (expression, formula) in NAMED.items():
+        path = os.path.join(folder, name + ".coda")
+        open(path, "w").write(f"EPILOGUE {name} {{ output = {expression}; }}")
+        a, b = random(rng, 21, 13), random(rng, 30, 13)
+        outs = run_program(path, {"a": a, "b": b}, ["output"], extra=["--dtype", "f32"])
+        acc = ref.round_to(a, "f32") @ ref.round_to(b, "f32").T
+        ref.check(f"EPILOGUE {name}", outs["output"], formula(acc), "f32")

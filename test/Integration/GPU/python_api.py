@@ -93,6 +93,26 @@ except coda.CodaError as error:
     assert "autotune chooses the kernel shape itself" in str(error), str(error)
     print("refused:", str(error).splitlines()[0])
 
+# A module of several programs: `function` picks the one that is compiled and
+# run, whichever comes last.
+TWO = """
+func.func @{0}(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xf32> {{
+  %0 = coda.gemm %a, %b transpose_b : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xf32> [m, n]) {{
+  ^bb0(%acc: f32):
+    %y = {1}
+    coda.yield %y : f32
+  }}
+  return %0 : tensor<?x?xf32>
+}}"""
+two = (TWO.format("doubled", "arith.addf %acc, %acc : f32") +
+       TWO.format("negated", "arith.negf %acc : f32"))
+acc = ref.round_to(arrays["a"], "bf16") @ ref.round_to(arrays["b"], "bf16").T
+for name, sign in (("doubled", 2), ("negated", -1)):
+    chosen = coda.Program(two, function=name)
+    got = chosen(bf16["a"], bf16["b"])["result0"]
+    torch.cuda.synchronize()
+    ref.check(f"function={name}", got.cpu().numpy(), sign * acc, "f32")
+
 # Errors: a DSL error names the line and column; tensors are checked.
 try:
     coda.Program("EPILOGUE {\n  output = gelu(input;\n}\n")
@@ -125,6 +145,12 @@ refused("'bias' has shape [7], but for M = 300, N = 264 it must be [264]",
 refused("K = 0 is not supported on the GPU",
         a=torch.empty(300, 0, device="cuda", dtype=torch.bfloat16),
         b=torch.empty(264, 0, device="cuda", dtype=torch.bfloat16))
+refused("output 'dbias' is not empty for M = 0, N = 264",
+        a=torch.empty(0, 136, device="cuda", dtype=torch.bfloat16),
+        residual=torch.empty(0, 264, device="cuda", dtype=torch.bfloat16),
+        rs=torch.empty(0, device="cuda"))
+if torch.cuda.device_count() > 1:
+    refused("'b' is on cuda:1, but the program runs on cuda:0", b=bf16["b"].to("cuda:1"))
 # The C API refuses a tensor rank outside 0..3 (the python layer refuses it
 # first; call the library directly).
 from coda import runtime as rt  # noqa: E402
