@@ -4,6 +4,7 @@
 #include "coda/Dialect/Coda/IR/CodaOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -220,6 +221,16 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
                    ", but for M = " + Twine(problem.m) + ", N = " +
                    Twine(problem.n) + " it must be " + shapeString(expected));
   }
+  // Sizes whose output space cannot even be counted in bytes are refused
+  // here, before anything is allocated for them.
+  int64_t elements, bytes;
+  if (llvm::MulOverflow(problem.batch, problem.m, elements) ||
+      llvm::MulOverflow(elements, problem.n, elements) ||
+      llvm::MulOverflow(elements, int64_t(8), bytes))
+    return error("M = " + Twine(problem.m) + ", N = " + Twine(problem.n) +
+                 (batched ? ", batch " + Twine(problem.batch) : Twine()) +
+                 " give an output space too large to address (above 2^63 "
+                 "bytes)");
   for (auto [i, output] : llvm::enumerate(outputs)) {
     SmallVector<int64_t> shape = getOutputShape(i, problem);
     for (auto [d, expected] : llvm::enumerate(output.type.getShape()))

@@ -5,6 +5,9 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <cfloat>
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::coda;
 
@@ -25,11 +28,22 @@ static std::string describe(const ProgramArgument &arg) {
   return text;
 }
 
+/// `value` (read from `text`) as the f32 an argument named `name` holds, if
+/// it has one.
+static llvm::Expected<float> toF32(StringRef name, StringRef text,
+                                   double value) {
+  if (std::isfinite(value) && std::fabs(value) > FLT_MAX)
+    return error("'" + name + "' = " + text +
+                 " is out of the range of f32 (at most 3.40282347e38 in "
+                 "magnitude)");
+  return static_cast<float>(value);
+}
+
 /// Reads a scalar from a number or a 0-d / 1-element .npy file.
-static llvm::Expected<double> readScalar(StringRef name, StringRef text) {
+static llvm::Expected<float> readScalar(StringRef name, StringRef text) {
   double number;
   if (!text.getAsDouble(number))
-    return number;
+    return toF32(name, text, number);
   llvm::Expected<HostArray> array = readNpy(text);
   if (!array)
     return llvm::joinErrors(
@@ -79,6 +93,11 @@ mlir::coda::bindArguments(const ProgramSignature &signature,
     return std::move(e);
   if (auto e = setRole(ArgumentRole::C, request.c, "--c"))
     return std::move(e);
+  if (request.alpha && signature.findRole(ArgumentRole::Alpha) < 0)
+    return error("--alpha was given, but the program has no alpha operand");
+  if (request.beta && signature.findRole(ArgumentRole::Beta) < 0)
+    return error("--beta was given, but the program has no beta operand "
+                 "(beta scales C: pass --c with it)");
 
   for (auto [i, arg] : llvm::enumerate(signature.arguments)) {
     ArgumentValue &value = bound.values[i];
@@ -100,10 +119,19 @@ mlir::coda::bindArguments(const ProgramSignature &signature,
     }
     // Scalars: the GEMM's alpha and beta, the seed, or epilogue inputs.
     if (arg.role == ArgumentRole::Alpha || arg.role == ArgumentRole::Beta) {
-      std::optional<float> given = arg.role == ArgumentRole::Alpha
-                                       ? request.alpha
-                                       : request.beta;
-      value.f32 = given.value_or(1.0f);
+      const std::optional<std::string> &given =
+          arg.role == ArgumentRole::Alpha ? request.alpha : request.beta;
+      value.f32 = 1.0f;
+      if (!given)
+        continue;
+      double number;
+      if (StringRef(*given).getAsDouble(number))
+        return error("--" + arg.name + " must be a number, got '" + *given +
+                     "'");
+      llvm::Expected<float> f32 = toF32(arg.name, *given, number);
+      if (!f32)
+        return f32.takeError();
+      value.f32 = *f32;
       continue;
     }
     if (arg.type.isInteger(64)) {
@@ -123,10 +151,10 @@ mlir::coda::bindArguments(const ProgramSignature &signature,
     if (!sources[i])
       return error("missing '" + arg.name + "' (" + describe(arg) +
                    "): pass --arg " + arg.name + "=NUMBER");
-    llvm::Expected<double> scalar = readScalar(arg.name, *sources[i]);
+    llvm::Expected<float> scalar = readScalar(arg.name, *sources[i]);
     if (!scalar)
       return scalar.takeError();
-    value.f32 = static_cast<float>(*scalar);
+    value.f32 = *scalar;
   }
 
   if (request.seed && signature.findInput("seed") < 0)

@@ -9,10 +9,12 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -101,6 +103,33 @@ SmallVector<int64_t> makeDescriptor(const HostArray &array) {
 
 llvm::Expected<std::vector<HostArray>>
 CpuExecutable::run(ArrayRef<ArgumentValue> args) const {
+  // The compiled program allocates its outputs and an f32 accumulator and
+  // does not survive a failed allocation: refuse what this machine cannot
+  // hold.
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (const ArgumentValue &value : args)
+    shapes.emplace_back(value.array.shape.begin(), value.array.shape.end());
+  llvm::Expected<ProblemShape> problem = signature.inferProblemShape(shapes);
+  if (!problem)
+    return problem.takeError();
+  double bytes = 4.0 * problem->batch * problem->m * problem->n;
+  for (auto [i, output] : llvm::enumerate(signature.outputs)) {
+    double elements = 1;
+    for (int64_t size : signature.getOutputShape(i, *problem))
+      elements *= size;
+    bytes += elements * output.type.getElementTypeBitWidth() / 8;
+  }
+  double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                  static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (memory > 0 && bytes > memory)
+    return llvm::createStringError(
+        llvm::formatv("'{0}' on the CPU: M = {1}, N = {2} need {3:f1} GiB for "
+                      "the outputs and the accumulator, more than this "
+                      "machine's {4:f1} GiB of memory",
+                      signature.functionName, problem->m, problem->n,
+                      bytes / (1 << 30), memory / (1 << 30))
+            .str());
+
   // The C interface takes a pointer to the results, then a pointer to each
   // memref argument's descriptor and each scalar by value.
   size_t resultWords = 0;

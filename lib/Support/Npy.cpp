@@ -135,9 +135,12 @@ llvm::Expected<HostArray> mlir::coda::readNpy(StringRef path) {
   std::optional<StringRef> descr = findKey(header, "descr");
   std::optional<StringRef> fortran = findKey(header, "fortran_order");
   std::optional<StringRef> shapeText = findKey(header, "shape");
-  if (!descr || !fortran || !shapeText)
+  // The values numpy writes: a quoted string and a parenthesized tuple.
+  if (!descr || !fortran || !shapeText || !descr->consume_front("'") ||
+      !descr->contains('\'') || !shapeText->consume_front("(") ||
+      !shapeText->contains(')'))
     return fail("malformed .npy header '" + header.rtrim() + "'");
-  StringRef dtype = descr->drop_front().take_until([](char c) { return c == '\''; });
+  StringRef dtype = descr->take_until([](char c) { return c == '\''; });
   ElementType type;
   if (dtype == "<f4" || dtype == "f4")
     type = ElementType::F32;
@@ -153,7 +156,7 @@ llvm::Expected<HostArray> mlir::coda::readNpy(StringRef path) {
 
   HostArray array;
   array.elementType = type;
-  StringRef dims = shapeText->drop_front().take_until([](char c) { return c == ')'; });
+  StringRef dims = shapeText->take_until([](char c) { return c == ')'; });
   llvm::SmallVector<StringRef> parts;
   dims.split(parts, ',', -1, /*KeepEmpty=*/false);
   for (StringRef part : parts) {
@@ -203,5 +206,12 @@ llvm::Error mlir::coda::writeNpy(StringRef path, const HostArray &array) {
   os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xFF)
      << char((header.size() >> 8) & 0xFF) << header;
   os.write(reinterpret_cast<const char *>(out.data.data()), out.data.size());
+  os.close();
+  if (os.has_error()) {
+    ec = os.error();
+    os.clear_error();
+    return llvm::createStringError(ec,
+                                   path + ": cannot write: " + ec.message());
+  }
   return llvm::Error::success();
 }

@@ -17,7 +17,8 @@ namespace mlir::coda {
 /// or a number for a scalar input).
 struct RunRequest {
   std::string a, b, c;
-  std::optional<float> alpha, beta;
+  /// Numbers as given: --alpha and --beta, checked when bound.
+  std::optional<std::string> alpha, beta;
   std::optional<int64_t> seed;
   std::vector<std::pair<std::string, std::string>> inputs;
 };

@@ -25,3 +25,19 @@ with open(f"{folder}/huge.npy", "wb") as f:
     header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2305843009213693952, 8), }"
     header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
     f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+
+
+def write_header(name, header, data=b""):
+    """A v1.0 .npy file with `header` (padded as numpy pads it) and `data`."""
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(f"{folder}/{name}", "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + data)
+
+
+write_header("no_shape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape':", b"\0" * 4)
+write_header("empty_descr.npy", "{'fortran_order': False, 'shape': (1,), 'descr':", b"\0" * 4)
+write_header("double_quoted.npy", "{'descr': \"<f4\", 'fortran_order': False, 'shape': (1,), }",
+             b"\0" * 4)
+# Operands whose output space cannot be addressed, or not held in memory.
+np.save(f"{folder}/wide_empty.npy", np.zeros((1 << 32, 0), np.float32))
+np.save(f"{folder}/column.npy", np.ones((1000000, 1), np.float32))
