@@ -10,7 +10,8 @@
 // activations differ, plus NaN. It is replaced only if the two agree at every
 // probe within what rounding an f32 constant or reordering a formula explains
 // (a relative 1e-6). Formulas with compares, selects, min/max or abs are only
-// compared with relu, so no piecewise formula can pass for a smooth one.
+// compared with relu, so no piecewise formula can pass for a smooth one, and
+// exactly, also far out and close to 0, where a clamp or a threshold shows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +40,20 @@ static ArrayRef<double> probePoints() {
     for (int i = 0; i <= 46; ++i)
       p.push_back(-8.5 + 0.37 * i);
     p.append({0.0, 30.0, -30.0, 100.0, -100.0, std::nan("")});
+    return p;
+  }();
+  return points;
+}
+
+/// Where piecewise formulas are also compared with relu, exactly: far out
+/// (a clamp's bound) and close to 0 (a threshold), down to the smallest f32.
+static ArrayRef<double> piecewiseProbePoints() {
+  static const SmallVector<double> points = [] {
+    SmallVector<double> p;
+    for (double magnitude :
+         {3.4028234663852886e38, 1e30, 1e10, 1e5, 1e-3, 1e-7, 1e-20,
+          1.1754943508222875e-38, 1.401298464324817e-45})
+      p.append({magnitude, -magnitude});
     return p;
   }();
   return points;
@@ -275,6 +290,12 @@ recognise(Value y, Value x, const ReferenceActivations &refs) {
           std::optional<double> got = Evaluator(x, point, refs).evaluate(y);
           return got && agree(*got, want);
         });
+    // Every spelling of relu is exact.
+    if (all && piecewise)
+      all = llvm::all_of(piecewiseProbePoints(), [&](double point) {
+        std::optional<double> got = Evaluator(x, point, refs).evaluate(y);
+        return got && *got == refs.evaluate(kind, point);
+      });
     if (all)
       return kind;
   }

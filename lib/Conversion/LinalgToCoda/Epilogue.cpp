@@ -475,6 +475,8 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
       expected |= axis.value_or(kUnit);
     if (covered != expected)
       return fail("a result does not span every parallel loop");
+    if (!(covered & (DimsAttr::kM | DimsAttr::kN)))
+      return fail("a result spans neither m nor n (it reduces a reduction)");
     resultLayouts.push_back(std::move(*layout));
   }
 

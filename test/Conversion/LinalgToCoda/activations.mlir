@@ -284,3 +284,71 @@ func.func @leaky_relu(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16x
   } -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// relu clamped to the f16 maximum agrees with relu up to 65504: its relu is
+// raised, the clamp stays.
+// CHECK-LABEL: func.func @relu_clamped
+// CHECK:         ^bb0(%[[ACC:.*]]: f32):
+// CHECK:           %[[R:.*]] = coda.activation relu %[[ACC]]
+// CHECK-NEXT:      %[[Y:.*]] = arith.minimumf %[[R]]
+// CHECK-NEXT:      coda.yield %[[Y]] : f32
+func.func @relu_clamped(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %out: f32):
+    %zero0 = arith.constant 0.000000e+00 : f32
+    %cap = arith.constant 6.550400e+04 : f32
+    %m = arith.maximumf %x, %zero0 : f32
+    %r = arith.minimumf %m, %cap : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// A threshold above 0 (x < 0.005 ? 0 : x, NaN kept) is no relu: not raised.
+// CHECK-LABEL: func.func @relu_threshold
+// CHECK:         ^bb0(%[[ACC:.*]]: f32):
+// CHECK-NOT:       coda.activation
+// CHECK:           coda.yield
+func.func @relu_threshold(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %out: f32):
+    %zero0 = arith.constant 0.000000e+00 : f32
+    %t = arith.constant 5.000000e-03 : f32
+    %c = arith.cmpf olt, %x, %t : f32
+    %r = arith.select %c, %zero0, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// Nor is one at 1e-30, which only the smallest inputs see.
+// CHECK-LABEL: func.func @relu_tiny_threshold
+// CHECK:         ^bb0(%[[ACC:.*]]: f32):
+// CHECK-NOT:       coda.activation
+// CHECK:           coda.yield
+func.func @relu_tiny_threshold(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %out: f32):
+    %zero0 = arith.constant 0.000000e+00 : f32
+    %t = arith.constant 1.000000e-30 : f32
+    %c = arith.cmpf olt, %x, %t : f32
+    %r = arith.select %c, %zero0, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}

@@ -785,3 +785,68 @@ func.func @bf16_row_sum(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4xb
   } -> tensor<4xbf16>
   return %y : tensor<4xbf16>
 }
+
+// -----
+
+// The sum of a row sum (x.sum(1).sum(0)) reduces a reduction: the row sum
+// joins the epilogue, the total stays outside.
+// CHECK-LABEL: func.func @sum_sum
+// CHECK:         %[[G:.*]] = coda.gemm {{.*}} -> (tensor<4x{{.*}}f32> [m])
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]]
+func.func @sum_sum(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<f32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  %z4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  %rows = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%z4 : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %o, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: a result spans neither m nor n (it reduces a reduction)}}
+  %all = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%rows : tensor<4xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %o, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %all : tensor<f32>
+}
+
+// -----
+
+// The same with the unit dims kept (keepdim=True).
+// CHECK-LABEL: func.func @sum_sum_keepdim
+// CHECK:         %[[G:.*]] = coda.gemm {{.*}} -> (tensor<4x{{.*}}f32> [m])
+// CHECK:         tensor.expand_shape %[[G]]
+// CHECK:         linalg.generic
+func.func @sum_sum_keepdim(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<1x1xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e4 = tensor.empty() : tensor<4x1xf32>
+  %z4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %rows = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%z4 : tensor<4x1xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %o, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %e0 = tensor.empty() : tensor<1x1xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x1xf32>) -> tensor<1x1xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: a result spans neither m nor n (it reduces a reduction)}}
+  %all = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%rows : tensor<4x1xf32>) outs(%z0 : tensor<1x1xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.addf %o, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1xf32>
+  return %all : tensor<1x1xf32>
+}
