@@ -4,6 +4,7 @@
 #include "coda/Dialect/Coda/IR/CodaOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -123,6 +124,16 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
     output.dims = gemm.getResultDimsAt(i).getMask();
     signature.outputs.push_back(output);
   }
+  // Arguments and outputs are bound and returned by name.
+  llvm::StringSet<> argumentNames, outputNames;
+  for (const ProgramArgument &arg : signature.arguments)
+    if (!argumentNames.insert(arg.name).second)
+      return notProgram("two arguments are named '" + arg.name +
+                        "'; each needs a coda.name of its own");
+  for (const ProgramOutput &output : signature.outputs)
+    if (!outputNames.insert(output.name).second)
+      return notProgram("two outputs are named '" + output.name +
+                        "'; each needs a coda.name of its own");
   return signature;
 }
 

@@ -10,6 +10,8 @@
 // RUN: not coda-run %t/computed.mlir 2>&1 | FileCheck %s --check-prefix=COMPUTED
 // RUN: not coda-run %t/twice.mlir 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not coda-run %t/unused.mlir 2>&1 | FileCheck %s --check-prefix=UNUSED
+// RUN: not coda-run %t/same-input.mlir 2>&1 | FileCheck %s --check-prefix=SAME-INPUT
+// RUN: not coda-run %t/same-output.mlir 2>&1 | FileCheck %s --check-prefix=SAME-OUTPUT
 // RUN: coda-run %t/two.mlir --function second --a %S/../Runner/Inputs/a4x8.npy --b %S/../Runner/Inputs/a4x8.npy 2>&1 | FileCheck %s --check-prefix=PICK
 
 //--- none.mlir
@@ -105,3 +107,28 @@ func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %x: f32) -> tensor<?x?xf3
   return %0 : tensor<?x?xf32>
 }
 // UNUSED: error: 'f' is not a coda program: argument #2 is not used by the coda.gemm
+
+//--- same-input.mlir
+func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %x: f32 {coda.name = "s"},
+             %y: f32 {coda.name = "s"}) -> tensor<?x?xf32> {
+  %0 = coda.gemm %a, %b ins(%x : f32, %y : f32) : tensor<?x?xf32>, tensor<?x?xf32> -> (tensor<?x?xf32> [m, n]) {
+  ^bb0(%acc: f32, %u: f32, %v: f32):
+    %1 = arith.mulf %acc, %u : f32
+    %2 = arith.addf %1, %v : f32
+    coda.yield %2 : f32
+  }
+  return %0 : tensor<?x?xf32>
+}
+// SAME-INPUT: error: 'f' is not a coda program: two arguments are named 's'; each needs a coda.name of its own
+
+//--- same-output.mlir
+func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>)
+    -> (tensor<?x?xf32> {coda.name = "y"}, tensor<?x?xf32> {coda.name = "y"}) {
+  %0:2 = coda.gemm %a, %b : tensor<?x?xf32>, tensor<?x?xf32> -> (tensor<?x?xf32> [m, n], tensor<?x?xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    %1 = arith.negf %acc : f32
+    coda.yield %acc, %1 : f32, f32
+  }
+  return %0#0, %0#1 : tensor<?x?xf32>, tensor<?x?xf32>
+}
+// SAME-OUTPUT: error: 'f' is not a coda program: two outputs are named 'y'; each needs a coda.name of its own

@@ -48,12 +48,12 @@ std::string describeOperand(GemmOp op, unsigned index) {
          std::to_string(index - op.getODSOperandIndexAndLength(5).first);
 }
 
-/// Checks that `op` is the whole body of a coda program: every operand is an
-/// argument of the function, whose body is the op and a return of its
-/// results.
-LogicalResult checkProgram(GemmOp op) {
+/// Checks that `op` is the whole body of a coda program in `module` (not in
+/// a module nested in it): every operand is an argument of the function,
+/// whose body is the op and a return of its results.
+LogicalResult checkProgram(GemmOp op, ModuleOp module) {
   auto program = dyn_cast<func::FuncOp>(op->getParentOp());
-  if (!program || !isa_and_nonnull<ModuleOp>(program->getParentOp()))
+  if (!program || program->getParentOp() != module)
     return op.emitOpError()
            << "cannot run on the GPU: coda-to-gpu lowers coda programs, "
               "top-level functions whose body is one coda.gemm";
@@ -296,7 +296,7 @@ struct ConvertCodaToGPU final
     bool legal = true;
     module.walk([&](GemmOp op) {
       FailureOr<KernelPlan> plan = failure();
-      if (succeeded(checkProgram(op)))
+      if (succeeded(checkProgram(op, module)))
         plan = KernelPlan::build(op, tile, chip);
       if (failed(plan)) {
         legal = false;

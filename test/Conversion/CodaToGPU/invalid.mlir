@@ -92,3 +92,19 @@ func.func @nested(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf3
   }
   return %r : tensor<?x?xf32>
 }
+
+// -----
+
+// A program in a module nested in the one the pass runs on.
+module {
+  module @inner {
+    func.func @in_inner_module(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32> {
+      // expected-error @+1 {{cannot run on the GPU: coda-to-gpu lowers coda programs, top-level functions whose body is one coda.gemm}}
+      %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?x?xf32> [m, n]) {
+      ^bb0(%acc: f32):
+        coda.yield %acc : f32
+      }
+      return %o : tensor<?x?xf32>
+    }
+  }
+}
