@@ -17,6 +17,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -331,11 +332,14 @@ OwningOpRef<ModuleOp>
 mlir::coda::loadProgramFile(StringRef path, llvm::SourceMgr &sourceMgr,
                             MLIRContext *context,
                             const EpilogueImportOptions &options) {
-  std::string includedPath;
-  if (sourceMgr.AddIncludeFile(path.str(), llvm::SMLoc(), includedPath) == 0) {
-    emitError(UnknownLoc::get(context)) << "cannot read '" << path << "'";
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (!file) {
+    emitError(UnknownLoc::get(context))
+        << "cannot read '" << path << "': " << file.getError().message();
     return nullptr;
   }
+  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
   if (path.ends_with(".coda"))
     return importEpilogue(sourceMgr, context, options);
   return parseSourceFile<ModuleOp>(sourceMgr, context);

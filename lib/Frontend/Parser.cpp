@@ -404,7 +404,8 @@ std::unique_ptr<Expr> Parser::parsePrimary() {
     return expr;
   }
   default:
-    (void)emitErrorHere("expected an expression");
+    (void)emitErrorHere("expected an expression: a number, a name, a call "
+                        "such as gelu(x), '(' or '-'");
     return nullptr;
   }
 }

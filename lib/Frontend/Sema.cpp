@@ -546,9 +546,13 @@ FailureOr<unsigned> Analyzer::analyzeName(const Expr &expr) {
     return failure();
   }
 
+  if (name == "output" && it == bindings.end())
+    return emitError(expr.loc,
+                     "'output' is not an output of this epilogue and never an "
+                     "operand; the GEMM's result is 'input'",
+                     expr.range);
   auto assigned = firstAssignments.find(name);
-  if (it != bindings.end() || assigned != firstAssignments.end() ||
-      name == "output") {
+  if (it != bindings.end() || assigned != firstAssignments.end()) {
     (void)emitError(expr.loc, "'" + name + "' is read before it is assigned",
                     expr.range);
     if (assigned != firstAssignments.end())

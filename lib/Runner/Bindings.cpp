@@ -74,6 +74,8 @@ mlir::coda::bindArguments(const ProgramSignature &signature,
       return error("the program has no epilogue input named '" + name +
                    "'; its inputs are: " + (known.empty() ? "none" : known));
     }
+    if (sources[index])
+      return error("--arg " + name + " was given twice");
     sources[index] = value;
   }
   auto setRole = [&](ArgumentRole role, const std::string &value,
@@ -109,6 +111,10 @@ mlir::coda::bindArguments(const ProgramSignature &signature,
         return error("missing '" + arg.name + "' (" + describe(arg) +
                      "): pass " + how);
       }
+      double number;
+      if (!StringRef(*sources[i]).getAsDouble(number))
+        return error("'" + arg.name + "' is a tensor (" + describe(arg) +
+                     "), not a scalar: pass a .npy file, not " + *sources[i]);
       llvm::Expected<HostArray> array = readNpy(*sources[i]);
       if (!array)
         return array.takeError();
@@ -135,6 +141,8 @@ mlir::coda::bindArguments(const ProgramSignature &signature,
       continue;
     }
     if (arg.type.isInteger(64)) {
+      if (arg.name == "seed" && sources[i] && request.seed)
+        return error("the seed was given twice: --seed and --arg seed");
       if (arg.name == "seed" && !sources[i]) {
         value.i64 = request.seed.value_or(0);
         if (!request.seed)
