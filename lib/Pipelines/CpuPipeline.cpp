@@ -32,6 +32,8 @@ void mlir::coda::buildCpuPipeline(OpPassManager &pm) {
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
+  // An output that copies an argument returns a clone of it.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 
   // Loops, then LLVM. bf16 conversions are expanded to integer arithmetic
   // (round to nearest even) since the host may lack them; math ops LLVM has

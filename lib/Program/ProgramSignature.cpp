@@ -124,11 +124,12 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
     output.dims = gemm.getResultDimsAt(i).getMask();
     signature.outputs.push_back(output);
   }
-  // Arguments and outputs are bound and returned by name.
-  llvm::StringSet<> argumentNames, outputNames;
+  // Epilogue inputs and outputs are bound and returned by name (the GEMM's
+  // own operands by role: an input may be named like one).
+  llvm::StringSet<> inputNames, outputNames;
   for (const ProgramArgument &arg : signature.arguments)
-    if (!argumentNames.insert(arg.name).second)
-      return notProgram("two arguments are named '" + arg.name +
+    if (arg.role == ArgumentRole::Input && !inputNames.insert(arg.name).second)
+      return notProgram("two epilogue inputs are named '" + arg.name +
                         "'; each needs a coda.name of its own");
   for (const ProgramOutput &output : signature.outputs)
     if (!outputNames.insert(output.name).second)

@@ -3,10 +3,8 @@
 #include "coda/Runner/Bindings.h"
 #include "coda/Dialect/Coda/IR/CodaAttrs.h"
 
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
-
-#include <cfloat>
-#include <cmath>
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -32,11 +30,15 @@ static std::string describe(const ProgramArgument &arg) {
 /// it has one.
 static llvm::Expected<float> toF32(StringRef name, StringRef text,
                                    double value) {
-  if (std::isfinite(value) && std::fabs(value) > FLT_MAX)
+  llvm::APFloat f32(value);
+  bool lost;
+  if (f32.convert(llvm::APFloat::IEEEsingle(),
+                  llvm::APFloat::rmNearestTiesToEven, &lost) &
+      llvm::APFloat::opOverflow)
     return error("'" + name + "' = " + text +
                  " is out of the range of f32 (at most 3.40282347e38 in "
                  "magnitude)");
-  return static_cast<float>(value);
+  return f32.convertToFloat();
 }
 
 /// Reads a scalar from a number or a 0-d / 1-element .npy file.

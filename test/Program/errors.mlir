@@ -119,7 +119,7 @@ func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %x: f32 {coda.name = "s"}
   }
   return %0 : tensor<?x?xf32>
 }
-// SAME-INPUT: error: 'f' is not a coda program: two arguments are named 's'; each needs a coda.name of its own
+// SAME-INPUT: error: 'f' is not a coda program: two epilogue inputs are named 's'; each needs a coda.name of its own
 
 //--- same-output.mlir
 func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>)

@@ -84,3 +84,33 @@ with tempfile.TemporaryDirectory() as folder:
         outs = run_program(path, {"a": a, "b": b}, ["output"], extra=["--dtype", "f32"])
         acc = ref.round_to(a, "f32") @ ref.round_to(b, "f32").T
         ref.check(f"EPILOGUE {name}", outs["output"], formula(acc), "f32")
+
+# Outputs that copy an operand (the copy folds away: the output returns the
+# operand's buffer), and epilogue operands named like the GEMM's a, b, alpha.
+COPIES = """
+EPILOGUE copies(a: f32[N], alpha: f32, x: f32[M, N]) -> (output: bf16[M, N], y: f32[M, N],
+                                                         v: f32[N], w: f32[M, N]) {
+  output = residual;
+  y = x * 1;
+  v = a;
+  w = input * a + b * alpha;
+}
+"""
+with tempfile.TemporaryDirectory() as folder:
+    path = os.path.join(folder, "copies.coda")
+    open(path, "w").write(COPIES)
+    m, n, k = 19, 24, 16
+    ga, gb = random(rng, m, k), random(rng, n, k)
+    vec, mat = random(rng, n), random(rng, m, n)
+    x, residual = random(rng, m, n), random(rng, m, n)
+    np.save(os.path.join(folder, "vec.npy"), vec)
+    np.save(os.path.join(folder, "mat.npy"), mat)
+    outs = run_program(path, {"a": ga, "b": gb, "x": x, "residual": residual},
+                       ["output", "y", "v", "w"], alpha=2.0, scalars={"alpha": 0.5},
+                       extra=["--dtype", "f32", "--arg", f"a={folder}/vec.npy",
+                              "--arg", f"b={folder}/mat.npy"])
+    acc = 2.0 * (ref.round_to(ga, "f32") @ ref.round_to(gb, "f32").T)
+    ref.check("copies output", outs["output"], ref.round_to(residual, "bf16"), "f32")
+    ref.check("copies y", outs["y"], x.astype(np.float64), "f32")
+    ref.check("copies v", outs["v"], vec.astype(np.float64), "f32")
+    ref.check("copies w", outs["w"], acc * vec + mat * 0.5, "f32")

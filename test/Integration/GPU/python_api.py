@@ -113,6 +113,21 @@ for name, sign in (("doubled", 2), ("negated", -1)):
     torch.cuda.synchronize()
     ref.check(f"function={name}", got.cpu().numpy(), sign * acc, "f32")
 
+# Outputs that copy an operand: a residual, an f32 tensor, an [N] vector.
+copies = coda.Program("""
+EPILOGUE copies(bias: f32[N], x: f32[M, N]) -> (output: bf16[M, N], y: f32[M, N], v: f32[N]) {
+  output = residual;
+  y = x * 1;
+  v = bias;
+}""")
+x = torch.from_numpy(EXAMPLES["mlp_up"].inputs(rng, 300, 264, 136)[0]["residual"]).cuda()
+got = copies(bf16["a"], bf16["b"], bias=dev["bias"], x=x, residual=bf16["residual"])
+torch.cuda.synchronize()
+assert torch.equal(got["output"], bf16["residual"]), "output = residual differs"
+assert torch.equal(got["y"], x), "y = x * 1 differs"
+assert torch.equal(got["v"], dev["bias"]), "v = bias differs"
+print("copies: ok")
+
 # Errors: a DSL error names the line and column; tensors are checked.
 try:
     coda.Program("EPILOGUE {\n  output = gelu(input;\n}\n")
