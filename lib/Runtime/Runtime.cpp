@@ -246,8 +246,11 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
                  "group_rows");
   std::lock_guard<std::mutex> lock(impl->mutex);
   DiagnosticCollector diagnostics(*impl->mlir);
+  // Parsed from a copy: the parser reads one byte past the end of its
+  // buffer, and a caller's buffer need not end in a NUL.
+  std::string source = mlirSource.str();
   OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(mlirSource, impl->mlir.get(), sourceName);
+      parseSourceString<ModuleOp>(source, impl->mlir.get(), sourceName);
   if (!module)
     return error("cannot parse the program:\n" + diagnostics.text);
   FailureOr<ProgramSignature> signature =
@@ -258,7 +261,7 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
   bool reducesRows = false;
   module->walk([&](RowReduceOp) { reducesRows = true; });
   return std::unique_ptr<GpuProgram>(
-      new GpuProgram(*this, mlirSource.str(), sourceName.str(),
+      new GpuProgram(*this, std::move(source), sourceName.str(),
                      std::move(*signature), options, reducesRows));
 }
 
@@ -352,23 +355,113 @@ static llvm::Error compile(MLIRContext &context, StringRef source,
   return llvm::Error::success();
 }
 
-/// Reads a cached kernel: <key>.ptx and <key>.abi (the ABI dictionary).
-static bool readCache(MLIRContext &context, StringRef directory, StringRef key,
-                      Kernel &kernel) {
-  if (directory.empty())
+static std::optional<CUtensorMapDataType> tensorMapType(Type type) {
+  if (type.isBF16())
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  if (type.isF16())
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  if (type.isF32())
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  return std::nullopt;
+}
+
+/// The SHA-256 of a kernel's PTX, which its cached ABI carries.
+static std::string hashPtx(StringRef ptx) {
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(ptx)),
+                     /*LowerCase=*/true);
+}
+
+/// Whether `abi` can describe a kernel of the program `signature`: every
+/// parameter made from an argument or output that exists and has the kind's
+/// type, a tile of at least one element. A cache entry is checked so before
+/// the launch trusts it.
+static bool describesProgram(const KernelABI &abi,
+                             const ProgramSignature &signature) {
+  if (abi.tileM < 1 || abi.tileN < 1 || abi.clusterM < 1 || abi.kernel.empty())
     return false;
+  for (const KernelParam &param : abi.params) {
+    bool sized = param.role == KernelParamRole::M ||
+                 param.role == KernelParamRole::N ||
+                 param.role == KernelParamRole::K ||
+                 param.role == KernelParamRole::Batch;
+    if (sized) {
+      if (param.kind != KernelParamKind::I32)
+        return false;
+      continue;
+    }
+    if (param.role == KernelParamRole::Output) {
+      if (param.index < 0 ||
+          param.index >= static_cast<int64_t>(signature.outputs.size()) ||
+          (param.kind != KernelParamKind::GlobalPtr &&
+           param.kind != KernelParamKind::AtomicPtr))
+        return false;
+      continue;
+    }
+    if (param.index < 0 ||
+        param.index >= static_cast<int64_t>(signature.arguments.size()))
+      return false;
+    Type type = signature.arguments[param.index].type;
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    switch (param.kind) {
+    case KernelParamKind::TensorMap:
+      if (!tensor || !tensorMapType(tensor.getElementType()) ||
+          static_cast<int64_t>(param.box.size()) != tensor.getRank())
+        return false;
+      break;
+    case KernelParamKind::GlobalPtr:
+      if (!tensor)
+        return false;
+      break;
+    case KernelParamKind::F32:
+      if (!type.isF32())
+        return false;
+      break;
+    case KernelParamKind::I64:
+      if (!type.isInteger(64))
+        return false;
+      break;
+    case KernelParamKind::AtomicPtr:
+    case KernelParamKind::I32:
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The paths of a cache entry: <key>.ptx and <key>.abi (the PTX's SHA-256 on
+/// the first line, then the ABI dictionary).
+static std::pair<std::string, std::string> cachePaths(StringRef directory,
+                                                      StringRef key) {
   llvm::SmallString<256> base(directory);
   llvm::sys::path::append(base, key);
-  auto ptx = llvm::MemoryBuffer::getFile(base + ".ptx");
-  auto abiText = llvm::MemoryBuffer::getFile(base + ".abi");
-  if (!ptx || !abiText)
+  return {(base + ".ptx").str(), (base + ".abi").str()};
+}
+
+/// Reads a cached kernel of the program `signature`. An entry that is
+/// unreadable, damaged, or not this program's is removed (it would fail
+/// every later run too) and reads as absent.
+static bool readCache(MLIRContext &context, StringRef directory, StringRef key,
+                      const ProgramSignature &signature, Kernel &kernel) {
+  if (directory.empty())
     return false;
-  auto attr = dyn_cast_or_null<DictionaryAttr>(
-      parseAttribute((*abiText)->getBuffer(), &context));
-  std::optional<KernelABI> abi =
-      attr ? KernelABI::fromAttr(attr) : std::nullopt;
-  if (!abi)
+  auto [ptxPath, abiPath] = cachePaths(directory, key);
+  auto ptx = llvm::MemoryBuffer::getFile(ptxPath);
+  auto abiText = llvm::MemoryBuffer::getFile(abiPath);
+  if (!ptx && !abiText)
     return false;
+  std::optional<KernelABI> abi;
+  if (ptx && abiText) {
+    auto [hash, dictionary] = (*abiText)->getBuffer().split('\n');
+    auto attr =
+        dyn_cast_or_null<DictionaryAttr>(parseAttribute(dictionary, &context));
+    if (attr && hash == hashPtx((*ptx)->getBuffer()))
+      abi = KernelABI::fromAttr(attr);
+  }
+  if (!abi || !describesProgram(*abi, signature)) {
+    llvm::sys::fs::remove(ptxPath);
+    llvm::sys::fs::remove(abiPath);
+    return false;
+  }
   kernel.ptx = (*ptx)->getBuffer().str();
   kernel.abi = std::move(*abi);
   return true;
@@ -404,13 +497,12 @@ static void writeCache(MLIRContext &context, StringRef directory, StringRef key,
                        const Kernel &kernel) {
   if (directory.empty())
     return;
-  llvm::SmallString<256> base(directory);
-  llvm::sys::path::append(base, key);
-  std::string abiText;
+  auto [ptxPath, abiPath] = cachePaths(directory, key);
+  std::string abiText = hashPtx(kernel.ptx) + "\n";
   llvm::raw_string_ostream os(abiText);
   os << kernel.abi.toAttr(&context);
-  writeAtomically(base + ".abi", abiText);
-  writeAtomically(base + ".ptx", kernel.ptx);
+  writeAtomically(ptxPath, kernel.ptx);
+  writeAtomically(abiPath, abiText);
 }
 
 /// Loads a compiled kernel into the driver and counts the clusters of it that
@@ -573,20 +665,34 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   if (!kernel) {
     auto compiled = std::make_shared<Kernel>();
     auto start = std::chrono::steady_clock::now();
-    if (readCache(*impl.mlir, runtime.cacheDirectory, fresh.key, *compiled)) {
+    if (readCache(*impl.mlir, runtime.cacheDirectory, fresh.key, signature,
+                  *compiled)) {
       fresh.fromDiskCache = true;
-    } else {
+      start = std::chrono::steady_clock::now();
+      if (llvm::Error e = load(*impl.driver, impl.context, impl.multiprocessors,
+                               signature.functionName, *compiled)) {
+        // Not loadable here (written by another driver, say): compiled anew.
+        llvm::consumeError(std::move(e));
+        auto [ptxPath, abiPath] = cachePaths(runtime.cacheDirectory, fresh.key);
+        llvm::sys::fs::remove(ptxPath);
+        llvm::sys::fs::remove(abiPath);
+        *compiled = Kernel();
+        fresh.fromDiskCache = false;
+      }
+    }
+    if (!fresh.fromDiskCache) {
+      start = std::chrono::steady_clock::now();
       if (auto e = compile(*impl.mlir, source, sourceName,
                            signature.functionName, pipeline, *compiled))
         return std::move(e);
       fresh.compileSeconds = secondsSince(start);
+      start = std::chrono::steady_clock::now();
+      if (auto e = load(*impl.driver, impl.context, impl.multiprocessors,
+                        signature.functionName, *compiled))
+        return std::move(e);
+      // Cached only once it has loaded.
       writeCache(*impl.mlir, runtime.cacheDirectory, fresh.key, *compiled);
     }
-
-    start = std::chrono::steady_clock::now();
-    if (auto e = load(*impl.driver, impl.context, impl.multiprocessors,
-                      signature.functionName, *compiled))
-      return std::move(e);
     fresh.loadSeconds = secondsSince(start);
     impl.kernels[fresh.key] = kernel = std::move(compiled);
   }
@@ -620,16 +726,6 @@ struct alignas(64) ParamStorage {
 };
 } // namespace
 
-static std::optional<CUtensorMapDataType> tensorMapType(Type type) {
-  if (type.isBF16())
-    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  if (type.isF16())
-    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  if (type.isF32())
-    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  return std::nullopt;
-}
-
 llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
                                ArrayRef<DeviceTensor> outputs, void *stream) {
   const std::string &name = signature.functionName;
@@ -656,19 +752,25 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
                                                 return std::to_string(d);
                                               }),
                               ", "));
-    if (!output.pointer && problem->m && problem->n)
+    if (!output.pointer && problem->m && problem->n && problem->batch)
       return error("output '" + signature.outputs[i].name + "' is a null pointer");
   }
-  if (problem->m == 0 || problem->n == 0) {
+  for (auto [arg, value] : llvm::zip(signature.arguments, arguments))
+    if (isa<RankedTensorType>(arg.type) && !value.tensor.pointer &&
+        llvm::all_of(value.tensor.shape, [](int64_t d) { return d > 0; }))
+      return error("'" + arg.name + "' is a null pointer");
+  if (problem->m == 0 || problem->n == 0 || problem->batch == 0) {
     // Nothing to compute unless an output spans only the other dimension
     // (reductions over an empty M or N), which the GPU kernels do not fill.
     for (auto [i, output] : llvm::enumerate(outputs))
       if (llvm::all_of(output.shape, [](int64_t d) { return d > 0; }))
-        return error("'" + name + "': output '" + signature.outputs[i].name +
-                     "' is not empty for M = " + Twine(problem->m) +
-                     ", N = " + Twine(problem->n) +
-                     ": reductions over an empty dimension are not supported "
-                     "on the GPU (the CPU reference computes them)");
+        return error(
+            "'" + name + "': output '" + signature.outputs[i].name +
+            "' is not empty for M = " + Twine(problem->m) +
+            ", N = " + Twine(problem->n) +
+            (signature.batched ? ", batch " + Twine(problem->batch) : Twine()) +
+            ": reductions over an empty dimension are not supported "
+            "on the GPU (the CPU reference computes them)");
     return llvm::Error::success();
   }
   if (problem->k == 0)
@@ -697,9 +799,9 @@ GpuProgram::tuneShape(const ProblemShape &problem,
   auto choose = [&](const GpuCompileOptions &shape,
                     SmallVector<std::pair<std::string, double>> times,
                     bool fromDiskCache) -> llvm::Expected<GpuCompileOptions> {
-    loaded->tuned[problemKey] = shape;
     if (auto kernel = prepareShape(shape); !kernel)
       return kernel.takeError();
+    loaded->tuned[problemKey] = shape;
     std::lock_guard<std::mutex> statsLock(runtime.impl->mutex);
     stats.tuningMs = std::move(times);
     stats.tuningFromDiskCache = fromDiskCache;
@@ -711,11 +813,18 @@ GpuProgram::tuneShape(const ProblemShape &problem,
   llvm::sys::path::append(
       choicePath, getProgramKey() + "-" + problemKey + "-" +
                       std::to_string(runtime.impl->multiprocessors) + "sm.tune");
+  // A choice on disk counts only if it names one of the candidates (a
+  // damaged file is tuned again, and overwritten).
+  SmallVector<GpuCompileOptions> candidates =
+      getTuningCandidates(chooseShape(problem));
   if (!runtime.cacheDirectory.empty())
     if (auto text = llvm::MemoryBuffer::getFile(choicePath))
       if (std::optional<GpuCompileOptions> shape =
               parseShapeKey((*text)->getBuffer()))
-        return choose(*shape, {}, /*fromDiskCache=*/true);
+        if (llvm::any_of(candidates, [&](const GpuCompileOptions &candidate) {
+              return getShapeKey(candidate) == getShapeKey(*shape);
+            }))
+          return choose(*shape, {}, /*fromDiskCache=*/true);
 
   // The inputs are ready once the caller's stream has caught up. Time every
   // candidate into scratch outputs, so that outputs that alias inputs (an
@@ -738,8 +847,6 @@ GpuProgram::tuneShape(const ProblemShape &problem,
     scratchOutputs.push_back({buffer->get(), output.shape});
     scratch.push_back(std::move(*buffer));
   }
-  SmallVector<GpuCompileOptions> candidates =
-      getTuningCandidates(chooseShape(problem));
   std::vector<std::function<llvm::Error()>> launches;
   for (const GpuCompileOptions &candidate : candidates)
     launches.push_back([&, candidate] {

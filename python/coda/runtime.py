@@ -124,7 +124,8 @@ def _runtime(device):
 
 
 class Program:
-    """A coda program bound to a CUDA device: coda IR text, or an epilogue in
+    """A coda program bound to a CUDA device (by default PyTorch's current
+    one, torch.cuda.current_device()): coda IR text, or an epilogue in
     the DSL (docs/dsl.md), whose GEMM is set up by dtype ("bf16", "f16",
     "f32"), layout_a ("mk", "km"), layout_b ("nk", "kn"), with_c and
     with_alpha. tile_m, tile_n, stages, schedule, cluster_m (blocks per
@@ -135,13 +136,15 @@ class Program:
     autotune=True instead times the candidate shapes at the first call of
     each problem shape and keeps the fastest (cached with the kernels)."""
 
-    def __init__(self, source, function="", device=0, tile_n=0, stages=0,
+    def __init__(self, source, function="", device=None, tile_n=0, stages=0,
                  dtype="bf16", layout_a="mk", layout_b="nk", with_c=False,
                  with_alpha=False, tile_m=0, schedule="", autotune=False,
                  cluster_m=0, group_rows=0, fast_activations=False):
         import torch
 
         torch.cuda.init()  # the runtime shares PyTorch's primary context
+        if device is None:
+            device = torch.cuda.current_device()
         self.device = device
         lib = _library()
         options = _Options(tile_n, stages, function.encode() or None,

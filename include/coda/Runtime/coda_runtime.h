@@ -48,8 +48,9 @@ typedef enum coda_argument_kind {
 } coda_argument_kind;
 
 /* How a program is read and compiled; NULL selects the defaults (all zero).
-   Zero-initialize it and set the fields wanted: new fields are added at the
-   end, zero meaning the earlier behaviour. */
+   Zero-initialize it and set the fields wanted (zero is each field's
+   default). The struct has no size field: build against the header of the
+   library you load. */
 typedef struct coda_compile_options {
   /* Output columns per tile (64, 128, 192, 256) and pipeline stages; 0:
      default. */
@@ -96,11 +97,13 @@ const char *coda_last_error(void);
 /* Opens CUDA device `device` (its primary context, which the CUDA runtime and
    PyTorch share). */
 coda_status coda_runtime_create(int device, coda_runtime **runtime);
+/* Destroy every program of a runtime before the runtime: its kernels live in
+   the runtime. */
 void coda_runtime_destroy(coda_runtime *runtime);
 
 /* Parses and verifies a program: coda IR (MLIR text), or an epilogue in the
-   DSL (options->epilogue). It is compiled when first launched, and cached in
-   memory and on disk. */
+   DSL (options->epilogue), `length` bytes at `source` (no NUL needed). It is
+   compiled when first launched, and cached in memory and on disk. */
 coda_status coda_program_load(coda_runtime *runtime, const char *source,
                               size_t length,
                               const coda_compile_options *options,

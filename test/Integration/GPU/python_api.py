@@ -5,6 +5,7 @@
 # coda.Program, run on the current stream on bf16 CUDA tensors, against fp64
 # numpy; and the errors it raises for bad source and bad tensors.
 
+import ctypes
 import os
 import sys
 
@@ -178,4 +179,31 @@ assert rt._library().coda_program_launch(program._handle, values, len(program.ar
 message = rt._library().coda_last_error().decode()
 assert message == "'a' has rank 4; coda tensors have rank 0 to 3", message
 print("refused:", message)
+
+# A null pointer for an input that is not empty.
+dtypes = {"bf16": torch.bfloat16, "f32": torch.float32}
+given = {"a": bf16["a"], "b": bf16["b"], "bias": dev["bias"], "residual": bf16["residual"],
+         "rs": dev["rs"]}
+values = (rt._Value * len(program.arguments))()
+for i, arg in enumerate(program.arguments):
+    if arg["tensor"]:
+        values[i].tensor = program._tensor(arg, given[arg["name"]], dtypes[arg["type"]])
+    else:
+        values[i].f32 = 1.0
+values[3].tensor.data = 0
+for i, output in enumerate(program.outputs):
+    outputs[i] = program._tensor(output, outs[output["name"]], dtypes[output["type"]])
+assert rt._library().coda_program_launch(program._handle, values, len(program.arguments),
+                                         outputs, len(program.outputs), None) != 0
+message = rt._library().coda_last_error().decode()
+assert message == "'residual' is a null pointer", message
+print("refused:", message)
+
+# The C API reads `length` bytes of source, whatever follows them.
+text = TWO.format("plain", "arith.addf %acc, %acc : f32").encode()
+handle = ctypes.c_void_p()
+assert rt._library().coda_program_load(rt._runtime(0), text + b"@@ not coda", len(text), None,
+                                       ctypes.byref(handle)) == 0, \
+    rt._library().coda_last_error().decode()
+rt._library().coda_program_destroy(handle)
 print("python api: ok")
