@@ -201,8 +201,9 @@ void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
 void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
                                int64_t *tile_n, const char **schedule,
                                int64_t *cluster_m, int64_t *group_rows) {
-  const GpuCompileStats *stats =
-      program ? &program->program->getCompileStats() : nullptr;
+  std::optional<GpuCompileStats> stats;
+  if (program)
+    stats = program->program->getCompileStats();
   if (tile_m)
     *tile_m = stats ? stats->tileM : 0;
   if (tile_n)

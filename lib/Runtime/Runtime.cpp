@@ -624,6 +624,11 @@ GpuProgram::chooseShape(const ProblemShape &problem) const {
   return shape;
 }
 
+GpuCompileStats GpuProgram::getCompileStats() const {
+  std::lock_guard<std::mutex> lock(runtime.impl->mutex);
+  return stats;
+}
+
 llvm::Error GpuProgram::prepare() { return prepareShape(options).takeError(); }
 
 llvm::Error GpuProgram::prepare(const ProblemShape &problem) {
@@ -638,7 +643,6 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   if (std::shared_ptr<Kernel> known = loaded->byShape.lookup(shapeKey)) {
     if (shapeKey != loaded->lastShapeKey) {
       stats = loaded->statsByShape.lookup(shapeKey);
-      ptx = known->ptx;
       loaded->lastShapeKey = shapeKey;
     }
     return known;
@@ -702,7 +706,6 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   fresh.groupRows = kernel->abi.groupRows;
   fresh.schedule = kernel->abi.schedule;
   stats = std::move(fresh);
-  ptx = kernel->ptx;
   loaded->byShape[shapeKey] = kernel;
   loaded->statsByShape[shapeKey] = stats;
   loaded->lastShapeKey = shapeKey;

@@ -202,14 +202,22 @@ class Program:
         _check(_library().coda_program_prepare(self._handle))
 
     def __call__(self, a, b, c=None, *, gemm_alpha=None, gemm_beta=None, seed=None, out=None,
-                 **inputs):
+                 inputs=None, **named):
         """Launches the program; returns {output name: tensor}.
 
         Epilogue inputs are keyword arguments by name (an epilogue may have
         an input named alpha: the GEMM's own scalars are gemm_alpha and
-        gemm_beta, default 1); `out` may give preallocated outputs by name.
+        gemm_beta, default 1), or entries of `inputs`, a dict, which also
+        takes inputs named like this call's own parameters (a, b, c, out,
+        ...); `out` may give preallocated outputs by name.
         """
         import torch
+
+        inputs = dict(inputs or {})
+        for name, value in named.items():
+            if name in inputs:
+                raise CodaError(f"epilogue input '{name}' was given twice")
+            inputs[name] = value
 
         dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
         given = {"a": a, "b": b, "c": c, "alpha": gemm_alpha, "beta": gemm_beta}

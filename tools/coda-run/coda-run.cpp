@@ -320,7 +320,7 @@ int main(int argc, char **argv) {
     if (!run)
       return fail(run.takeError());
     runSeconds = secondsSince(start);
-    const GpuCompileStats &stats = (*program)->getCompileStats();
+    GpuCompileStats stats = (*program)->getCompileStats();
     timing = llvm::formatv(
         "{0}: {1}x{2} tiles{6}, groups of {7} row blocks, {3}, load {4:f3} "
         "s, run {5:f3} s",

@@ -150,10 +150,9 @@ public:
   /// the one launches of `problem` use (see launch()).
   llvm::Error prepare();
   llvm::Error prepare(const ProblemShape &problem);
-  /// What preparing the kernel prepared last took.
-  const GpuCompileStats &getCompileStats() const { return stats; }
-  /// The PTX of the kernel prepared last.
-  llvm::StringRef getPtx() const { return ptx; }
+  /// What preparing the kernel prepared last took (a copy: launches on other
+  /// threads may prepare another).
+  GpuCompileStats getCompileStats() const;
 
   /// Launches the program on `stream` (a CUstream; null is the default
   /// stream): `arguments` in the signature's order, `outputs` in result
@@ -220,7 +219,6 @@ private:
   /// that the tile width stays the compiler's choice).
   bool reducesRows;
   GpuCompileStats stats;
-  std::string ptx;
   std::unique_ptr<Loaded> loaded;
 };
 

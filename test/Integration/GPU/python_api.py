@@ -129,6 +129,19 @@ assert torch.equal(got["y"], x), "y = x * 1 differs"
 assert torch.equal(got["v"], dev["bias"]), "v = bias differs"
 print("copies: ok")
 
+# Epilogue inputs named like the call's own parameters go in `inputs`.
+named = coda.Program("EPILOGUE named(a: f32[N], c: f32) { output = input * a + c; }")
+got = named(bf16["a"], bf16["b"], inputs={"a": dev["bias"], "c": 0.5})["output"]
+torch.cuda.synchronize()
+ref.check("inputs named a and c", got.float().cpu().numpy(),
+          acc * arrays["bias"][None, :] + 0.5, "bf16")
+try:
+    copies(bf16["a"], bf16["b"], bias=dev["bias"], x=x, residual=bf16["residual"], inputs={"x": x})
+    raise AssertionError("an input given twice was accepted")
+except coda.CodaError as error:
+    assert str(error) == "epilogue input 'x' was given twice", str(error)
+    print("refused:", error)
+
 # Errors: a DSL error names the line and column; tensors are checked.
 try:
     coda.Program("EPILOGUE {\n  output = gelu(input;\n}\n")
