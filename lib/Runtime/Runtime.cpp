@@ -132,14 +132,45 @@ struct GpuRuntime::Impl {
   std::mutex mutex;
   llvm::StringMap<std::shared_ptr<Kernel>> kernels;
 
-  ~Impl() {
+  ~Impl();
+};
+
+namespace {
+/// Makes a runtime's context current for a scope and gives the caller's back
+/// after it: the runtime drives its own device without changing which one
+/// the calling thread (PyTorch, say) works on.
+class ContextScope {
+public:
+  ContextScope(const CudaDriver &driver, CUcontext context) : driver(driver) {
+    if (driver.cuCtxGetCurrent(&previous) == CUDA_SUCCESS &&
+        previous != context)
+      switched = driver.cuCtxSetCurrent(context) == CUDA_SUCCESS;
+  }
+  ~ContextScope() {
+    if (switched)
+      driver.cuCtxSetCurrent(previous);
+  }
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+
+private:
+  const CudaDriver &driver;
+  CUcontext previous = nullptr;
+  bool switched = false;
+};
+} // namespace
+
+GpuRuntime::Impl::~Impl() {
+  if (!context)
+    return;
+  {
+    ContextScope scope(*driver, context);
     for (auto &entry : kernels)
       if (entry.second->module)
         driver->cuModuleUnload(entry.second->module);
-    if (context)
-      driver->cuDevicePrimaryCtxRelease(device);
   }
-};
+  driver->cuDevicePrimaryCtxRelease(device);
+}
 
 struct GpuProgram::Loaded {
   /// The kernels prepared so far and what preparing each took, by the shape
@@ -201,9 +232,6 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
   if (auto e = driver->check(
           driver->cuDevicePrimaryCtxRetain(&impl.context, impl.device),
           "cuDevicePrimaryCtxRetain", opening))
-    return std::move(e);
-  if (auto e = driver->check(driver->cuCtxSetCurrent(impl.context),
-                             "cuCtxSetCurrent", opening))
     return std::move(e);
 
   int major = 0, minor = 0;
@@ -505,16 +533,14 @@ static void writeCache(MLIRContext &context, StringRef directory, StringRef key,
   writeAtomically(abiPath, abiText);
 }
 
-/// Loads a compiled kernel into the driver and counts the clusters of it that
-/// run at once on a device of `multiprocessors` SMs (one block per SM without
-/// clusters); on failure unloads what it loaded.
+/// Loads a compiled kernel into the runtime's context and counts the clusters
+/// of it that run at once on its device (one block per SM without clusters);
+/// on failure unloads what it loaded.
 static llvm::Error load(const CudaDriver &driver, CUcontext context,
                         int multiprocessors, StringRef function,
                         Kernel &kernel) {
+  ContextScope scope(driver, context);
   std::string what = ("loading the kernel of '" + function + "'").str();
-  if (auto e = driver.check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent",
-                            what))
-    return e;
   if (auto e = driver.check(driver.cuModuleLoadDataEx(&kernel.module,
                                                       kernel.ptx.c_str(), 0,
                                                       nullptr, nullptr),
@@ -732,6 +758,7 @@ struct alignas(64) ParamStorage {
 llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
                                ArrayRef<DeviceTensor> outputs, void *stream) {
   const std::string &name = signature.functionName;
+  ContextScope scope(*runtime.impl->driver, runtime.impl->context);
 
   if (arguments.size() != signature.arguments.size())
     return error("'" + name + "' takes " + Twine(signature.arguments.size()) +
@@ -1008,6 +1035,7 @@ llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
 //===----------------------------------------------------------------------===//
 
 llvm::Error GpuRuntime::synchronize() {
+  ContextScope scope(*impl->driver, impl->context);
   return impl->driver->check(impl->driver->cuCtxSynchronize(),
                              "cuCtxSynchronize", "waiting for the GPU");
 }
@@ -1015,6 +1043,7 @@ llvm::Error GpuRuntime::synchronize() {
 llvm::Expected<double> GpuProgram::benchmark(ArrayRef<DeviceValue> arguments,
                                              ArrayRef<DeviceTensor> outputs,
                                              int warmup, int iterations) {
+  ContextScope scope(*runtime.impl->driver, runtime.impl->context);
   std::function<llvm::Error()> launchOnce = [&] {
     return launch(arguments, outputs, /*stream=*/nullptr);
   };
@@ -1090,6 +1119,7 @@ GpuProgram::timeLaunches(ArrayRef<std::function<llvm::Error()>> launches,
 llvm::Expected<DeviceBuffer> DeviceBuffer::allocate(GpuRuntime &runtime,
                                                     size_t bytes) {
   const CudaDriver &driver = *runtime.impl->driver;
+  ContextScope scope(*runtime.impl->driver, runtime.impl->context);
   CUdeviceptr pointer = 0;
   if (bytes)
     if (auto e = driver.check(driver.cuMemAlloc(&pointer, bytes), "cuMemAlloc",
@@ -1104,14 +1134,17 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer &&other)
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (pointer)
-    runtime->impl->driver->cuMemFree(pointer);
+  if (!pointer)
+    return;
+  ContextScope scope(*runtime->impl->driver, runtime->impl->context);
+  runtime->impl->driver->cuMemFree(pointer);
 }
 
 llvm::Error DeviceBuffer::upload(const void *data) {
   if (!bytes)
     return llvm::Error::success();
   const CudaDriver &driver = *runtime->impl->driver;
+  ContextScope scope(*runtime->impl->driver, runtime->impl->context);
   return driver.check(driver.cuMemcpyHtoD(pointer, data, bytes),
                       "cuMemcpyHtoD", "copying to the GPU");
 }
@@ -1120,6 +1153,7 @@ llvm::Error DeviceBuffer::download(void *data) const {
   if (!bytes)
     return llvm::Error::success();
   const CudaDriver &driver = *runtime->impl->driver;
+  ContextScope scope(*runtime->impl->driver, runtime->impl->context);
   return driver.check(driver.cuMemcpyDtoH(data, pointer, bytes),
                       "cuMemcpyDtoH", "copying from the GPU");
 }
@@ -1128,6 +1162,7 @@ llvm::Error DeviceBuffer::fill(uint8_t value) {
   if (!bytes)
     return llvm::Error::success();
   const CudaDriver &driver = *runtime->impl->driver;
+  ContextScope scope(*runtime->impl->driver, runtime->impl->context);
   return driver.check(driver.cuMemsetD8(pointer, value, bytes), "cuMemsetD8",
                       "filling GPU memory");
 }

@@ -250,8 +250,9 @@ private:
 /// A CUDA device with coda's compiler and caches.
 class GpuRuntime {
 public:
-  /// Opens `device` and makes its primary context (the one CUDA runtime
-  /// users such as PyTorch share) current on this thread.
+  /// Opens `device`: its primary context (the one CUDA runtime users such as
+  /// PyTorch share), which each call that works on the device makes current
+  /// for its duration, giving the calling thread's own back afterwards.
   static llvm::Expected<std::unique_ptr<GpuRuntime>> create(int device = 0);
   ~GpuRuntime();
 

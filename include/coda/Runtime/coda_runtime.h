@@ -95,7 +95,9 @@ typedef struct coda_compile_options {
 const char *coda_last_error(void);
 
 /* Opens CUDA device `device` (its primary context, which the CUDA runtime and
-   PyTorch share). */
+   PyTorch share). Calls that work on the device make that context current
+   for their duration and leave the calling thread's current context as they
+   found it. */
 coda_status coda_runtime_create(int device, coda_runtime **runtime);
 /* Destroy every program of a runtime before the runtime: its kernels live in
    the runtime. */

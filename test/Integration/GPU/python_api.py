@@ -212,6 +212,39 @@ message = rt._library().coda_last_error().decode()
 assert message == "'residual' is a null pointer", message
 print("refused:", message)
 
+# The runtime leaves a thread's current CUDA context as it found it: a launch
+# (and the compile and load of its first) from a thread that has none.
+import threading  # noqa: E402
+
+cuda = ctypes.CDLL("libcuda.so.1")
+fresh = coda.Program("EPILOGUE tripled { output = input * 3; }")
+tripled = torch.empty(300, 264, dtype=torch.bfloat16, device="cuda")
+seen = {}
+
+
+def bare_thread():
+    current = ctypes.c_void_p()
+    cuda.cuCtxGetCurrent(ctypes.byref(current))
+    seen["before"] = current.value
+    args = (rt._Value * 2)()
+    for i, operand in enumerate((bf16["a"], bf16["b"])):
+        args[i].tensor = fresh._tensor(fresh.arguments[i], operand, torch.bfloat16)
+    result = (rt._Tensor * 1)()
+    result[0] = fresh._tensor(fresh.outputs[0], tripled, torch.bfloat16)
+    seen["status"] = rt._library().coda_program_launch(fresh._handle, args, 2, result, 1, None)
+    seen["error"] = rt._library().coda_last_error().decode()
+    cuda.cuCtxGetCurrent(ctypes.byref(current))
+    seen["after"] = current.value
+
+
+thread = threading.Thread(target=bare_thread)
+thread.start()
+thread.join()
+assert seen["before"] is None and seen["status"] == 0 and seen["after"] is None, seen
+torch.cuda.synchronize()
+ref.check("launched from a thread without a context", tripled.float().cpu().numpy(), 3 * acc,
+          "bf16")
+
 # The C API reads `length` bytes of source, whatever follows them.
 text = TWO.format("plain", "arith.addf %acc, %acc : f32").encode()
 handle = ctypes.c_void_p()
