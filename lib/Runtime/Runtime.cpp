@@ -285,9 +285,9 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       ProgramSignature::get(*module, function);
   if (failed(signature))
     return error(diagnostics.text);
-  isolateProgram(*module, signature->functionName);
   bool reducesRows = false;
-  module->walk([&](RowReduceOp) { reducesRows = true; });
+  module->lookupSymbol<func::FuncOp>(signature->functionName)
+      ->walk([&](RowReduceOp) { reducesRows = true; });
   return std::unique_ptr<GpuProgram>(
       new GpuProgram(*this, std::move(source), sourceName.str(),
                      std::move(*signature), options, reducesRows));
@@ -465,6 +465,13 @@ static std::pair<std::string, std::string> cachePaths(StringRef directory,
   return {(base + ".ptx").str(), (base + ".abi").str()};
 }
 
+/// Removes a cache entry that cannot be used.
+static void removeCache(StringRef directory, StringRef key) {
+  auto [ptxPath, abiPath] = cachePaths(directory, key);
+  llvm::sys::fs::remove(ptxPath);
+  llvm::sys::fs::remove(abiPath);
+}
+
 /// Reads a cached kernel of the program `signature`. An entry that is
 /// unreadable, damaged, or not this program's is removed (it would fail
 /// every later run too) and reads as absent.
@@ -486,8 +493,7 @@ static bool readCache(MLIRContext &context, StringRef directory, StringRef key,
       abi = KernelABI::fromAttr(attr);
   }
   if (!abi || !describesProgram(*abi, signature)) {
-    llvm::sys::fs::remove(ptxPath);
-    llvm::sys::fs::remove(abiPath);
+    removeCache(directory, key);
     return false;
   }
   kernel.ptx = (*ptx)->getBuffer().str();
@@ -694,20 +700,18 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   std::shared_ptr<Kernel> kernel = impl.kernels.lookup(fresh.key);
   if (!kernel) {
     auto compiled = std::make_shared<Kernel>();
-    auto start = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point start;
     if (readCache(*impl.mlir, runtime.cacheDirectory, fresh.key, signature,
                   *compiled)) {
-      fresh.fromDiskCache = true;
       start = std::chrono::steady_clock::now();
       if (llvm::Error e = load(*impl.driver, impl.context, impl.multiprocessors,
                                signature.functionName, *compiled)) {
         // Not loadable here (written by another driver, say): compiled anew.
         llvm::consumeError(std::move(e));
-        auto [ptxPath, abiPath] = cachePaths(runtime.cacheDirectory, fresh.key);
-        llvm::sys::fs::remove(ptxPath);
-        llvm::sys::fs::remove(abiPath);
+        removeCache(runtime.cacheDirectory, fresh.key);
         *compiled = Kernel();
-        fresh.fromDiskCache = false;
+      } else {
+        fresh.fromDiskCache = true;
       }
     }
     if (!fresh.fromDiskCache) {
@@ -1119,7 +1123,7 @@ GpuProgram::timeLaunches(ArrayRef<std::function<llvm::Error()>> launches,
 llvm::Expected<DeviceBuffer> DeviceBuffer::allocate(GpuRuntime &runtime,
                                                     size_t bytes) {
   const CudaDriver &driver = *runtime.impl->driver;
-  ContextScope scope(*runtime.impl->driver, runtime.impl->context);
+  ContextScope scope(driver, runtime.impl->context);
   CUdeviceptr pointer = 0;
   if (bytes)
     if (auto e = driver.check(driver.cuMemAlloc(&pointer, bytes), "cuMemAlloc",
@@ -1144,7 +1148,7 @@ llvm::Error DeviceBuffer::upload(const void *data) {
   if (!bytes)
     return llvm::Error::success();
   const CudaDriver &driver = *runtime->impl->driver;
-  ContextScope scope(*runtime->impl->driver, runtime->impl->context);
+  ContextScope scope(driver, runtime->impl->context);
   return driver.check(driver.cuMemcpyHtoD(pointer, data, bytes),
                       "cuMemcpyHtoD", "copying to the GPU");
 }
@@ -1153,7 +1157,7 @@ llvm::Error DeviceBuffer::download(void *data) const {
   if (!bytes)
     return llvm::Error::success();
   const CudaDriver &driver = *runtime->impl->driver;
-  ContextScope scope(*runtime->impl->driver, runtime->impl->context);
+  ContextScope scope(driver, runtime->impl->context);
   return driver.check(driver.cuMemcpyDtoH(data, pointer, bytes),
                       "cuMemcpyDtoH", "copying from the GPU");
 }
@@ -1162,7 +1166,7 @@ llvm::Error DeviceBuffer::fill(uint8_t value) {
   if (!bytes)
     return llvm::Error::success();
   const CudaDriver &driver = *runtime->impl->driver;
-  ContextScope scope(*runtime->impl->driver, runtime->impl->context);
+  ContextScope scope(driver, runtime->impl->context);
   return driver.check(driver.cuMemsetD8(pointer, value, bytes), "cuMemsetD8",
                       "filling GPU memory");
 }
