@@ -8,13 +8,16 @@
 The program is compiled when first called (and cached in memory and on disk),
 then launched on PyTorch's current stream, on the tensors' memory: nothing is
 copied. Inputs must be contiguous CUDA tensors of the dtypes the program
-declares; outputs are allocated with torch.empty. The library is
-libcoda_runtime.so, found through $CODA_RUNTIME_LIBRARY or in the build
-folders of the source tree.
+declares; outputs are allocated with torch.empty. Launches can be captured
+in a CUDA graph once the program has run on the problem shape outside one; a
+replay keeps the scalars of the capture (alpha, beta, the dropout seed). The
+library is libcoda_runtime.so, found through $CODA_RUNTIME_LIBRARY or in the
+build folders of the source tree.
 """
 
 import ctypes
 import os
+import struct
 
 _DIMS_B, _DIMS_M, _DIMS_N = 4, 2, 1
 
@@ -23,13 +26,12 @@ class CodaError(RuntimeError):
     """A failure reported by coda's runtime (compilation, checks, CUDA)."""
 
 
-class _Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_uint64), ("rank", ctypes.c_int32),
-                ("shape", ctypes.c_int64 * 3)]
-
-
-class _Value(ctypes.Structure):
-    _fields_ = [("tensor", _Tensor), ("f32", ctypes.c_float), ("i64", ctypes.c_int64)]
+# coda_tensor {uint64_t data; int32_t rank; int64_t shape[3];} and coda_value
+# {coda_tensor tensor; float f32; int64_t i64;} of coda_runtime.h, as struct
+# formats with the C compiler's alignment: a launch packs its arguments and
+# outputs into one buffer each.
+_TENSOR = "Qi3q"
+_VALUE = _TENSOR + "fq"
 
 
 class _Options(ctypes.Structure):
@@ -97,8 +99,7 @@ def _library():
                                                  ctypes.POINTER(ctypes.c_int64),
                                                  ctypes.POINTER(ctypes.c_int64)]),
             "coda_program_prepare": (I, [P]),
-            "coda_program_launch": (I, [P, ctypes.POINTER(_Value), ctypes.c_size_t,
-                                        ctypes.POINTER(_Tensor), ctypes.c_size_t, P]),
+            "coda_program_launch": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t, P]),
         }
         for name, (restype, argtypes) in sig.items():
             fn = getattr(lib, name)
@@ -176,6 +177,7 @@ class Program:
         ta, tb = ctypes.c_int32(), ctypes.c_int32()
         lib.coda_program_layouts(handle, ctypes.byref(ta), ctypes.byref(tb))
         self.transpose_a, self.transpose_b = bool(ta.value), bool(tb.value)
+        self._plan = None
 
     def __del__(self):
         if getattr(self, "_handle", None):
@@ -211,67 +213,105 @@ class Program:
         takes inputs named like this call's own parameters (a, b, c, out,
         ...); `out` may give preallocated outputs by name.
         """
-        import torch
-
-        inputs = dict(inputs or {})
-        for name, value in named.items():
-            if name in inputs:
-                raise CodaError(f"epilogue input '{name}' was given twice")
-            inputs[name] = value
-
-        dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+        if inputs:
+            inputs = dict(inputs)
+            for name, value in named.items():
+                if name in inputs:
+                    raise CodaError(f"epilogue input '{name}' was given twice")
+                inputs[name] = value
+        else:
+            inputs = named
+        plan = self._plan or self._make_plan()
         given = {"a": a, "b": b, "c": c, "alpha": gemm_alpha, "beta": gemm_beta}
-        values = (_Value * len(self.arguments))()
-        for i, arg in enumerate(self.arguments):
+        fields = []
+        used = 0
+        for arg, dtype in plan["arguments"]:
+            name = arg["name"]
             if arg["role"] == "input":
-                if arg["name"] == "seed" and arg["type"] == "i64" and "seed" not in inputs:
+                if name in inputs:
+                    value = inputs[name]
+                    used += 1
+                elif name == "seed" and arg["type"] == "i64":
                     value = 0 if seed is None else seed
                 else:
-                    if arg["name"] not in inputs:
-                        raise CodaError(f"missing epilogue input '{arg['name']}'")
-                    value = inputs.pop(arg["name"])
+                    raise CodaError(f"missing epilogue input '{name}'")
             else:
                 value = given[arg["role"]]
                 if value is None:
-                    if arg["role"] in ("alpha", "beta"):
-                        value = 1.0
-                    else:
+                    if arg["role"] not in ("alpha", "beta"):
                         raise CodaError(f"missing '{arg['role']}'")
-            if arg["tensor"]:
-                values[i].tensor = self._tensor(arg, value, dtypes[arg["type"]])
+                    value = 1.0
+            if dtype is not None:
+                fields += self._tensor_fields(arg, value, dtype)
+                fields += (0.0, 0)
             elif arg["type"] == "i64":
                 # A 64-bit seed, passed as the signed integer with its bits.
                 bits = int(value) & 0xFFFFFFFFFFFFFFFF
-                values[i].i64 = bits - (1 << 64) if bits >= 1 << 63 else bits
+                fields += (0, 0, 0, 0, 0, 0.0, bits - (1 << 64) if bits >= 1 << 63 else bits)
             else:
-                values[i].f32 = float(value)
-        if inputs:
-            raise CodaError(f"the program has no epilogue inputs named {sorted(inputs)}")
+                fields += (0, 0, 0, 0, 0, float(value), 0)
+        if used != len(inputs):
+            names = {arg["name"] for arg, _ in plan["arguments"] if arg["role"] == "input"}
+            raise CodaError("the program has no epilogue inputs named "
+                            f"{sorted(set(inputs) - names)}")
+        values = plan["values"].pack(*fields)
 
         ta, tb = self.transpose_a, self.transpose_b
         m = a.shape[-1] if ta else a.shape[-2]
         n = b.shape[-2] if tb else b.shape[-1]
         batch = a.shape[0] if a.dim() == 3 else (b.shape[0] if b.dim() == 3 else None)
         results = {}
-        tensors = (_Tensor * len(self.outputs))()
-        for i, output in enumerate(self.outputs):
-            shape = [size for bit, size in ((_DIMS_B, batch), (_DIMS_M, m), (_DIMS_N, n))
-                     if output["dims"] & bit]
-            tensor = (out or {}).get(output["name"])
+        fields = []
+        for output, dtype in plan["outputs"]:
+            tensor = out.get(output["name"]) if out else None
             if tensor is None:
-                tensor = torch.empty(shape, dtype=dtypes[output["type"]], device=a.device)
-            tensors[i] = self._tensor(output, tensor, dtypes[output["type"]])
+                shape = [size for bit, size in ((_DIMS_B, batch), (_DIMS_M, m), (_DIMS_N, n))
+                         if output["dims"] & bit]
+                tensor = plan["torch"].empty(shape, dtype=dtype, device=plan["device"])
+            fields += self._tensor_fields(output, tensor, dtype)
             results[output["name"]] = tensor
-        stream = torch.cuda.current_stream(a.device).cuda_stream
-        _check(_library().coda_program_launch(self._handle, values, len(self.arguments),
-                                              tensors, len(self.outputs),
-                                              ctypes.c_void_p(stream)))
+        _check(_library().coda_program_launch(
+            self._handle, values, len(self.arguments), plan["outputs_struct"].pack(*fields),
+            len(self.outputs), plan["stream"](self.device)))
         return results
 
-    def _tensor(self, spec, tensor, dtype):
+    def _make_plan(self):
+        """What every launch needs from the program's signature, worked out
+        at the first: the arguments' and outputs' torch dtypes (None for
+        scalars), the structs their C values pack into, and the function
+        that finds PyTorch's current stream."""
         import torch
 
-        name = spec["name"]
+        dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._plan = {
+            "torch": torch,
+            "device": torch.device("cuda", self.device),
+            "arguments": [(arg, dtypes[arg["type"]] if arg["tensor"] else None)
+                          for arg in self.arguments],
+            "outputs": [(output, dtypes[output["type"]]) for output in self.outputs],
+            "values": struct.Struct("@" + _VALUE * len(self.arguments)),
+            "outputs_struct": struct.Struct("@" + _TENSOR * len(self.outputs)),
+            "stream": raw or (lambda device: torch.cuda.current_stream(device).cuda_stream),
+        }
+        return self._plan
+
+    def _tensor_fields(self, spec, tensor, dtype):
+        """The coda_tensor fields (data, rank, shape[3]) of a tensor argument
+        or output, once it is checked."""
+        try:
+            fast = (tensor.get_device() == self.device and tensor.dtype == dtype
+                    and tensor.is_contiguous() and tensor.dim() <= 3)
+        except AttributeError:
+            fast = False
+        if not fast:
+            self._check_tensor(spec["name"], tensor, dtype)
+        shape = tuple(tensor.shape)
+        return (tensor.data_ptr(), len(shape)) + shape + (0,) * (3 - len(shape))
+
+    def _check_tensor(self, name, tensor, dtype):
+        import torch
+
         if not isinstance(tensor, torch.Tensor) or not tensor.is_cuda:
             raise CodaError(f"'{name}' must be a CUDA tensor")
         if tensor.device.index != self.device:
@@ -283,9 +323,3 @@ class Program:
             raise CodaError(f"'{name}' must be contiguous")
         if tensor.dim() > 3:
             raise CodaError(f"'{name}' has {tensor.dim()} dims; at most 3 are supported")
-        t = _Tensor()
-        t.data = tensor.data_ptr()
-        t.rank = tensor.dim()
-        for d, size in enumerate(tensor.shape):
-            t.shape[d] = size
-        return t

@@ -65,6 +65,25 @@ for name in ("output", "pre"):
     assert torch.equal(given[name], outs[name]), f"{name}: second launch differs"
 ref.check("dbias again", given["dbias"].cpu().numpy(), outs["dbias"].cpu().numpy(), "f32")
 
+# Under CUDA graph capture the launch (and the zeroing of the column sum's
+# output) is recorded with its arguments; replays read new data from the same
+# tensors. Two replays: a column sum that were not zeroed again would double.
+static = {"a": bf16["a"].clone(), "b": bf16["b"].clone(), "bias": dev["bias"].clone(),
+          "residual": bf16["residual"].clone(), "rs": dev["rs"].clone()}
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    captured = program(static["a"], static["b"], bias=static["bias"], residual=static["residual"],
+                       rs=static["rs"], alpha=scalars["alpha"])
+arrays3, _ = EXAMPLES["mlp_up"].inputs(rng, 300, 264, 136)
+for name, tensor in static.items():
+    tensor.copy_(torch.from_numpy(arrays3[name]))
+for _ in range(2):
+    graph.replay()
+torch.cuda.synchronize()
+want3 = EXAMPLES["mlp_up"].reference(arrays3, scalars, 0)
+for name, tol in EXAMPLES["mlp_up"].tolerances.items():
+    ref.check(f"mlp_up replayed {name}", captured[name].float().cpu().numpy(), want3[name], tol)
+
 # autotune=True times the candidate kernel shapes at the first call of each
 # problem shape and runs the fastest. The tuning runs write scratch outputs:
 # here the output is the residual itself (in place) on a problem shape the
@@ -178,17 +197,40 @@ refused("output 'dbias' is not empty for M = 0, N = 264",
         a=torch.empty(0, 136, device="cuda", dtype=torch.bfloat16),
         residual=torch.empty(0, 264, device="cuda", dtype=torch.bfloat16),
         rs=torch.empty(0, device="cuda"))
+refused("'residual' must be a CUDA tensor", residual=bf16["residual"].cpu())
+refused("'bias' must be a CUDA tensor", bias=0.5)
+refused("'residual' must be contiguous",
+        residual=torch.empty(264, 300, device="cuda", dtype=torch.bfloat16).t())
+refused("'rs' has 4 dims; at most 3 are supported", rs=dev["rs"].view(1, 1, 1, -1))
+refused("'pre' must be torch.float32, got torch.bfloat16",
+        out={"pre": torch.empty(300, 264, device="cuda", dtype=torch.bfloat16)})
+refused("the program has no epilogue inputs named ['extra']", extra=1.0)
+try:
+    program(bf16["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], alpha=1.0)
+    raise AssertionError("launched without an input")
+except coda.CodaError as error:
+    assert str(error) == "missing epilogue input 'rs'", str(error)
 if torch.cuda.device_count() > 1:
     refused("'b' is on cuda:1, but the program runs on cuda:0", b=bf16["b"].to("cuda:1"))
 # The C API refuses a tensor rank outside 0..3 (the python layer refuses it
 # first; call the library directly).
 from coda import runtime as rt  # noqa: E402
 
-values = (rt._Value * len(program.arguments))()
-values[0].tensor.rank = 4
-outputs = (rt._Tensor * len(program.outputs))()
-assert rt._library().coda_program_launch(program._handle, values, len(program.arguments),
-                                         outputs, len(program.outputs), None) != 0
+import struct  # noqa: E402
+
+
+def launch_raw(handle, values, outputs):
+    """coda_program_launch on (data, rank, shape[3], f32, i64) values and
+    (data, rank, shape[3]) outputs: its status."""
+    return rt._library().coda_program_launch(
+        handle, struct.pack("@" + rt._VALUE * len(values), *sum(values, ())), len(values),
+        struct.pack("@" + rt._TENSOR * len(outputs), *sum(outputs, ())), len(outputs), None)
+
+
+NO_TENSOR = (0, 0, 0, 0, 0)
+assert launch_raw(program._handle,
+                  [(0, 4, 0, 0, 0, 0.0, 0)] + [NO_TENSOR + (0.0, 0)] * (len(program.arguments) - 1),
+                  [NO_TENSOR] * len(program.outputs)) != 0
 message = rt._library().coda_last_error().decode()
 assert message == "'a' has rank 4; coda tensors have rank 0 to 3", message
 print("refused:", message)
@@ -197,17 +239,12 @@ print("refused:", message)
 dtypes = {"bf16": torch.bfloat16, "f32": torch.float32}
 given = {"a": bf16["a"], "b": bf16["b"], "bias": dev["bias"], "residual": bf16["residual"],
          "rs": dev["rs"]}
-values = (rt._Value * len(program.arguments))()
-for i, arg in enumerate(program.arguments):
-    if arg["tensor"]:
-        values[i].tensor = program._tensor(arg, given[arg["name"]], dtypes[arg["type"]])
-    else:
-        values[i].f32 = 1.0
-values[3].tensor.data = 0
-for i, output in enumerate(program.outputs):
-    outputs[i] = program._tensor(output, outs[output["name"]], dtypes[output["type"]])
-assert rt._library().coda_program_launch(program._handle, values, len(program.arguments),
-                                         outputs, len(program.outputs), None) != 0
+values = [program._tensor_fields(arg, given[arg["name"]], dtypes[arg["type"]]) + (0.0, 0)
+          if arg["tensor"] else NO_TENSOR + (1.0, 0) for arg in program.arguments]
+values[3] = (0,) + values[3][1:]
+assert launch_raw(program._handle, values,
+                  [program._tensor_fields(output, outs[output["name"]], dtypes[output["type"]])
+                   for output in program.outputs]) != 0
 message = rt._library().coda_last_error().decode()
 assert message == "'residual' is a null pointer", message
 print("refused:", message)
@@ -226,12 +263,10 @@ def bare_thread():
     current = ctypes.c_void_p()
     cuda.cuCtxGetCurrent(ctypes.byref(current))
     seen["before"] = current.value
-    args = (rt._Value * 2)()
-    for i, operand in enumerate((bf16["a"], bf16["b"])):
-        args[i].tensor = fresh._tensor(fresh.arguments[i], operand, torch.bfloat16)
-    result = (rt._Tensor * 1)()
-    result[0] = fresh._tensor(fresh.outputs[0], tripled, torch.bfloat16)
-    seen["status"] = rt._library().coda_program_launch(fresh._handle, args, 2, result, 1, None)
+    args = [fresh._tensor_fields(fresh.arguments[i], operand, torch.bfloat16) + (0.0, 0)
+            for i, operand in enumerate((bf16["a"], bf16["b"]))]
+    result = [fresh._tensor_fields(fresh.outputs[0], tripled, torch.bfloat16)]
+    seen["status"] = launch_raw(fresh._handle, args, result)
     seen["error"] = rt._library().coda_last_error().decode()
     cuda.cuCtxGetCurrent(ctypes.byref(current))
     seen["after"] = current.value
