@@ -43,6 +43,7 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
   kernels.clusterM = options.clusterM;
   kernels.groupRows = options.groupRows;
   kernels.fastActivations = options.fastActivations;
+  kernels.seedInMemory = options.seedInMemory;
   pm.addPass(createConvertCodaToGPU(kernels));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -225,11 +225,12 @@ coda_status coda_program_prepare(coda_program *program) {
   return status(program->program->prepare());
 }
 
-coda_status coda_program_launch(coda_program *program,
-                                const coda_value *arguments,
-                                size_t num_arguments,
-                                const coda_tensor *outputs, size_t num_outputs,
-                                void *stream) {
+/// coda_program_launch, with the seed read from `seedAddress` when it is not
+/// 0.
+static coda_status launch(coda_program *program, const coda_value *arguments,
+                          size_t num_arguments, const coda_tensor *outputs,
+                          size_t num_outputs, uint64_t seedAddress,
+                          void *stream) {
   if (!program || (num_arguments && !arguments) || (num_outputs && !outputs))
     return fail("coda_program_launch: null argument");
   // Only tensor arguments' descriptions are read: callers may leave them
@@ -257,7 +258,26 @@ coda_status coda_program_launch(coda_program *program,
       return status(result.takeError());
     results.push_back(std::move(*result));
   }
-  return status(program->program->launch(values, results, stream));
+  return status(program->program->launch(values, results, stream, seedAddress));
+}
+
+coda_status coda_program_launch(coda_program *program,
+                                const coda_value *arguments,
+                                size_t num_arguments,
+                                const coda_tensor *outputs, size_t num_outputs,
+                                void *stream) {
+  return launch(program, arguments, num_arguments, outputs, num_outputs,
+                /*seedAddress=*/0, stream);
+}
+
+coda_status coda_program_launch_device_seed(
+    coda_program *program, const coda_value *arguments, size_t num_arguments,
+    const coda_tensor *outputs, size_t num_outputs, uint64_t seed_address,
+    void *stream) {
+  if (!seed_address)
+    return fail("coda_program_launch_device_seed: the seed's address is 0");
+  return launch(program, arguments, num_arguments, outputs, num_outputs,
+                seed_address, stream);
 }
 
 } // extern "C"

@@ -437,7 +437,8 @@ static bool describesProgram(const KernelABI &abi,
         return false;
       break;
     case KernelParamKind::GlobalPtr:
-      if (!tensor)
+      // A tensor, or the seed given by its address.
+      if (!tensor && !type.isInteger(64))
         return false;
       break;
     case KernelParamKind::F32:
@@ -668,10 +669,12 @@ llvm::Error GpuProgram::prepare(const ProblemShape &problem) {
 }
 
 llvm::Expected<std::shared_ptr<Kernel>>
-GpuProgram::prepareShape(const GpuCompileOptions &shape) {
+GpuProgram::prepareShape(const GpuCompileOptions &shape, bool seedInMemory) {
   GpuRuntime::Impl &impl = *runtime.impl;
   std::lock_guard<std::mutex> lock(impl.mutex);
   std::string shapeKey = getShapeKey(shape);
+  if (seedInMemory)
+    shapeKey += "/seed-in-memory";
   if (std::shared_ptr<Kernel> known = loaded->byShape.lookup(shapeKey)) {
     if (shapeKey != loaded->lastShapeKey) {
       stats = loaded->statsByShape.lookup(shapeKey);
@@ -689,6 +692,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape) {
   pipeline.clusterM = shape.clusterM;
   pipeline.groupRows = shape.groupRows;
   pipeline.fastActivations = options.fastActivations;
+  pipeline.seedInMemory = seedInMemory;
 
   // The key covers everything the kernel depends on.
   GpuCompileStats fresh;
@@ -760,7 +764,8 @@ struct alignas(64) ParamStorage {
 } // namespace
 
 llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
-                               ArrayRef<DeviceTensor> outputs, void *stream) {
+                               ArrayRef<DeviceTensor> outputs, void *stream,
+                               uint64_t seedAddress) {
   const std::string &name = signature.functionName;
   ContextScope scope(*runtime.impl->driver, runtime.impl->context);
 
@@ -793,6 +798,15 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
     if (isa<RankedTensorType>(arg.type) && !value.tensor.pointer &&
         llvm::all_of(value.tensor.shape, [](int64_t d) { return d > 0; }))
       return error("'" + arg.name + "' is a null pointer");
+  if (seedAddress) {
+    int seed = signature.findInput("seed");
+    if (seed < 0 || !signature.arguments[seed].type.isInteger(64))
+      return error("'" + name +
+                   "' has no dropout seed to read from device memory");
+    if (seedAddress % 8 != 0)
+      return error("the dropout seed's device address must be 8-byte "
+                   "aligned");
+  }
   if (problem->m == 0 || problem->n == 0 || problem->batch == 0) {
     // Nothing to compute unless an output spans only the other dimension
     // (reductions over an empty M or N), which the GPU kernels do not fill.
@@ -811,18 +825,17 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
     return error("'" + name + "': K = 0 is not supported on the GPU");
   if (!options.autotune || reducesRows)
     return launchShape(chooseShape(*problem), *problem, arguments, outputs,
-                       stream);
+                       stream, seedAddress);
   llvm::Expected<GpuCompileOptions> tuned =
-      tuneShape(*problem, arguments, outputs, stream);
+      tuneShape(*problem, arguments, outputs, stream, seedAddress);
   if (!tuned)
     return tuned.takeError();
-  return launchShape(*tuned, *problem, arguments, outputs, stream);
+  return launchShape(*tuned, *problem, arguments, outputs, stream, seedAddress);
 }
 
-llvm::Expected<GpuCompileOptions>
-GpuProgram::tuneShape(const ProblemShape &problem,
-                      ArrayRef<DeviceValue> arguments,
-                      ArrayRef<DeviceTensor> outputs, void *stream) {
+llvm::Expected<GpuCompileOptions> GpuProgram::tuneShape(
+    const ProblemShape &problem, ArrayRef<DeviceValue> arguments,
+    ArrayRef<DeviceTensor> outputs, void *stream, uint64_t seedAddress) {
   std::string problemKey = getProblemKey(problem);
   std::lock_guard<std::mutex> lock(loaded->tuning);
   auto known = loaded->tuned.find(problemKey);
@@ -833,7 +846,7 @@ GpuProgram::tuneShape(const ProblemShape &problem,
   auto choose = [&](const GpuCompileOptions &shape,
                     SmallVector<std::pair<std::string, double>> times,
                     bool fromDiskCache) -> llvm::Expected<GpuCompileOptions> {
-    if (auto kernel = prepareShape(shape); !kernel)
+    if (auto kernel = prepareShape(shape, seedAddress != 0); !kernel)
       return kernel.takeError();
     loaded->tuned[problemKey] = shape;
     std::lock_guard<std::mutex> statsLock(runtime.impl->mutex);
@@ -885,7 +898,7 @@ GpuProgram::tuneShape(const ProblemShape &problem,
   for (const GpuCompileOptions &candidate : candidates)
     launches.push_back([&, candidate] {
       return launchShape(candidate, problem, arguments, scratchOutputs,
-                         /*stream=*/nullptr);
+                         /*stream=*/nullptr, seedAddress);
     });
   llvm::Expected<SmallVector<double>> medians =
       timeLaunches(launches, /*warmup=*/1, /*iterations=*/5);
@@ -912,10 +925,11 @@ llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
                                     const ProblemShape &problem,
                                     ArrayRef<DeviceValue> arguments,
                                     ArrayRef<DeviceTensor> outputs,
-                                    void *stream) {
+                                    void *stream, uint64_t seedAddress) {
   const CudaDriver &driver = *runtime.impl->driver;
   const std::string &name = signature.functionName;
-  llvm::Expected<std::shared_ptr<Kernel>> prepared = prepareShape(shape);
+  llvm::Expected<std::shared_ptr<Kernel>> prepared =
+      prepareShape(shape, seedAddress != 0);
   if (!prepared)
     return prepared.takeError();
   const Kernel &kernel = **prepared;
@@ -990,9 +1004,12 @@ llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
                                  static_cast<float>(param.fill.value_or(0.0)));
       break;
     case KernelParamKind::GlobalPtr:
-      slot.pointer = param.role == KernelParamRole::Output
-                         ? outputs[param.index].pointer
-                         : arguments[param.index].tensor.pointer;
+      // An output, a tensor input, or the seed given by its address.
+      slot.pointer =
+          param.role == KernelParamRole::Output ? outputs[param.index].pointer
+          : isa<RankedTensorType>(signature.arguments[param.index].type)
+              ? arguments[param.index].tensor.pointer
+              : seedAddress;
       break;
     case KernelParamKind::F32:
       slot.f32 = arguments[param.index].f32;

@@ -10,7 +10,8 @@ then launched on PyTorch's current stream, on the tensors' memory: nothing is
 copied. Inputs must be contiguous CUDA tensors of the dtypes the program
 declares; outputs are allocated with torch.empty. Launches can be captured
 in a CUDA graph once the program has run on the problem shape outside one; a
-replay keeps the scalars of the capture (alpha, beta, the dropout seed). The
+replay keeps the scalars of the capture (alpha, beta, a seed given as an
+int), while a seed given as a CUDA int64 tensor is read at each launch. The
 library is libcoda_runtime.so, found through $CODA_RUNTIME_LIBRARY or in the
 build folders of the source tree.
 """
@@ -100,6 +101,8 @@ def _library():
                                                  ctypes.POINTER(ctypes.c_int64)]),
             "coda_program_prepare": (I, [P]),
             "coda_program_launch": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t, P]),
+            "coda_program_launch_device_seed": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t,
+                                                    ctypes.c_uint64, P]),
         }
         for name, (restype, argtypes) in sig.items():
             fn = getattr(lib, name)
@@ -211,7 +214,11 @@ class Program:
         an input named alpha: the GEMM's own scalars are gemm_alpha and
         gemm_beta, default 1), or entries of `inputs`, a dict, which also
         takes inputs named like this call's own parameters (a, b, c, out,
-        ...); `out` may give preallocated outputs by name.
+        ...); `out` may give preallocated outputs by name. `seed` is an int,
+        or a CUDA int64 tensor of one element that the kernel reads as it
+        starts: a CUDA graph that captured the call replays with the seed
+        the tensor holds then (advance it, in the graph or between replays,
+        for a new dropout mask each time).
         """
         if inputs:
             inputs = dict(inputs)
@@ -225,6 +232,7 @@ class Program:
         given = {"a": a, "b": b, "c": c, "alpha": gemm_alpha, "beta": gemm_beta}
         fields = []
         used = 0
+        seed_address = 0
         for arg, dtype in plan["arguments"]:
             name = arg["name"]
             if arg["role"] == "input":
@@ -244,6 +252,9 @@ class Program:
             if dtype is not None:
                 fields += self._tensor_fields(arg, value, dtype)
                 fields += (0.0, 0)
+            elif arg["type"] == "i64" and isinstance(value, plan["torch"].Tensor):
+                seed_address = self._seed_address(name, value)
+                fields += (0, 0, 0, 0, 0, 0.0, 0)
             elif arg["type"] == "i64":
                 # A 64-bit seed, passed as the signed integer with its bits.
                 bits = int(value) & 0xFFFFFFFFFFFFFFFF
@@ -270,10 +281,26 @@ class Program:
                 tensor = plan["torch"].empty(shape, dtype=dtype, device=plan["device"])
             fields += self._tensor_fields(output, tensor, dtype)
             results[output["name"]] = tensor
-        _check(_library().coda_program_launch(
-            self._handle, values, len(self.arguments), plan["outputs_struct"].pack(*fields),
-            len(self.outputs), plan["stream"](self.device)))
+        outputs = plan["outputs_struct"].pack(*fields)
+        stream = plan["stream"](self.device)
+        if seed_address:
+            _check(_library().coda_program_launch_device_seed(
+                self._handle, values, len(self.arguments), outputs, len(self.outputs),
+                seed_address, stream))
+        else:
+            _check(_library().coda_program_launch(
+                self._handle, values, len(self.arguments), outputs, len(self.outputs), stream))
         return results
+
+    def _seed_address(self, name, tensor):
+        """The device address of a seed given as a tensor, once it is checked."""
+        import torch
+
+        self._check_tensor(name, tensor, torch.int64)
+        if tensor.numel() != 1:
+            raise CodaError(f"'{name}' given as a tensor must have one element, it has "
+                            f"{tensor.numel()}")
+        return tensor.data_ptr()
 
     def _make_plan(self):
         """What every launch needs from the program's signature, worked out

@@ -74,7 +74,12 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
     Option<"fastActivations", "fast-activations", "bool", /*default=*/"false",
            "GELU(tanh), SiLU and sigmoid on the tanh.approx.f32 instruction "
            "(one special-function operation instead of two; tanh's relative "
-           "error up to 2^-11, as cuBLASLt's fused GELU)">
+           "error up to 2^-11, as cuBLASLt's fused GELU)">,
+    Option<"seedInMemory", "seed-in-memory", "bool", /*default=*/"false",
+           "The dropout seed's kernel parameter is the global address of its "
+           "8 bytes, read as the kernel starts, instead of its value: a CUDA "
+           "graph that captured a launch replays with the seed memory holds "
+           "then">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

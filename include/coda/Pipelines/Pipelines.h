@@ -73,6 +73,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("GELU(tanh), SiLU and sigmoid on tanh.approx.f32 "
                      "(faster, tanh within 2^-11 relative error)"),
       llvm::cl::init(false)};
+  Option<bool> seedInMemory{
+      *this, "seed-in-memory",
+      llvm::cl::desc("The kernel reads the dropout seed from the global "
+                     "address it is given, as it starts"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the passes that turn each coda program into one fused GEMM +

@@ -163,9 +163,14 @@ public:
   /// timed at the problem's first launch on its arguments (after `stream`
   /// has caught up, into scratch outputs, on the default stream; that launch
   /// returns once the timing is done); each shape is compiled once, at its
-  /// first launch.
+  /// first launch. A non-zero `seedAddress` is the device address of the
+  /// dropout seed's 8 bytes (its argument's `i64` is then ignored), which the
+  /// kernel reads as it starts, so that a CUDA graph that captured the launch
+  /// replays with the seed held there then; such launches use a kernel
+  /// compiled for that, once, beside the other.
   llvm::Error launch(ArrayRef<DeviceValue> arguments,
-                     ArrayRef<DeviceTensor> outputs, void *stream);
+                     ArrayRef<DeviceTensor> outputs, void *stream,
+                     uint64_t seedAddress = 0);
 
   /// Times the kernel with CUDA events on the default stream: `warmup`
   /// launches, then `iterations` timed ones, each after a write of a 256 MiB
@@ -190,12 +195,13 @@ private:
   /// timed now on `arguments`, once `stream` has caught up.
   llvm::Expected<GpuCompileOptions>
   tuneShape(const ProblemShape &problem, ArrayRef<DeviceValue> arguments,
-            ArrayRef<DeviceTensor> outputs, void *stream);
+            ArrayRef<DeviceTensor> outputs, void *stream, uint64_t seedAddress);
   /// Launches the kernel of `shape` (launch() has checked the arguments).
   llvm::Error launchShape(const GpuCompileOptions &shape,
                           const ProblemShape &problem,
                           ArrayRef<DeviceValue> arguments,
-                          ArrayRef<DeviceTensor> outputs, void *stream);
+                          ArrayRef<DeviceTensor> outputs, void *stream,
+                          uint64_t seedAddress);
   /// The median time of each of `launches` in milliseconds, over
   /// `iterations` rounds that time each once in turn (so that clock changes
   /// reach them alike), on the default stream, each call after a 256 MiB
@@ -206,9 +212,10 @@ private:
   /// The cache key of the program, before the kernel shape: the compiler
   /// version, the chip, the source, the function and the activations option.
   std::string getProgramKey() const;
-  /// Compiles (or fetches) and loads the kernel of `shape`, once.
+  /// Compiles (or fetches) and loads the kernel of `shape`, once; with
+  /// `seedInMemory`, the variant that reads the dropout seed from its address.
   llvm::Expected<std::shared_ptr<runtime::Kernel>>
-  prepareShape(const GpuCompileOptions &shape);
+  prepareShape(const GpuCompileOptions &shape, bool seedInMemory = false);
 
   GpuRuntime &runtime;
   std::string source;

@@ -165,6 +165,17 @@ coda_status coda_program_launch(coda_program *program,
                                 const coda_tensor *outputs, size_t num_outputs,
                                 void *stream);
 
+/* As coda_program_launch, but the kernel reads the dropout seed (the i64
+   argument named "seed", whose `i64` is then ignored) as it starts, from the
+   8 bytes at `seed_address` (a CUdeviceptr, 8-byte aligned): a CUDA graph that
+   captured the launch replays with the seed held there then, so a graph that
+   also advances it draws a new mask at each replay. The first such launch of
+   a problem shape compiles the kernel for it, beside coda_program_launch's. */
+coda_status coda_program_launch_device_seed(
+    coda_program *program, const coda_value *arguments, size_t num_arguments,
+    const coda_tensor *outputs, size_t num_outputs, uint64_t seed_address,
+    void *stream);
+
 #ifdef __cplusplus
 }
 #endif

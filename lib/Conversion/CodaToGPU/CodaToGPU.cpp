@@ -112,7 +112,8 @@ SmallVector<Type> addParams(const KernelPlan &plan, KernelABI &abi) {
     add(f32, KernelParamKind::F32, KernelParamRole::Beta, arg(beta));
   for (Value input : op.getInputs()) {
     Type type = input.getType();
-    if (isa<RankedTensorType>(type))
+    if (isa<RankedTensorType>(type) ||
+        (type.isInteger(64) && plan.seedInMemory))
       add(globalPtr, KernelParamKind::GlobalPtr, KernelParamRole::Input,
           arg(input));
     else
@@ -231,6 +232,11 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   };
   KernelValues values;
   bindParams(entry, abi, values);
+  // The seed given by its address: every thread reads its 8 bytes once.
+  if (plan.seedInMemory)
+    for (auto [input, value] : llvm::zip(op.getInputs(), values.inputs))
+      if (input.getType().isInteger(64))
+        value = LLVM::LoadOp::create(kb, kb.getI64Type(), value);
   values.threadId = toI32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
   values.lane = kb.remu(values.threadId, kb.i32(32));
   values.warp = kb.remu(kb.divu(values.threadId, kb.i32(32)), kb.i32(4));
@@ -303,6 +309,7 @@ struct ConvertCodaToGPU final
         return;
       }
       plan->fastActivations = fastActivations;
+      plan->seedInMemory = seedInMemory;
       plans.push_back(*plan);
     });
     if (!legal)

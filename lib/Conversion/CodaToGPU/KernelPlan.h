@@ -163,6 +163,9 @@ struct KernelPlan {
   /// Whether GELU(tanh), SiLU and sigmoid run on tanh.approx.f32
   /// (coda-to-gpu's fast-activations).
   bool fastActivations = false;
+  /// Whether the dropout seed's parameter is its global address, read as the
+  /// kernel starts (coda-to-gpu's seed-in-memory).
+  bool seedInMemory = false;
 
   /// Checks that `op` can run as a kernel of this shape on `chip`, emitting
   /// an error on `op` otherwise.

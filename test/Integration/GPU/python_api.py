@@ -239,8 +239,9 @@ print("refused:", message)
 dtypes = {"bf16": torch.bfloat16, "f32": torch.float32}
 given = {"a": bf16["a"], "b": bf16["b"], "bias": dev["bias"], "residual": bf16["residual"],
          "rs": dev["rs"]}
-values = [program._tensor_fields(arg, given[arg["name"]], dtypes[arg["type"]]) + (0.0, 0)
-          if arg["tensor"] else NO_TENSOR + (1.0, 0) for arg in program.arguments]
+valid_values = [program._tensor_fields(arg, given[arg["name"]], dtypes[arg["type"]]) + (0.0, 0)
+                if arg["tensor"] else NO_TENSOR + (1.0, 0) for arg in program.arguments]
+values = list(valid_values)
 values[3] = (0,) + values[3][1:]
 assert launch_raw(program._handle, values,
                   [program._tensor_fields(output, outs[output["name"]], dtypes[output["type"]])
@@ -279,6 +280,69 @@ assert seen["before"] is None and seen["status"] == 0 and seen["after"] is None,
 torch.cuda.synchronize()
 ref.check("launched from a thread without a context", tripled.float().cpu().numpy(), 3 * acc,
           "bf16")
+
+# A seed given as a CUDA int64 tensor is read by the kernel as it starts:
+# the same output as the seed given by value, and a CUDA graph that captured
+# the call after an increment of the seed draws a new mask at each replay
+# (the capture runs nothing: the replays see seeds 42 and 43).
+paper = coda.Program(open(os.path.join(sys.argv[2], "examples", "paper.coda")).read())
+paper_arrays, _ = EXAMPLES["paper"].inputs(rng, 300, 264, 136)
+pdev = {name: torch.from_numpy(value).cuda().to(torch.bfloat16)
+        for name, value in paper_arrays.items()}
+seed_tensor = torch.tensor([41], dtype=torch.int64, device="cuda")
+by_value = paper(pdev["a"], pdev["b"], residual=pdev["residual"], seed=41)["output"]
+by_address = paper(pdev["a"], pdev["b"], residual=pdev["residual"], seed=seed_tensor)["output"]
+torch.cuda.synchronize()
+assert torch.equal(by_value, by_address), "the seed read from memory gave another output"
+pingpong = coda.Program(open(os.path.join(sys.argv[2], "examples", "paper.coda")).read(),
+                        schedule="pingpong", tile_m=128, tile_n=128)
+assert torch.equal(*[pingpong(pdev["a"], pdev["b"], residual=pdev["residual"], seed=seed)["output"]
+                    for seed in (41, seed_tensor)]), "the seed read from memory differs under ping-pong"
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    seed_tensor.add_(1)
+    replayed = paper(pdev["a"], pdev["b"], residual=pdev["residual"], seed=seed_tensor)["output"]
+for seed in (42, 43):
+    graph.replay()
+    torch.cuda.synchronize()
+    ref.check(f"paper replayed with seed {seed}", replayed.float().cpu().numpy(),
+              EXAMPLES["paper"].reference(paper_arrays, {}, seed)["output"], "bf16")
+for bad, expected in ((torch.tensor([1], dtype=torch.int32, device="cuda"),
+                       "'seed' must be torch.int64, got torch.int32"),
+                      (torch.tensor([1, 2], device="cuda"),
+                       "'seed' given as a tensor must have one element, it has 2"),
+                      (torch.tensor([1]), "'seed' must be a CUDA tensor")):
+    try:
+        paper(pdev["a"], pdev["b"], residual=pdev["residual"], seed=bad)
+        raise AssertionError(f"launched with seed {bad}")
+    except coda.CodaError as error:
+        assert str(error) == expected, str(error)
+        print("refused:", error)
+
+
+def launch_device_seed(program, values, outputs, address):
+    """coda_program_launch_device_seed, as launch_raw: its error or ''."""
+    status = rt._library().coda_program_launch_device_seed(
+        program._handle, struct.pack("@" + rt._VALUE * len(values), *sum(values, ())),
+        len(values), struct.pack("@" + rt._TENSOR * len(outputs), *sum(outputs, ())),
+        len(outputs), address, None)
+    return rt._library().coda_last_error().decode() if status else ""
+
+
+paper_values = [program._tensor_fields({"name": name}, pdev[name], torch.bfloat16) + (0.0, 0)
+                for name in ("a", "b", "residual")] + [NO_TENSOR + (0.0, 0)]
+paper_outputs = [program._tensor_fields({"name": "output"}, by_value, torch.bfloat16)]
+for address, expected in ((seed_tensor.data_ptr() + 4,
+                           "the dropout seed's device address must be 8-byte aligned"),
+                          (0, "coda_program_launch_device_seed: the seed's address is 0")):
+    message = launch_device_seed(paper, paper_values, paper_outputs, address)
+    assert message == expected, message
+    print("refused:", message)
+message = launch_device_seed(program, valid_values, [program._tensor_fields(
+    output, outs[output["name"]], dtypes[output["type"]]) for output in program.outputs],
+    seed_tensor.data_ptr())
+assert message == "'mlp_up' has no dropout seed to read from device memory", message
+print("refused:", message)
 
 # The C API reads `length` bytes of source, whatever follows them.
 text = TWO.format("plain", "arith.addf %acc, %acc : f32").encode()
