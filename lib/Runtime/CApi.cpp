@@ -11,11 +11,15 @@
 using namespace mlir;
 using namespace mlir::coda;
 
+// A program shares its runtime, whose kernels it uses: the runtime goes once
+// it and all of its programs are destroyed, in any order.
 struct coda_runtime {
-  std::unique_ptr<GpuRuntime> runtime;
+  std::shared_ptr<GpuRuntime> runtime;
 };
 
 struct coda_program {
+  std::shared_ptr<GpuRuntime> runtime;
+  // Declared after the runtime, so destroyed before it.
   std::unique_ptr<GpuProgram> program;
 };
 
@@ -116,7 +120,7 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
                                           orDefault(o.function, ""), compile);
   if (!loaded)
     return status(loaded.takeError());
-  *program = new coda_program{std::move(*loaded)};
+  *program = new coda_program{runtime->runtime, std::move(*loaded)};
   return CODA_OK;
 }
 

@@ -99,8 +99,8 @@ const char *coda_last_error(void);
    for their duration and leave the calling thread's current context as they
    found it. */
 coda_status coda_runtime_create(int device, coda_runtime **runtime);
-/* Destroy every program of a runtime before the runtime: its kernels live in
-   the runtime. */
+/* Releases the caller's runtime; the device's resources go once the runtime
+   and every program loaded into it are destroyed, in any order. */
 void coda_runtime_destroy(coda_runtime *runtime);
 
 /* Parses and verifies a program: coda IR (MLIR text), or an epilogue in the

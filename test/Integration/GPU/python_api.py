@@ -351,4 +351,19 @@ assert rt._library().coda_program_load(rt._runtime(0), text + b"@@ not coda", le
                                        ctypes.byref(handle)) == 0, \
     rt._library().coda_last_error().decode()
 rt._library().coda_program_destroy(handle)
+
+# A program outlives the runtime it was loaded into: with the runtime's handle
+# destroyed first, it still compiles, loads and launches.
+runtime = ctypes.c_void_p()
+assert rt._library().coda_runtime_create(0, ctypes.byref(runtime)) == 0
+assert rt._library().coda_program_load(runtime, text, len(text), None, ctypes.byref(handle)) == 0
+rt._library().coda_runtime_destroy(runtime)
+doubled = torch.empty(300, 264, device="cuda")
+assert launch_raw(handle, [program._tensor_fields({"name": name}, bf16[name], torch.bfloat16)
+                           + (0.0, 0) for name in ("a", "b")],
+                  [program._tensor_fields({"name": "result0"}, doubled, torch.float32)]) == 0, \
+    rt._library().coda_last_error().decode()
+torch.cuda.synchronize()
+rt._library().coda_program_destroy(handle)
+ref.check("launched after its runtime was destroyed", doubled.cpu().numpy(), 2 * acc, "f32")
 print("python api: ok")
