@@ -33,6 +33,9 @@ class CodaError(RuntimeError):
 # outputs into one buffer each.
 _TENSOR = "Qi3q"
 _VALUE = _TENSOR + "fq"
+# Standard size: packing refuses a finite value beyond f32's range (the
+# native format would make it inf).
+_F32 = struct.Struct("<f")
 
 
 class _Options(ctypes.Structure):
@@ -260,7 +263,13 @@ class Program:
                 bits = int(value) & 0xFFFFFFFFFFFFFFFF
                 fields += (0, 0, 0, 0, 0, 0.0, bits - (1 << 64) if bits >= 1 << 63 else bits)
             else:
-                fields += (0, 0, 0, 0, 0, float(value), 0)
+                value = float(value)
+                try:
+                    _F32.pack(value)
+                except OverflowError:
+                    raise CodaError(f"'{name}' = {value} is out of the range of f32 (at most "
+                                    "3.40282347e38 in magnitude)") from None
+                fields += (0, 0, 0, 0, 0, value, 0)
         if used != len(inputs):
             names = {arg["name"] for arg, _ in plan["arguments"] if arg["role"] == "input"}
             raise CodaError("the program has no epilogue inputs named "

@@ -205,6 +205,8 @@ refused("'rs' has 4 dims; at most 3 are supported", rs=dev["rs"].view(1, 1, 1, -
 refused("'pre' must be torch.float32, got torch.bfloat16",
         out={"pre": torch.empty(300, 264, device="cuda", dtype=torch.bfloat16)})
 refused("the program has no epilogue inputs named ['extra']", extra=1.0)
+refused("'alpha' = 1e+39 is out of the range of f32 (at most 3.40282347e38 in magnitude)",
+        alpha=1e39)
 try:
     program(bf16["a"], bf16["b"], bias=dev["bias"], residual=bf16["residual"], alpha=1.0)
     raise AssertionError("launched without an input")
