@@ -221,7 +221,10 @@ class Program:
         or a CUDA int64 tensor of one element that the kernel reads as it
         starts: a CUDA graph that captured the call replays with the seed
         the tensor holds then (advance it, in the graph or between replays,
-        for a new dropout mask each time).
+        for a new dropout mask each time). Without it, a program that draws
+        dropout masks takes a seed from PyTorch's default generator, as
+        F.dropout does (a new mask at each call, reproducible under
+        torch.manual_seed); give it to regenerate a mask (coda.dropout_mask).
         """
         if inputs:
             inputs = dict(inputs)
@@ -243,7 +246,10 @@ class Program:
                     value = inputs[name]
                     used += 1
                 elif name == "seed" and arg["type"] == "i64":
-                    value = 0 if seed is None else seed
+                    # As F.dropout: unless given, from PyTorch's default
+                    # generator (reproducible under torch.manual_seed).
+                    value = seed if seed is not None else int(
+                        plan["torch"].empty((), dtype=plan["torch"].int64).random_())
                 else:
                     raise CodaError(f"missing epilogue input '{name}'")
             else:

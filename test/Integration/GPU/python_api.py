@@ -309,6 +309,17 @@ for seed in (42, 43):
     torch.cuda.synchronize()
     ref.check(f"paper replayed with seed {seed}", replayed.float().cpu().numpy(),
               EXAMPLES["paper"].reference(paper_arrays, {}, seed)["output"], "bf16")
+# Without a seed, one from PyTorch's default generator: a new mask at each
+# call, the same calls again after the same torch.manual_seed.
+drawn = []
+for _ in range(2):
+    torch.manual_seed(7)
+    drawn += [paper(pdev["a"], pdev["b"], residual=pdev["residual"])["output"] for _ in range(2)]
+torch.cuda.synchronize()
+assert not torch.equal(drawn[0], drawn[1]), "two calls without a seed drew the same mask"
+assert torch.equal(drawn[0], drawn[2]) and torch.equal(drawn[1], drawn[3]), \
+    "torch.manual_seed did not reproduce the masks"
+print("seeds drawn from torch's generator: ok")
 for bad, expected in ((torch.tensor([1], dtype=torch.int32, device="cuda"),
                        "'seed' must be torch.int64, got torch.int32"),
                       (torch.tensor([1, 2], device="cuda"),
