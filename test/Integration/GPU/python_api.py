@@ -221,12 +221,16 @@ from coda import runtime as rt  # noqa: E402
 import struct  # noqa: E402
 
 
+def packed(values, outputs):
+    """The C API's arguments for (data, rank, shape[3], f32, i64) values and
+    (data, rank, shape[3]) outputs: each array and its length."""
+    return (struct.pack("@" + rt._VALUE * len(values), *sum(values, ())), len(values),
+            struct.pack("@" + rt._TENSOR * len(outputs), *sum(outputs, ())), len(outputs))
+
+
 def launch_raw(handle, values, outputs):
-    """coda_program_launch on (data, rank, shape[3], f32, i64) values and
-    (data, rank, shape[3]) outputs: its status."""
-    return rt._library().coda_program_launch(
-        handle, struct.pack("@" + rt._VALUE * len(values), *sum(values, ())), len(values),
-        struct.pack("@" + rt._TENSOR * len(outputs), *sum(outputs, ())), len(outputs), None)
+    """coda_program_launch: its status."""
+    return rt._library().coda_program_launch(handle, *packed(values, outputs), None)
 
 
 NO_TENSOR = (0, 0, 0, 0, 0)
@@ -336,9 +340,7 @@ for bad, expected in ((torch.tensor([1], dtype=torch.int32, device="cuda"),
 def launch_device_seed(program, values, outputs, address):
     """coda_program_launch_device_seed, as launch_raw: its error or ''."""
     status = rt._library().coda_program_launch_device_seed(
-        program._handle, struct.pack("@" + rt._VALUE * len(values), *sum(values, ())),
-        len(values), struct.pack("@" + rt._TENSOR * len(outputs), *sum(outputs, ())),
-        len(outputs), address, None)
+        program._handle, *packed(values, outputs), address, None)
     return rt._library().coda_last_error().decode() if status else ""
 
 
