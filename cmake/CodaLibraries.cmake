@@ -30,14 +30,14 @@ function(coda_add_library name)
 endfunction()
 
 # The MLIR/LLVM archives a statically linked tool is built from. Test, C-API and
-# tool-internal archives are left out: nothing in coda uses them.
+# other projects' tool archives are left out: nothing in coda uses them.
 function(_coda_static_archives out)
   file(GLOB mlir_archives "${LLVM_LIBRARY_DIR}/libMLIR*.a")
   file(GLOB llvm_archives "${LLVM_LIBRARY_DIR}/libLLVM*.a")
   set(keep "")
   foreach(a ${mlir_archives} ${llvm_archives})
     get_filename_component(n ${a} NAME)
-    if(NOT n MATCHES "Test|CAPI|BOLT|Exegesis|Polly|TableGen|Tblgen|Lsp")
+    if(NOT n MATCHES "Test|CAPI|BOLT|Exegesis|Polly|TableGen|Tblgen")
       list(APPEND keep ${a})
     endif()
   endforeach()

@@ -34,6 +34,7 @@ config.substitutions.append(
 tool_dirs = [config.coda_tools_dir, config.llvm_tools_dir]
 tools = [
     "coda-opt",
+    ToolSubst("coda-lsp-server", unresolved="ignore"),
     ToolSubst("coda-run", unresolved="ignore"),
     ToolSubst("coda-translate", unresolved="ignore"),
     ToolSubst("coda-dsl-fuzzer", unresolved="ignore"),
