@@ -51,6 +51,12 @@ void mlir::coda::buildCpuPipeline(OpPassManager &pm) {
   pm.addPass(math::createMathExpandOpsPass({{"fpowi", "rsqrt"}}));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
+  // Buffers from aligned_alloc rather than malloc aligned by integer
+  // arithmetic, which hides from LLVM that they alias no argument: the GEMM's
+  // sum then stays in a register and vectorizes.
+  FinalizeMemRefToLLVMConversionPassOptions memrefs;
+  memrefs.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

@@ -9,8 +9,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -72,9 +74,20 @@ CpuExecutable::create(OwningOpRef<ModuleOp> module,
   }();
   (void)nativeTargetReady;
 
+  auto host = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!host)
+    return host.takeError();
+  auto machine = host->createTargetMachine();
+  if (!machine)
+    return machine.takeError();
+  // LLVM's -O2 for the host CPU, whose vector width the loop vectorizer needs:
+  // the GEMM's sum over K (which may be reassociated) runs vectorized. The
+  // options hold a function_ref: the transformer must outlive create().
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
+                                machine->get());
   ExecutionEngineOptions options;
-  options.transformer = makeOptimizingTransformer(
-      /*optLevel=*/2, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+  options.transformer = optimize;
   auto engine = ExecutionEngine::create(*module, options);
   if (!engine)
     return engine.takeError();

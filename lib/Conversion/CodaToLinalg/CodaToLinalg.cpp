@@ -199,10 +199,15 @@ Value GemmLowering::lowerContraction(Value a, Value b) {
         auto ext = [&](Value v) -> Value {
           return v.getType() == f32 ? v : arith::ExtFOp::create(bb, l, f32, v);
         };
-        Value product = arith::MulFOp::create(bb, l, ext(args[0]), ext(args[1]));
-        linalg::YieldOp::create(bb, l,
-                                ValueRange{arith::AddFOp::create(bb, l, args[2],
-                                                                 product)});
+        // The sum over K may be reassociated (vectorized) and contracted:
+        // f32 accumulation in any order, as on the GPU's tensor cores.
+        auto flags =
+            arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+        Value product =
+            arith::MulFOp::create(bb, l, ext(args[0]), ext(args[1]), flags);
+        linalg::YieldOp::create(
+            bb, l,
+            ValueRange{arith::AddFOp::create(bb, l, args[2], product, flags)});
       });
   return generic.getResult(0);
 }

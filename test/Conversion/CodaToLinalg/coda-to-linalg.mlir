@@ -1,7 +1,8 @@
 // RUN: coda-opt %s --coda-to-linalg --split-input-file | FileCheck %s
 
 // The contraction reads B transposed ([N, K]) and extends bf16 to f32 before
-// multiplying; the bias is read along n only; the output is rounded to bf16.
+// multiplying, its sum over K free to be reassociated (vectorized) and
+// contracted; the bias is read along n only; the output is rounded to bf16.
 // CHECK-DAG: #[[$A_MAP:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-DAG: #[[$BT_MAP:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[$OUT_MAP:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -14,8 +15,8 @@
 // CHECK-SAME:      ins(%[[X]], %[[W]] : tensor<?x64xbf16>, tensor<32x64xbf16>) outs(%[[ZERO]] : tensor<?x32xf32>)
 // CHECK:           arith.extf
 // CHECK:           arith.extf
-// CHECK:           arith.mulf
-// CHECK:           arith.addf
+// CHECK:           %[[P:.*]] = arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// CHECK:           arith.addf %{{.*}}, %[[P]] fastmath<reassoc,contract> : f32
 // CHECK:         %[[ADD:.*]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$COL]], #[[$ID]]]
 // CHECK-SAME:      ins(%[[MM]], %[[BIAS]] : tensor<?x32xf32>, tensor<32xf32>)
 // CHECK:         %[[GELU:.*]] = linalg.generic
