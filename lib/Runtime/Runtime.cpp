@@ -438,7 +438,7 @@ static bool describesProgram(const KernelABI &abi,
       break;
     case KernelParamKind::GlobalPtr:
       // A tensor, or the seed given by its address.
-      if (!tensor && !type.isInteger(64))
+      if (!tensor && param.index != signature.findInput("seed"))
         return false;
       break;
     case KernelParamKind::F32:

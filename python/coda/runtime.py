@@ -9,9 +9,10 @@ The program is compiled when first called (and cached in memory and on disk),
 then launched on PyTorch's current stream, on the tensors' memory: nothing is
 copied. Inputs must be contiguous CUDA tensors of the dtypes the program
 declares; outputs are allocated with torch.empty. Launches can be captured
-in a CUDA graph once the program has run on the problem shape outside one; a
-replay keeps the scalars of the capture (alpha, beta, a seed given as an
-int), while a seed given as a CUDA int64 tensor is read at each launch. The
+in a CUDA graph once the program has run on the problem shape outside one,
+with its seed given the same way; a replay keeps the scalars of the capture
+(alpha, beta, a seed given as an int or drawn), while a seed given as a CUDA
+int64 tensor is read at each launch. The
 library is libcoda_runtime.so, found through $CODA_RUNTIME_LIBRARY or in the
 build folders of the source tree.
 """
@@ -222,9 +223,10 @@ class Program:
         starts: a CUDA graph that captured the call replays with the seed
         the tensor holds then (advance it, in the graph or between replays,
         for a new dropout mask each time). Without it, a program that draws
-        dropout masks takes a seed from PyTorch's default generator, as
-        F.dropout does (a new mask at each call, reproducible under
-        torch.manual_seed); give it to regenerate a mask (coda.dropout_mask).
+        dropout masks takes a seed from PyTorch's default (CPU) generator: a
+        new mask at each call, as F.dropout, reproducible under
+        torch.manual_seed (under CUDA graph capture, drawn once: give a tensor
+        seed there); give it to regenerate a mask (coda.dropout_mask).
         """
         if inputs:
             inputs = dict(inputs)
@@ -261,7 +263,8 @@ class Program:
             if dtype is not None:
                 fields += self._tensor_fields(arg, value, dtype)
                 fields += (0.0, 0)
-            elif arg["type"] == "i64" and isinstance(value, plan["torch"].Tensor):
+            elif (name == "seed" and arg["type"] == "i64"
+                  and isinstance(value, plan["torch"].Tensor) and value.is_cuda):
                 seed_address = self._seed_address(name, value)
                 fields += (0, 0, 0, 0, 0, 0.0, 0)
             elif arg["type"] == "i64":

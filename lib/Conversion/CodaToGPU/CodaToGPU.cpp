@@ -81,6 +81,19 @@ LogicalResult checkProgram(GemmOp op, ModuleOp module) {
   return success();
 }
 
+/// Whether `input` of `plan`'s gemm is the dropout seed that seed-in-memory
+/// passes by its address: the i64 argument named "seed" (ProgramSignature's
+/// seed); other i64 inputs stay values.
+static bool isSeedInMemory(const KernelPlan &plan, Value input) {
+  auto arg = dyn_cast<BlockArgument>(input);
+  auto program = plan.op->getParentOfType<func::FuncOp>();
+  if (!plan.seedInMemory || !arg || !program || !input.getType().isInteger(64))
+    return false;
+  auto name =
+      program.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "coda.name");
+  return name && name.getValue() == "seed";
+}
+
 /// Appends the kernel parameters of `plan` to `abi`, in ABI order (A, B, C,
 /// alpha, beta, epilogue inputs, outputs, then M, N, K and the batch count),
 /// and returns their types.
@@ -112,8 +125,7 @@ SmallVector<Type> addParams(const KernelPlan &plan, KernelABI &abi) {
     add(f32, KernelParamKind::F32, KernelParamRole::Beta, arg(beta));
   for (Value input : op.getInputs()) {
     Type type = input.getType();
-    if (isa<RankedTensorType>(type) ||
-        (type.isInteger(64) && plan.seedInMemory))
+    if (isa<RankedTensorType>(type) || isSeedInMemory(plan, input))
       add(globalPtr, KernelParamKind::GlobalPtr, KernelParamRole::Input,
           arg(input));
     else
@@ -233,10 +245,9 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   KernelValues values;
   bindParams(entry, abi, values);
   // The seed given by its address: every thread reads its 8 bytes once.
-  if (plan.seedInMemory)
-    for (auto [input, value] : llvm::zip(op.getInputs(), values.inputs))
-      if (input.getType().isInteger(64))
-        value = LLVM::LoadOp::create(kb, kb.getI64Type(), value);
+  for (auto [input, value] : llvm::zip(op.getInputs(), values.inputs))
+    if (isSeedInMemory(plan, input))
+      value = LLVM::LoadOp::create(kb, kb.getI64Type(), value);
   values.threadId = toI32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
   values.lane = kb.remu(values.threadId, kb.i32(32));
   values.warp = kb.remu(kb.divu(values.threadId, kb.i32(32)), kb.i32(4));
