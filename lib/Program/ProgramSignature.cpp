@@ -158,6 +158,11 @@ int ProgramSignature::findInput(StringRef name) const {
   return -1;
 }
 
+int ProgramSignature::findSeed() const {
+  int seed = findInput("seed");
+  return seed >= 0 && arguments[seed].type.isInteger(64) ? seed : -1;
+}
+
 /// The sizes of a tensor spanning `dims` for `problem`, in b, m, n order.
 static SmallVector<int64_t> shapeFor(unsigned dims, const ProblemShape &problem) {
   SmallVector<int64_t> shape;

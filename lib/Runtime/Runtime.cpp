@@ -438,7 +438,7 @@ static bool describesProgram(const KernelABI &abi,
       break;
     case KernelParamKind::GlobalPtr:
       // A tensor, or the seed given by its address.
-      if (!tensor && param.index != signature.findInput("seed"))
+      if (!tensor && param.index != signature.findSeed())
         return false;
       break;
     case KernelParamKind::F32:
@@ -799,8 +799,7 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
         llvm::all_of(value.tensor.shape, [](int64_t d) { return d > 0; }))
       return error("'" + arg.name + "' is a null pointer");
   if (seedAddress) {
-    int seed = signature.findInput("seed");
-    if (seed < 0 || !signature.arguments[seed].type.isInteger(64))
+    if (signature.findSeed() < 0)
       return error("'" + name +
                    "' has no dropout seed to read from device memory");
     if (seedAddress % 8 != 0)

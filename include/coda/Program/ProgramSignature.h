@@ -66,6 +66,8 @@ struct ProgramSignature {
   int findRole(ArgumentRole role) const;
   /// The index of the epilogue input named `name`, or -1.
   int findInput(StringRef name) const;
+  /// The index of the dropout seed (the i64 input named "seed"), or -1.
+  int findSeed() const;
 
   /// Infers M, N, K (and the batch) from the shapes of the tensor arguments
   /// (`shapes[i]` for argument i; ignored for scalars) and checks every tensor
