@@ -3,6 +3,7 @@
 #include "coda/Registration/Registration.h"
 #include "coda/Conversion/Passes.h"
 #include "coda/Dialect/Coda/IR/CodaDialect.h"
+#include "coda/Dialect/Coda/Transforms/Passes.h"
 #include "coda/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -137,6 +138,7 @@ void mlir::coda::registerDialects(DialectRegistry &registry) {
 
 void mlir::coda::registerPasses() {
   coda::registerCodaConversionPasses();
+  coda::registerCodaTransformsPasses();
   coda::registerPipelines();
 
   registerTransformsPasses();

@@ -8,8 +8,10 @@
 using namespace mlir;
 using namespace mlir::coda;
 
-static Value f32Const(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+/// A constant of the float type `type` (f32, or f64 in the reference's
+/// widened programs).
+static Value floatConst(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
 }
 
 static Value i32Const(OpBuilder &b, Location loc, uint32_t value) {
@@ -26,69 +28,146 @@ ActivationPrimitives ActivationPrimitives::exact() {
           }};
 }
 
+namespace {
+/// Scalar arithmetic on one float type, with the activations' shared pieces
+/// built on the target's primitives, so that an activation and its
+/// derivative are made of the same operations.
+struct ActivationMath {
+  OpBuilder &b;
+  Location loc;
+  Type type;
+  const ActivationPrimitives &primitives;
+
+  static constexpr double kLog2E = 1.4426950408889634;
+  /// sqrt(2/pi) and the cubic coefficient of GELU(tanh).
+  static constexpr double kGeluC = 0.7978845608028654, kGeluCubic = 0.044715;
+
+  Value constant(double value) { return floatConst(b, loc, type, value); }
+  Value mul(Value p, Value q) { return arith::MulFOp::create(b, loc, p, q); }
+  Value add(Value p, Value q) { return arith::AddFOp::create(b, loc, p, q); }
+  Value sub(Value p, Value q) { return arith::SubFOp::create(b, loc, p, q); }
+
+  /// p / (1 + 2^t): p * sigmoid(-t / log2(e)). A large t makes 2^t infinite
+  /// and the quotient zero; a very negative one makes it p.
+  Value overOnePlusExp2(Value p, Value t) {
+    Value e = primitives.exp2(b, loc, t);
+    return primitives.divide(b, loc, p, add(constant(1.0), e));
+  }
+  /// p (1 + tanh(u)) / 2 = p sigmoid(2u), on the fast tanh: one fma after it.
+  Value halfOnePlusTanh(Value p, Value u) {
+    Value h = mul(constant(0.5), p);
+    return add(h, mul(h, primitives.fastTanh(b, loc, u)));
+  }
+  /// sigmoid(z), on the fast tanh when there is one.
+  Value sigmoid(Value z) {
+    if (primitives.fastTanh)
+      return halfOnePlusTanh(constant(1.0), mul(constant(0.5), z));
+    return overOnePlusExp2(constant(1.0), mul(z, constant(-kLog2E)));
+  }
+  /// 2u of GELU(tanh): 2 sqrt(2/pi) (x + 0.044715 x^3).
+  Value geluTwiceU(Value x) {
+    Value poly = add(constant(2.0 * kGeluC),
+                     mul(constant(2.0 * kGeluC * kGeluCubic), mul(x, x)));
+    return mul(x, poly);
+  }
+};
+} // namespace
+
 Value mlir::coda::buildActivation(OpBuilder &b, Location loc,
                                   ActivationKind kind, Value x,
                                   const ActivationPrimitives &primitives) {
-  Value one = f32Const(b, loc, 1.0);
-  Value half = f32Const(b, loc, 0.5);
-  auto mul = [&](Value p, Value q) {
-    return arith::MulFOp::create(b, loc, p, q);
-  };
-  // p / (1 + 2^t): p * sigmoid(-t / log2(e)). A large t makes 2^t infinite
-  // and the quotient zero; a very negative one makes it p.
-  auto overOnePlusExp2 = [&](Value p, Value t) -> Value {
-    Value e = primitives.exp2(b, loc, t);
-    return primitives.divide(b, loc, p, arith::AddFOp::create(b, loc, one, e));
-  };
-  constexpr double kLog2E = 1.4426950408889634;
-  // p (1 + tanh(u)) / 2 = p sigmoid(2u), on the fast tanh: one fma after it.
-  auto halfOnePlusTanh = [&](Value p, Value u) -> Value {
-    Value h = mul(half, p);
-    return arith::AddFOp::create(b, loc, h,
-                                 mul(h, primitives.fastTanh(b, loc, u)));
-  };
+  ActivationMath m{b, loc, x.getType(), primitives};
   if (primitives.fastTanh) {
     switch (kind) {
     case ActivationKind::GeluTanh: {
       // u = sqrt(2/pi) x (1 + 0.044715 x^2)
-      constexpr double kC = 0.7978845608028654;
-      Value poly = arith::AddFOp::create(
-          b, loc, f32Const(b, loc, kC),
-          mul(f32Const(b, loc, kC * 0.044715), mul(x, x)));
-      return halfOnePlusTanh(x, mul(x, poly));
+      Value poly =
+          m.add(m.constant(ActivationMath::kGeluC),
+                m.mul(m.constant(ActivationMath::kGeluC *
+                                 ActivationMath::kGeluCubic),
+                      m.mul(x, x)));
+      return m.halfOnePlusTanh(x, m.mul(x, poly));
     }
     case ActivationKind::Silu:
-      return halfOnePlusTanh(x, mul(half, x));
+      return m.halfOnePlusTanh(x, m.mul(m.constant(0.5), x));
     case ActivationKind::Sigmoid:
-      return halfOnePlusTanh(one, mul(half, x));
+      return m.halfOnePlusTanh(m.constant(1.0), m.mul(m.constant(0.5), x));
     default:
       break;
     }
   }
+  constexpr double kLog2E = ActivationMath::kLog2E;
   switch (kind) {
   case ActivationKind::GeluTanh: {
     // 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed
     // as x * sigmoid(2u) = x / (1 + 2^(-2u log2(e))): one exponential and
     // one division, and no cancellation in 1 + tanh(u) for negative x.
-    constexpr double kScale = -2.0 * 0.7978845608028654 * kLog2E;
-    Value poly = arith::AddFOp::create(
-        b, loc, f32Const(b, loc, kScale),
-        mul(f32Const(b, loc, kScale * 0.044715), mul(x, x)));
-    return overOnePlusExp2(x, mul(x, poly));
+    constexpr double kScale = -2.0 * ActivationMath::kGeluC * kLog2E;
+    Value poly = m.add(
+        m.constant(kScale),
+        m.mul(m.constant(kScale * ActivationMath::kGeluCubic), m.mul(x, x)));
+    return m.overOnePlusExp2(x, m.mul(x, poly));
   }
   case ActivationKind::GeluErf: {
     // 0.5 x (1 + erf(x / sqrt(2)))
-    Value e = math::ErfOp::create(b, loc,
-                                  mul(x, f32Const(b, loc, 0.7071067811865476)));
-    return mul(mul(half, x), arith::AddFOp::create(b, loc, one, e));
+    Value e =
+        math::ErfOp::create(b, loc, m.mul(x, m.constant(0.7071067811865476)));
+    return m.mul(m.mul(m.constant(0.5), x), m.add(m.constant(1.0), e));
   }
   case ActivationKind::Relu:
-    return arith::MaximumFOp::create(b, loc, x, f32Const(b, loc, 0.0));
+    return arith::MaximumFOp::create(b, loc, x, m.constant(0.0));
   case ActivationKind::Silu:
     // x * sigmoid(x) = x / (1 + 2^(-x log2(e)))
-    return overOnePlusExp2(x, mul(x, f32Const(b, loc, -kLog2E)));
+    return m.overOnePlusExp2(x, m.mul(x, m.constant(-kLog2E)));
   case ActivationKind::Sigmoid:
-    return overOnePlusExp2(one, mul(x, f32Const(b, loc, -kLog2E)));
+    return m.overOnePlusExp2(m.constant(1.0), m.mul(x, m.constant(-kLog2E)));
+  }
+  llvm_unreachable("unknown activation kind");
+}
+
+Value mlir::coda::buildActivationDerivative(
+    OpBuilder &b, Location loc, ActivationKind kind, Value x,
+    const ActivationPrimitives &primitives) {
+  ActivationMath m{b, loc, x.getType(), primitives};
+  switch (kind) {
+  case ActivationKind::GeluTanh: {
+    // d/dx x s(x), s = sigmoid(2u): s + x s (1 - s) 2u', with
+    // 2u' = 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+    Value s = m.sigmoid(m.geluTwiceU(x));
+    Value twiceDu = m.add(
+        m.constant(2.0 * ActivationMath::kGeluC),
+        m.mul(m.constant(6.0 * ActivationMath::kGeluC *
+                         ActivationMath::kGeluCubic),
+              m.mul(x, x)));
+    Value ds = m.mul(m.mul(s, m.sub(m.constant(1.0), s)), twiceDu);
+    return m.add(s, m.mul(x, ds));
+  }
+  case ActivationKind::GeluErf: {
+    // Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt(2))) + x e^(-x^2/2) / sqrt(2 pi)
+    Value e =
+        math::ErfOp::create(b, loc, m.mul(x, m.constant(0.7071067811865476)));
+    Value cdf = m.mul(m.constant(0.5), m.add(m.constant(1.0), e));
+    Value density = primitives.exp2(
+        b, loc, m.mul(m.mul(x, x), m.constant(-0.5 * ActivationMath::kLog2E)));
+    return m.add(cdf,
+                 m.mul(x, m.mul(density, m.constant(0.3989422804014327))));
+  }
+  case ActivationKind::Relu: {
+    // 1 where x > 0, else 0 (0 at x = 0, as PyTorch's relu backward).
+    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           x, m.constant(0.0));
+    return arith::SelectOp::create(b, loc, positive, m.constant(1.0),
+                                   m.constant(0.0));
+  }
+  case ActivationKind::Silu: {
+    // d/dx x s(x), s = sigmoid(x): s (1 + x (1 - s)).
+    Value s = m.sigmoid(x);
+    return m.mul(s, m.add(m.constant(1.0), m.mul(x, m.sub(m.constant(1.0), s))));
+  }
+  case ActivationKind::Sigmoid: {
+    Value s = m.sigmoid(x);
+    return m.mul(s, m.sub(m.constant(1.0), s));
+  }
   }
   llvm_unreachable("unknown activation kind");
 }
@@ -191,7 +270,7 @@ static Value selectKept(OpBuilder &b, Location loc, Value x, Value bits,
                         uint32_t threshold, Value addend, Value dropped) {
   if (threshold >= 65536)
     return dropped;
-  Value scale = f32Const(b, loc, 65536.0 / (65536.0 - threshold));
+  Value scale = floatConst(b, loc, x.getType(), 65536.0 / (65536.0 - threshold));
   Value keep = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, bits,
                                      i32Const(b, loc, threshold));
   Value kept = arith::MulFOp::create(b, loc, x, scale);
@@ -203,7 +282,7 @@ static Value selectKept(OpBuilder &b, Location loc, Value x, Value bits,
 Value mlir::coda::buildDropoutApply(OpBuilder &b, Location loc, Value x,
                                     Value bits, uint32_t threshold) {
   return selectKept(b, loc, x, bits, threshold, Value(),
-                    f32Const(b, loc, 0.0));
+                    floatConst(b, loc, x.getType(), 0.0));
 }
 
 Value mlir::coda::buildDropoutApplyAdd(OpBuilder &b, Location loc, Value x,

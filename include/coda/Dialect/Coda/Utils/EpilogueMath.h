@@ -33,8 +33,15 @@ struct ActivationPrimitives {
   static ActivationPrimitives exact();
 };
 
-/// Builds the formula of activation `kind` on the f32 value `x`.
+/// Builds the formula of activation `kind` on the value `x` (f32; f64 in
+/// the CPU reference's widened programs).
 Value buildActivation(
+    OpBuilder &b, Location loc, ActivationKind kind, Value x,
+    const ActivationPrimitives &primitives = ActivationPrimitives::exact());
+
+/// Builds the derivative of activation `kind` at `x`, d kind(x) / dx, from
+/// the same primitives as buildActivation (relu's is 0 at x = 0).
+Value buildActivationDerivative(
     OpBuilder &b, Location loc, ActivationKind kind, Value x,
     const ActivationPrimitives &primitives = ActivationPrimitives::exact());
 
@@ -67,7 +74,7 @@ Value buildDropoutSlice(OpBuilder &b, Location loc, std::array<Value, 4> words,
 Value buildDropoutBits(OpBuilder &b, Location loc, Value seed, int32_t stream,
                        Value batch, Value row, Value col);
 
-/// Builds inverted dropout of the f32 value `x` given its 16 random bits:
+/// Builds inverted dropout of the float value `x` given its 16 random bits:
 /// `bits >= threshold ? x * 65536 / (65536 - threshold) : 0`.
 Value buildDropoutApply(OpBuilder &b, Location loc, Value x, Value bits,
                         uint32_t threshold);

@@ -1,0 +1,89 @@
+//===- Backward.h - backward programs derived from a forward one -*- C++ -*-===//
+//
+// Reverse-mode differentiation of a coda program. From a forward program
+// `out = f(acc, inputs)` with `acc = alpha * op(A) op(B)`, deriveBackward
+// builds coda programs that compute, in one GEMM + epilogue each:
+//
+//  - the epilogue gradient: `grad_acc = sum_i grad_out_i * d out_i / d acc`
+//    and the gradient of every tensor input (a `[n]` input's as a column
+//    sum, a `[m]` input's as a row sum, a `[m, n]` input's elementwise), on
+//    the accumulator of a GEMM: the forward GEMM recomputed, or, when the
+//    forward saved its accumulator, the GEMM that produces the output's
+//    gradient (the next layer's dgrad `dY W_next`);
+//  - the operand gradients `grad_a = alpha grad_acc op(B)^T` and
+//    `grad_b = alpha op(A)^T grad_acc` in the layouts A and B are stored in.
+//
+// Dropout's backward regenerates the forward mask from the same seed and
+// stream; row reductions get their exact backward (row reductions again).
+// Outputs that span `[m]` or `[n]` (row statistics, column sums) take no
+// gradient: they are the statistics and gradients a training step reads,
+// not values a loss depends on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CODA_DIALECT_CODA_TRANSFORMS_BACKWARD_H
+#define CODA_DIALECT_CODA_TRANSFORMS_BACKWARD_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <optional>
+
+namespace mlir::coda {
+
+/// Where the epilogue gradient finds the forward's accumulator.
+enum class AccumulatorSource {
+  /// `@f_backward` recomputes the forward GEMM on A and B; the gradient of
+  /// every `[m, n]` output is an epilogue input `grad_<output>`.
+  Recompute,
+  /// `@f_saving`, the forward program that also writes its accumulator (the
+  /// output `saved_acc`, in the operand type), and `@f_backward_saved`, which
+  /// reads `saved_acc` as an input and runs on the accumulator of its own
+  /// GEMM: the gradient of the forward's first `[m, n]` output, produced by
+  /// `A [M, K] * B [K, N]` (the next layer's `dY * W_next`, W_next stored
+  /// `[K, N]` as an `nn.Linear` weight of that layer).
+  Saved,
+};
+
+/// The names the derived programs take, after the forward program's name.
+struct BackwardNames {
+  static constexpr const char *kBackward = "backward";
+  static constexpr const char *kSaving = "saving";
+  static constexpr const char *kBackwardSaved = "backward_saved";
+  static constexpr const char *kGradA = "grad_a";
+  static constexpr const char *kGradB = "grad_b";
+  /// The accumulator the saving program writes.
+  static constexpr const char *kSavedAcc = "saved_acc";
+  /// The gradient of the accumulator.
+  static constexpr const char *kGradAcc = "grad_acc";
+};
+
+/// The programs derived from one forward program `@f`, inserted after it.
+struct BackwardPrograms {
+  /// Saved: `@f_saving`.
+  func::FuncOp saving;
+  /// `@f_backward` (Recompute) or `@f_backward_saved` (Saved): the outputs
+  /// `grad_acc` (`[m, n]`, the operand type), then `grad_<input>` for every
+  /// tensor input, in order (`[m, n]` in the input's type, `[m]`/`[n]` f32).
+  func::FuncOp backward;
+  /// `@f_grad_a`: `grad_a` in A's layout and type, from `grad_acc` and B.
+  func::FuncOp gradA;
+  /// `@f_grad_b`: `grad_b` in B's layout, f32, from `grad_acc` and A.
+  func::FuncOp gradB;
+};
+
+/// Derives the backward programs of the program `forward` (a function
+/// holding one coda.gemm, as ProgramSignature describes) and inserts them
+/// into its module. Emits an error at the offending op and fails when the
+/// program is not differentiable: a batched GEMM, a C operand, an op with no
+/// derivative.
+FailureOr<BackwardPrograms> deriveBackward(func::FuncOp forward,
+                                           AccumulatorSource source);
+
+/// The derived program named `derived` ("backward", "saving",
+/// "backward_saved", "grad_a", "grad_b") of the program `@forward`: derives
+/// what is needed and returns the function, or emits an error and fails.
+FailureOr<func::FuncOp> deriveProgram(func::FuncOp forward, StringRef derived);
+
+} // namespace mlir::coda
+
+#endif // CODA_DIALECT_CODA_TRANSFORMS_BACKWARD_H

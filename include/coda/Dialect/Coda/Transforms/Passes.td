@@ -1,0 +1,46 @@
+//===- Passes.td - coda dialect transforms -----------------*- tablegen -*-===//
+
+#ifndef CODA_DIALECT_CODA_TRANSFORMS_PASSES_TD
+#define CODA_DIALECT_CODA_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def CodaDeriveBackward : Pass<"coda-derive-backward", "::mlir::ModuleOp"> {
+  let summary = "Derive the backward programs of every coda program";
+  let description = [{
+    For every coda program `@f` of the module, adds the programs that compute
+    its gradients (docs/autodiff.md), each one GEMM + epilogue:
+
+    - `@f_backward` (`accumulator=recompute`): recomputes the forward GEMM and
+      runs the epilogue gradient on it: from `grad_<output>` of every `[m, n]`
+      output, `grad_acc` and `grad_<input>` of every tensor input (`[n]`
+      inputs as column sums, `[m]` inputs as row sums); dropout regenerates
+      the forward mask from its seed and stream;
+    - or (`accumulator=saved`) `@f_saving`, the forward that also writes its
+      accumulator `saved_acc`, and `@f_backward_saved`, the epilogue gradient
+      on the accumulator of the GEMM that produces the gradient of the first
+      `[m, n]` output (`A [M, K] * B [K, N]`: the next layer's dgrad);
+    - `@f_grad_a` and `@f_grad_b`: `grad_a` and `grad_b` (f32) from
+      `grad_acc`, in the layouts of A and B.
+
+    A program that cannot be differentiated (a batched GEMM, C, an op without
+    a derivative) is reported at the offending op and fails the pass.
+
+    ```mlir
+    // coda-opt --coda-derive-backward
+    func.func @f_backward(%a: tensor<?x768xbf16>, %b: tensor<3072x768xbf16>,
+                          %bias: tensor<3072xf32> {coda.name = "bias"},
+                          %g: tensor<?x3072xbf16> {coda.name = "grad_output"})
+        -> (tensor<?x3072xbf16> {coda.name = "grad_acc"},
+            tensor<3072xf32> {coda.name = "grad_bias"})
+    ```
+  }];
+  let options = [
+    Option<"accumulator", "accumulator", "std::string", "\"recompute\"",
+           "Where the epilogue gradient finds the forward accumulator: "
+           "recompute (the GEMM again) or saved (written by the forward)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+#endif // CODA_DIALECT_CODA_TRANSFORMS_PASSES_TD

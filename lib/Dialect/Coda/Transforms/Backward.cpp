@@ -1,0 +1,525 @@
+//===- Backward.cpp - backward programs derived from a forward one --------===//
+//
+// Builds the programs Backward.h describes. The epilogue gradient clones the
+// forward epilogue (its values are needed by the derivatives), seeds the
+// adjoint of every `[m, n]` output with its gradient, and sweeps the ops in
+// reverse through the table of Adjoints.cpp; what no output needs is erased.
+//
+//===----------------------------------------------------------------------===//
+
+#include "coda/Dialect/Coda/Transforms/Backward.h"
+#include "Adjoints.h"
+
+#include "coda/Dialect/Coda/IR/CodaOps.h"
+#include "coda/Program/ProgramSignature.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+namespace {
+
+constexpr unsigned kSpace = DimsAttr::kM | DimsAttr::kN;
+
+/// An argument or result of a derived program: its type and `coda.name`
+/// (none when empty: A, B and alpha are known by their role).
+struct Slot {
+  Type type;
+  std::string name;
+};
+
+/// The forward program and the facts every derived program needs.
+struct Forward {
+  func::FuncOp func;
+  GemmOp gemm;
+  ProgramSignature signature;
+  /// The forward's A and B, and their types.
+  RankedTensorType aType, bType;
+  /// The operand element type.
+  Type elementType;
+  /// M and N as static sizes (or dynamic).
+  int64_t m, n;
+  /// The derived program created last: the next goes after it.
+  func::FuncOp last;
+
+  /// A `[M, N]` tensor of `type`.
+  RankedTensorType spaceType(Type type) const {
+    return RankedTensorType::get({m, n}, type);
+  }
+};
+
+/// One epilogue value of a derived program and the dims it spans.
+struct Yielded {
+  Value value;
+  unsigned dims;
+};
+
+/// Creates the function `name` after the last derived program whose body is
+/// the coda.gemm `build` creates from the function's arguments, returned in
+/// order.
+func::FuncOp
+createProgram(Forward &forward, StringRef name, ArrayRef<Slot> arguments,
+              ArrayRef<Slot> results,
+              function_ref<GemmOp(OpBuilder &, ValueRange)> build) {
+  func::FuncOp after = forward.last;
+  OpBuilder b(after->getContext());
+  b.setInsertionPointAfter(after);
+  SmallVector<Type> argTypes, resultTypes;
+  for (const Slot &slot : arguments)
+    argTypes.push_back(slot.type);
+  for (const Slot &slot : results)
+    resultTypes.push_back(slot.type);
+  auto func = func::FuncOp::create(b, after.getLoc(), name,
+                                   b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, slot] : llvm::enumerate(arguments))
+    if (!slot.name.empty())
+      func.setArgAttr(i, "coda.name", b.getStringAttr(slot.name));
+  for (auto [i, slot] : llvm::enumerate(results))
+    func.setResultAttr(i, "coda.name", b.getStringAttr(slot.name));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  GemmOp gemm = build(b, entry->getArguments());
+  func::ReturnOp::create(b, after.getLoc(), gemm.getResults());
+  forward.last = func;
+  return func;
+}
+
+/// Ends `gemm`'s epilogue with `values` and erases the ops no output needs.
+void finishEpilogue(GemmOp gemm, ArrayRef<Value> values) {
+  Block &block = gemm.getEpilogueBlock();
+  OpBuilder b = OpBuilder::atBlockEnd(&block);
+  YieldOp::create(b, gemm.getLoc(), values);
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
+/// Clones the forward epilogue into the block `b` builds in, with the
+/// forward's accumulator and inputs mapped by `mapping`, and derives the
+/// adjoints of the accumulator and of the inputs from `seeds` (forward value,
+/// its gradient). Returns the adjoint of the accumulator, then of each
+/// input (null for none).
+FailureOr<SmallVector<Value>>
+buildEpilogueGradient(OpBuilder &b, GemmOp forward, IRMapping &mapping,
+                      ArrayRef<std::pair<Value, Value>> seeds) {
+  SmallVector<Operation *> cloned;
+  for (Operation &op : forward.getEpilogueBlock().without_terminator())
+    cloned.push_back(b.clone(op, mapping));
+
+  DenseMap<Value, Value> adjoints;
+  auto accumulate = [&](Value value, Value contribution) {
+    if (!contribution || !isa<FloatType>(value.getType()))
+      return;
+    Value &slot = adjoints[value];
+    slot = slot ? arith::AddFOp::create(b, value.getLoc(), slot, contribution)
+                      .getResult()
+                : contribution;
+  };
+  for (auto [value, gradient] : seeds)
+    accumulate(mapping.lookup(value), gradient);
+  for (Operation *op : llvm::reverse(cloned)) {
+    if (op->getNumResults() != 1)
+      continue;
+    Value adjoint = adjoints.lookup(op->getResult(0));
+    if (!adjoint || op->getNumOperands() == 0)
+      continue;
+    FailureOr<SmallVector<Value>> contributions = buildAdjoint(b, op, adjoint);
+    if (failed(contributions))
+      return failure();
+    for (auto [operand, contribution] :
+         llvm::zip(op->getOperands(), *contributions))
+      accumulate(operand, contribution);
+  }
+
+  SmallVector<Value> result{
+      adjoints.lookup(mapping.lookup(forward.getAccumulator()))};
+  for (unsigned i = 0, e = forward.getInputs().size(); i < e; ++i)
+    result.push_back(adjoints.lookup(mapping.lookup(forward.getInputArg(i))));
+  return result;
+}
+
+/// The value an input's gradient output takes from the input's adjoint at
+/// each element: summed over the dims the input does not span.
+Value reduceToInput(OpBuilder &b, Location loc, Value adjoint, unsigned dims) {
+  if (!adjoint)
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  if (!(dims & DimsAttr::kN))
+    adjoint = RowReduceOp::create(
+        b, loc, adjoint.getType(),
+        ReductionKindAttr::get(b.getContext(), ReductionKind::Sum), adjoint);
+  if (!(dims & DimsAttr::kM))
+    adjoint = ColReduceOp::create(
+        b, loc, adjoint.getType(),
+        ReductionKindAttr::get(b.getContext(), ReductionKind::Sum), adjoint);
+  return adjoint;
+}
+
+FailureOr<Forward> analyze(func::FuncOp func) {
+  auto module = func->getParentOfType<ModuleOp>();
+  FailureOr<ProgramSignature> signature =
+      ProgramSignature::get(module, func.getName());
+  if (failed(signature))
+    return failure();
+  GemmOp gemm = *func.getOps<GemmOp>().begin();
+  auto notDifferentiable = [&](const Twine &why) {
+    return gemm.emitOpError()
+           << "cannot be differentiated: " << why;
+  };
+  if (gemm.isBatched())
+    return notDifferentiable("batched GEMMs are not supported; fold the batch "
+                             "into M");
+  if (gemm.getC())
+    return notDifferentiable("the C operand is not supported; add it in the "
+                             "epilogue as an [m, n] input");
+  Forward forward{func, gemm, *signature};
+  forward.aType = cast<RankedTensorType>(gemm.getA().getType());
+  forward.bType = cast<RankedTensorType>(gemm.getB().getType());
+  forward.elementType = gemm.getOperandElementType();
+  forward.m = forward.aType.getDimSize(gemm.getTransposeA() ? 1 : 0);
+  forward.n = forward.bType.getDimSize(gemm.getTransposeB() ? 0 : 1);
+  forward.last = func;
+  return forward;
+}
+
+/// The `[m, n]` outputs, whose gradients the backward takes.
+SmallVector<unsigned> differentiableOutputs(Forward &forward) {
+  SmallVector<unsigned> outputs;
+  for (auto [i, output] : llvm::enumerate(forward.signature.outputs))
+    if (output.dims == kSpace)
+      outputs.push_back(i);
+  return outputs;
+}
+
+/// The epilogue inputs of the forward: their slots and dims.
+void appendInputs(Forward &forward, SmallVector<Slot> &slots,
+                  SmallVector<DimsAttr> &dims) {
+  for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs())) {
+    auto arg = cast<BlockArgument>(input);
+    slots.push_back({input.getType(),
+                     forward.signature.arguments[arg.getArgNumber()].name});
+    dims.push_back(forward.gemm.getInputDimsAt(i));
+  }
+}
+
+/// The outputs of an epilogue gradient: grad_acc, then one per tensor input.
+void appendGradientResults(Forward &forward, SmallVector<Slot> &slots,
+                           SmallVector<DimsAttr> &dims) {
+  MLIRContext *context = forward.func.getContext();
+  Type f32 = Float32Type::get(context);
+  slots.push_back({forward.spaceType(forward.elementType),
+                   BackwardNames::kGradAcc});
+  dims.push_back(DimsAttr::get(context, kSpace));
+  for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs())) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    if (!type)
+      continue;
+    unsigned mask = forward.gemm.getInputDimsAt(i).getMask();
+    auto arg = cast<BlockArgument>(input);
+    slots.push_back(
+        {mask == kSpace ? type : RankedTensorType::get(type.getShape(), f32),
+         "grad_" + forward.signature.arguments[arg.getArgNumber()].name});
+    dims.push_back(DimsAttr::get(context, mask));
+  }
+}
+
+/// Builds the epilogue gradient in `gemm`, whose block holds the forward's
+/// inputs first (from argument `firstInput`), then `saved acc` or not, then
+/// the gradients of the `[m, n]` outputs in `seeded` order.
+LogicalResult fillEpilogueGradient(Forward &forward, GemmOp gemm,
+                                   Value accumulator, unsigned firstInput,
+                                   ArrayRef<std::pair<unsigned, Value>> seeds) {
+  Block &block = gemm.getEpilogueBlock();
+  OpBuilder b = OpBuilder::atBlockEnd(&block);
+  IRMapping mapping;
+  mapping.map(forward.gemm.getAccumulator(), accumulator);
+  unsigned numInputs = forward.gemm.getInputs().size();
+  for (unsigned i = 0; i < numInputs; ++i)
+    mapping.map(forward.gemm.getInputArg(i), block.getArgument(firstInput + i));
+  SmallVector<std::pair<Value, Value>> seedValues;
+  for (auto [output, gradient] : seeds)
+    seedValues.push_back(
+        {forward.gemm.getYield().getValues()[output], gradient});
+  FailureOr<SmallVector<Value>> adjoints =
+      buildEpilogueGradient(b, forward.gemm, mapping, seedValues);
+  if (failed(adjoints))
+    return failure();
+  SmallVector<Value> yielded{(*adjoints)[0]
+                                 ? (*adjoints)[0]
+                                 : arith::ConstantOp::create(
+                                       b, gemm.getLoc(), b.getF32FloatAttr(0.0))
+                                       .getResult()};
+  for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs()))
+    if (isa<RankedTensorType>(input.getType()))
+      yielded.push_back(reduceToInput(b, gemm.getLoc(), (*adjoints)[i + 1],
+                                      forward.gemm.getInputDimsAt(i).getMask()));
+  finishEpilogue(gemm, yielded);
+  return success();
+}
+
+std::string derivedName(Forward &forward, StringRef suffix) {
+  return (forward.func.getName() + "_" + suffix).str();
+}
+
+FailureOr<func::FuncOp> buildRecomputeBackward(Forward &forward) {
+  GemmOp fwd = forward.gemm;
+  MLIRContext *context = forward.func.getContext();
+  SmallVector<Slot> args{{forward.aType, ""}, {forward.bType, ""}};
+  if (fwd.getAlpha())
+    args.push_back({fwd.getAlpha().getType(), ""});
+  unsigned firstInputArg = args.size();
+  SmallVector<Slot> inputSlots;
+  SmallVector<DimsAttr> inputDims;
+  appendInputs(forward, inputSlots, inputDims);
+  SmallVector<unsigned> outputs = differentiableOutputs(forward);
+  for (unsigned output : outputs) {
+    const ProgramOutput &info = forward.signature.outputs[output];
+    inputSlots.push_back({info.type, "grad_" + info.name});
+    inputDims.push_back(DimsAttr::get(context, kSpace));
+  }
+  args.append(inputSlots);
+  SmallVector<Slot> results;
+  SmallVector<DimsAttr> resultDims;
+  appendGradientResults(forward, results, resultDims);
+
+  GemmOp gemm;
+  func::FuncOp func = createProgram(
+      forward, derivedName(forward, BackwardNames::kBackward), args,
+      results, [&](OpBuilder &b, ValueRange values) {
+        SmallVector<Type> types;
+        for (const Slot &slot : results)
+          types.push_back(slot.type);
+        gemm = GemmOp::create(b, fwd.getLoc(), types, resultDims, values[0],
+                              values[1], fwd.getTransposeA(),
+                              fwd.getTransposeB(), Value(),
+                              fwd.getAlpha() ? values[2] : Value(), Value(),
+                              values.drop_front(firstInputArg), inputDims);
+        return gemm;
+      });
+  Block &block = gemm.getEpilogueBlock();
+  unsigned numInputs = fwd.getInputs().size();
+  SmallVector<std::pair<unsigned, Value>> seeds;
+  for (auto [i, output] : llvm::enumerate(outputs))
+    seeds.push_back({output, block.getArgument(1 + numInputs + i)});
+  if (failed(fillEpilogueGradient(forward, gemm, gemm.getAccumulator(), 1,
+                                  seeds))) {
+    func.erase();
+    return failure();
+  }
+  return func;
+}
+
+FailureOr<std::pair<func::FuncOp, func::FuncOp>>
+buildSavedBackward(Forward &forward) {
+  GemmOp fwd = forward.gemm;
+  MLIRContext *context = forward.func.getContext();
+  SmallVector<unsigned> outputs = differentiableOutputs(forward);
+  if (outputs.empty())
+    return fwd.emitOpError() << "cannot be differentiated with a saved "
+                                "accumulator: it has no [m, n] output whose "
+                                "gradient a GEMM could produce";
+
+  // @f_saving: the forward, and its accumulator in the operand type.
+  SmallVector<Slot> args;
+  for (auto [i, arg] : llvm::enumerate(forward.signature.arguments))
+    args.push_back({arg.type, forward.func.getArgAttr(i, "coda.name")
+                                  ? arg.name
+                                  : std::string()});
+  SmallVector<Slot> results;
+  SmallVector<DimsAttr> resultDims;
+  for (auto [i, output] : llvm::enumerate(forward.signature.outputs)) {
+    results.push_back({output.type, output.name});
+    resultDims.push_back(fwd.getResultDimsAt(i));
+  }
+  results.push_back(
+      {forward.spaceType(forward.elementType), BackwardNames::kSavedAcc});
+  resultDims.push_back(DimsAttr::get(context, kSpace));
+  GemmOp savingGemm;
+  func::FuncOp saving = createProgram(
+      forward, derivedName(forward, BackwardNames::kSaving), args, results,
+      [&](OpBuilder &b, ValueRange values) {
+        IRMapping operands;
+        operands.map(forward.func.getArguments(), values);
+        SmallVector<Type> types;
+        for (const Slot &slot : results)
+          types.push_back(slot.type);
+        SmallVector<DimsAttr> inputDims;
+        for (unsigned i = 0, e = fwd.getInputs().size(); i < e; ++i)
+          inputDims.push_back(fwd.getInputDimsAt(i));
+        SmallVector<Value> inputs;
+        for (Value input : fwd.getInputs())
+          inputs.push_back(operands.lookup(input));
+        auto lookup = [&](Value v) { return v ? operands.lookup(v) : v; };
+        savingGemm = GemmOp::create(
+            b, fwd.getLoc(), types, resultDims, lookup(fwd.getA()),
+            lookup(fwd.getB()), fwd.getTransposeA(), fwd.getTransposeB(),
+            Value(), lookup(fwd.getAlpha()), Value(), inputs, inputDims);
+        return savingGemm;
+      });
+  {
+    Block &block = savingGemm.getEpilogueBlock();
+    OpBuilder b = OpBuilder::atBlockEnd(&block);
+    IRMapping mapping;
+    mapping.map(fwd.getEpilogueBlock().getArguments(), block.getArguments());
+    for (Operation &op : fwd.getEpilogueBlock().without_terminator())
+      b.clone(op, mapping);
+    SmallVector<Value> values;
+    for (Value v : fwd.getYield().getValues())
+      values.push_back(mapping.lookup(v));
+    values.push_back(savingGemm.getAccumulator());
+    finishEpilogue(savingGemm, values);
+  }
+
+  // @f_backward_saved: on the accumulator of A [M, K] * B [K, N], the
+  // gradient of the first [m, n] output.
+  int64_t dynamic = ShapedType::kDynamic;
+  SmallVector<Slot> bwdArgs{
+      {RankedTensorType::get({forward.m, dynamic}, forward.elementType), ""},
+      {RankedTensorType::get({dynamic, forward.n}, forward.elementType), ""}};
+  SmallVector<Slot> inputSlots;
+  SmallVector<DimsAttr> inputDims;
+  appendInputs(forward, inputSlots, inputDims);
+  inputSlots.push_back(
+      {forward.spaceType(forward.elementType), BackwardNames::kSavedAcc});
+  inputDims.push_back(DimsAttr::get(context, kSpace));
+  for (unsigned output : ArrayRef(outputs).drop_front()) {
+    const ProgramOutput &info = forward.signature.outputs[output];
+    inputSlots.push_back({info.type, "grad_" + info.name});
+    inputDims.push_back(DimsAttr::get(context, kSpace));
+  }
+  bwdArgs.append(inputSlots);
+  SmallVector<Slot> bwdResults;
+  SmallVector<DimsAttr> bwdResultDims;
+  appendGradientResults(forward, bwdResults, bwdResultDims);
+  GemmOp gemm;
+  func::FuncOp backward = createProgram(
+      forward, derivedName(forward, BackwardNames::kBackwardSaved), bwdArgs,
+      bwdResults, [&](OpBuilder &b, ValueRange values) {
+        SmallVector<Type> types;
+        for (const Slot &slot : bwdResults)
+          types.push_back(slot.type);
+        gemm = GemmOp::create(b, fwd.getLoc(), types, bwdResultDims, values[0],
+                              values[1], false, false, Value(), Value(),
+                              Value(), values.drop_front(2), inputDims);
+        return gemm;
+      });
+  Block &block = gemm.getEpilogueBlock();
+  unsigned numInputs = fwd.getInputs().size();
+  Value savedAcc = block.getArgument(1 + numInputs);
+  SmallVector<std::pair<unsigned, Value>> seeds{
+      {outputs.front(), gemm.getAccumulator()}};
+  for (auto [i, output] : llvm::enumerate(ArrayRef(outputs).drop_front()))
+    seeds.push_back({output, block.getArgument(2 + numInputs + i)});
+  if (failed(fillEpilogueGradient(forward, gemm, savedAcc, 1, seeds))) {
+    backward.erase();
+    saving.erase();
+    return failure();
+  }
+  return std::make_pair(saving, backward);
+}
+
+/// An operand of a GEMM: a tensor and whether the GEMM reads its transpose.
+struct View {
+  Value value;
+  bool transposed;
+};
+
+/// The program `name` computing alpha * op(X) op(Y), its arguments `grad_acc`
+/// and the forward operand `other` (in the order the GEMM reads them).
+func::FuncOp buildOperandGradient(Forward &forward, StringRef name,
+                                  bool gradAccFirst, bool transposeFirst,
+                                  bool transposeSecond, RankedTensorType other,
+                                  StringRef otherName, RankedTensorType result,
+                                  StringRef resultName) {
+  GemmOp fwd = forward.gemm;
+  MLIRContext *context = forward.func.getContext();
+  Slot gradAcc{forward.spaceType(forward.elementType), BackwardNames::kGradAcc};
+  Slot otherSlot{other, otherName.str()};
+  SmallVector<Slot> args{gradAccFirst ? gradAcc : otherSlot,
+                         gradAccFirst ? otherSlot : gradAcc};
+  if (fwd.getAlpha())
+    args.push_back({fwd.getAlpha().getType(), ""});
+  SmallVector<Slot> results{{result, resultName.str()}};
+  return createProgram(
+      forward, derivedName(forward, name), args, results,
+      [&](OpBuilder &b, ValueRange values) {
+        auto gemm = GemmOp::create(
+            b, fwd.getLoc(), TypeRange{result},
+            {DimsAttr::get(context, kSpace)}, values[0], values[1],
+            transposeFirst, transposeSecond, Value(),
+            fwd.getAlpha() ? values[2] : Value(), Value(), ValueRange(), {});
+        OpBuilder body = OpBuilder::atBlockEnd(&gemm.getEpilogueBlock());
+        YieldOp::create(body, fwd.getLoc(), ValueRange{gemm.getAccumulator()});
+        return gemm;
+      });
+}
+
+} // namespace
+
+FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
+                                                       AccumulatorSource source) {
+  FailureOr<Forward> analyzed = analyze(func);
+  if (failed(analyzed))
+    return failure();
+  Forward &forward = *analyzed;
+  BackwardPrograms programs;
+  if (source == AccumulatorSource::Recompute) {
+    FailureOr<func::FuncOp> backward = buildRecomputeBackward(forward);
+    if (failed(backward))
+      return failure();
+    programs.backward = *backward;
+  } else {
+    auto saved = buildSavedBackward(forward);
+    if (failed(saved))
+      return failure();
+    std::tie(programs.saving, programs.backward) = *saved;
+  }
+
+  // op(A) = tA ? A^T : A, op(B) = tB ? B^T : B, acc = op(A) op(B):
+  //   grad op(A) = grad_acc op(B)^T and grad op(B) = op(A)^T grad_acc,
+  // computed in the layout A and B are stored in (the transpose of a
+  // product is the product of the transposes, reversed).
+  bool tA = forward.gemm.getTransposeA(), tB = forward.gemm.getTransposeB();
+  programs.gradA = buildOperandGradient(
+      forward, BackwardNames::kGradA, /*gradAccFirst=*/!tA,
+      /*transposeFirst=*/tA ? tB : false, /*transposeSecond=*/tA ? true : !tB,
+      forward.bType, "b", forward.aType, BackwardNames::kGradA);
+  auto gradBType = RankedTensorType::get(forward.bType.getShape(),
+                                         Float32Type::get(func.getContext()));
+  programs.gradB = buildOperandGradient(
+      forward, BackwardNames::kGradB, /*gradAccFirst=*/tB,
+      /*transposeFirst=*/tB ? true : !tA, /*transposeSecond=*/tB ? tA : false,
+      forward.aType, "a", gradBType, BackwardNames::kGradB);
+  return programs;
+}
+
+FailureOr<func::FuncOp> mlir::coda::deriveProgram(func::FuncOp forward,
+                                                  StringRef derived) {
+  bool saved = derived == BackwardNames::kSaving ||
+               derived == BackwardNames::kBackwardSaved;
+  if (!saved && derived != BackwardNames::kBackward &&
+      derived != BackwardNames::kGradA && derived != BackwardNames::kGradB)
+    return forward.emitError()
+           << "unknown derived program '" << derived
+           << "'; expected backward, saving, backward_saved, grad_a or grad_b";
+  FailureOr<BackwardPrograms> programs = deriveBackward(
+      forward, saved ? AccumulatorSource::Saved : AccumulatorSource::Recompute);
+  if (failed(programs))
+    return failure();
+  func::FuncOp chosen;
+  for (func::FuncOp func : {programs->saving, programs->backward,
+                            programs->gradA, programs->gradB}) {
+    if (!func)
+      continue;
+    if (func.getName() == (forward.getName() + "_" + derived).str())
+      chosen = func;
+    else
+      func.erase();
+  }
+  return chosen;
+}
