@@ -16,10 +16,10 @@
 
 using namespace mlir;
 
-void mlir::coda::buildCpuPipeline(OpPassManager &pm) {
+void mlir::coda::buildCpuPipeline(OpPassManager &pm, bool widenToF64) {
   // Reference semantics on tensors, then elementwise fusion so that the
   // epilogue runs as few loop nests as possible.
-  pm.addPass(coda::createConvertCodaToLinalg());
+  pm.addPass(coda::createConvertCodaToLinalg({widenToF64}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createLinalgElementwiseOpFusionPass());

@@ -7,11 +7,13 @@
 using namespace mlir;
 
 void mlir::coda::registerPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<CpuPipelineOptions>(
       "coda-cpu-pipeline",
       "Lower coda programs to the LLVM dialect for the host CPU through the "
       "reference lowering (coda-to-linalg, bufferization, loops)",
-      buildCpuPipeline);
+      [](OpPassManager &pm, const CpuPipelineOptions &options) {
+        buildCpuPipeline(pm, options.widenToF64);
+      });
   PassPipelineRegistration<GpuPipelineOptions>(
       "coda-gpu-pipeline",
       "Compile each coda program to one fused GEMM + epilogue kernel for an "

@@ -9,6 +9,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/TargetSelect.h"
@@ -36,14 +37,15 @@ std::optional<ElementType> mlir::coda::getHostElementType(Type type) {
 }
 
 CpuExecutable::CpuExecutable(std::unique_ptr<ExecutionEngine> engine,
-                             ProgramSignature signature)
-    : engine(std::move(engine)), signature(std::move(signature)) {}
+                             ProgramSignature signature, bool widenToF64)
+    : engine(std::move(engine)), signature(std::move(signature)),
+      widenedToF64(widenToF64) {}
 
 CpuExecutable::~CpuExecutable() = default;
 
 llvm::Expected<std::unique_ptr<CpuExecutable>>
 CpuExecutable::create(OwningOpRef<ModuleOp> module,
-                      ProgramSignature signature) {
+                      ProgramSignature signature, bool widenToF64) {
   auto error = [](const Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
@@ -62,7 +64,7 @@ CpuExecutable::create(OwningOpRef<ModuleOp> module,
   func.setName(kEntryName);
 
   PassManager pm(module->getContext());
-  buildCpuPipeline(pm);
+  buildCpuPipeline(pm, widenToF64);
   if (failed(pm.run(*module)))
     return error("lowering '" + signature.functionName +
                  "' for the CPU failed");
@@ -92,22 +94,22 @@ CpuExecutable::create(OwningOpRef<ModuleOp> module,
   if (!engine)
     return engine.takeError();
   return std::unique_ptr<CpuExecutable>(
-      new CpuExecutable(std::move(*engine), std::move(signature)));
+      new CpuExecutable(std::move(*engine), std::move(signature), widenToF64));
 }
 
 namespace {
 /// The memref descriptor of a rank-R buffer: allocated and aligned pointers,
 /// offset, R sizes, R strides; every field is 8 bytes.
-SmallVector<int64_t> makeDescriptor(const HostArray &array) {
+SmallVector<int64_t> makeDescriptor(const BufferRef &buffer) {
   SmallVector<int64_t> descriptor;
-  auto pointer = reinterpret_cast<int64_t>(array.data.data());
+  auto pointer = reinterpret_cast<int64_t>(buffer.data);
   descriptor.append({pointer, pointer, 0});
-  descriptor.append(array.shape.begin(), array.shape.end());
+  descriptor.append(buffer.shape.begin(), buffer.shape.end());
   int64_t stride = 1;
-  SmallVector<int64_t> strides(array.shape.size());
-  for (int i = static_cast<int>(array.shape.size()) - 1; i >= 0; --i) {
+  SmallVector<int64_t> strides(buffer.shape.size());
+  for (int i = static_cast<int>(buffer.shape.size()) - 1; i >= 0; --i) {
     strides[i] = stride;
-    stride *= array.shape[i];
+    stride *= buffer.shape[i];
   }
   descriptor.append(strides.begin(), strides.end());
   return descriptor;
@@ -116,26 +118,85 @@ SmallVector<int64_t> makeDescriptor(const HostArray &array) {
 
 llvm::Expected<std::vector<HostArray>>
 CpuExecutable::run(ArrayRef<ArgumentValue> args) const {
+  assert(!widenedToF64 && "a widened program runs on f64 buffers (runInto)");
+  SmallVector<ArgumentRef> refs;
+  for (const ArgumentValue &value : args) {
+    ArgumentRef ref;
+    ref.buffer.data = const_cast<uint8_t *>(value.array.data.data());
+    ref.buffer.shape.assign(value.array.shape.begin(), value.array.shape.end());
+    ref.number = value.f32;
+    ref.i64 = value.i64;
+    refs.push_back(std::move(ref));
+  }
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (const ArgumentRef &ref : refs)
+    shapes.push_back(ref.buffer.shape);
+  llvm::Expected<ProblemShape> problem = signature.inferProblemShape(shapes);
+  if (!problem)
+    return problem.takeError();
+  std::vector<HostArray> outputs;
+  SmallVector<BufferRef> buffers;
+  for (auto [i, output] : llvm::enumerate(signature.outputs))
+    outputs.emplace_back(*getHostElementType(output.type.getElementType()),
+                         signature.getOutputShape(i, *problem));
+  for (HostArray &array : outputs)
+    buffers.push_back(BufferRef{array.data.data(),
+                                SmallVector<int64_t>(array.shape.begin(),
+                                                     array.shape.end())});
+  if (llvm::Error error = runInto(refs, buffers))
+    return std::move(error);
+  return outputs;
+}
+
+llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
+                                   ArrayRef<BufferRef> outputs) const {
+  auto error = [](const Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (args.size() != signature.arguments.size() ||
+      outputs.size() != signature.outputs.size())
+    return error(llvm::formatv("'{0}' takes {1} arguments and {2} outputs, "
+                               "got {3} and {4}",
+                               signature.functionName,
+                               signature.arguments.size(),
+                               signature.outputs.size(), args.size(),
+                               outputs.size())
+                     .str());
   // The compiled program allocates its outputs and an f32 accumulator and
   // does not survive a failed allocation: refuse what this machine cannot
   // hold.
   SmallVector<SmallVector<int64_t>> shapes;
-  for (const ArgumentValue &value : args)
-    shapes.emplace_back(value.array.shape.begin(), value.array.shape.end());
+  for (const ArgumentRef &value : args)
+    shapes.push_back(value.buffer.shape);
   llvm::Expected<ProblemShape> problem = signature.inferProblemShape(shapes);
   if (!problem)
     return problem.takeError();
-  double bytes = 4.0 * problem->batch * problem->m * problem->n;
+  auto elementBytes = [&](Type type) -> unsigned {
+    return widenedToF64 && isa<FloatType>(type)
+               ? 8
+               : type.getIntOrFloatBitWidth() / 8;
+  };
+  double bytes = (widenedToF64 ? 8.0 : 4.0) * problem->batch * problem->m *
+                 problem->n;
   for (auto [i, output] : llvm::enumerate(signature.outputs)) {
+    SmallVector<int64_t> shape = signature.getOutputShape(i, *problem);
+    auto spell = [](ArrayRef<int64_t> sizes) {
+      return "[" + llvm::join(llvm::map_range(sizes, [](int64_t size) {
+               return std::to_string(size);
+             }), ", ") + "]";
+    };
+    if (ArrayRef<int64_t>(shape) != ArrayRef<int64_t>(outputs[i].shape))
+      return error("output '" + output.name + "' must have shape " +
+                   spell(shape) + ", got " + spell(outputs[i].shape));
     double elements = 1;
-    for (int64_t size : signature.getOutputShape(i, *problem))
+    for (int64_t size : shape)
       elements *= size;
-    bytes += elements * output.type.getElementTypeBitWidth() / 8;
+    bytes += elements * elementBytes(output.type.getElementType());
   }
   double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
                   static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (memory > 0 && bytes > memory)
-    return llvm::createStringError(
+    return error(
         llvm::formatv("'{0}' on the CPU: M = {1}, N = {2} need {3:f1} GiB for "
                       "the outputs and the accumulator, more than this "
                       "machine's {4:f1} GiB of memory",
@@ -153,31 +214,36 @@ CpuExecutable::run(ArrayRef<ArgumentValue> args) const {
 
   SmallVector<SmallVector<int64_t>> descriptors;
   SmallVector<void *> descriptorPointers;
+  SmallVector<float> floats(args.size());
+  SmallVector<double> doubles(args.size());
   descriptors.reserve(args.size());
   descriptorPointers.reserve(args.size());
   SmallVector<void *> packed{&resultPointer};
-  for (auto [arg, value] : llvm::zip(signature.arguments, args)) {
+  for (auto [i, arg, value] : llvm::enumerate(signature.arguments, args)) {
     if (isa<RankedTensorType>(arg.type)) {
-      descriptors.push_back(makeDescriptor(value.array));
+      descriptors.push_back(makeDescriptor(value.buffer));
       descriptorPointers.push_back(descriptors.back().data());
       packed.push_back(&descriptorPointers.back());
+    } else if (arg.type.isF32() && widenedToF64) {
+      doubles[i] = value.number;
+      packed.push_back(&doubles[i]);
     } else if (arg.type.isF32()) {
-      packed.push_back(const_cast<float *>(&value.f32));
+      floats[i] = static_cast<float>(value.number);
+      packed.push_back(&floats[i]);
     } else {
       packed.push_back(const_cast<int64_t *>(&value.i64));
     }
   }
   if (llvm::Error error = engine->invokePacked(
           (Twine("_mlir_ciface_") + kEntryName).str(), packed))
-    return std::move(error);
+    return error;
 
   // Copy each result out of its (possibly strided) buffer, then free the
   // buffers the program allocated. Results may share a buffer (two outputs
   // with one value) or be an argument's.
-  std::vector<HostArray> outputs;
   llvm::SetVector<void *> allocations;
   const int64_t *field = results.data();
-  for (const ProgramOutput &output : signature.outputs) {
+  for (auto [output, buffer] : llvm::zip(signature.outputs, outputs)) {
     int64_t rank = output.type.getRank();
     auto *allocated = reinterpret_cast<void *>(field[0]);
     auto *aligned = reinterpret_cast<const uint8_t *>(field[1]);
@@ -185,25 +251,26 @@ CpuExecutable::run(ArrayRef<ArgumentValue> args) const {
     ArrayRef<int64_t> sizes(field + 3, rank), strides(field + 3 + rank, rank);
     field += 3 + 2 * rank;
 
-    HostArray array(*getHostElementType(output.type.getElementType()), sizes);
-    unsigned elementSize = getElementSize(array.elementType);
+    unsigned elementSize = elementBytes(output.type.getElementType());
+    auto *target = static_cast<uint8_t *>(buffer.data);
+    int64_t numElements = 1;
+    for (int64_t size : sizes)
+      numElements *= size;
     SmallVector<int64_t> index(rank, 0);
-    for (int64_t linear = 0, e = array.getNumElements(); linear < e;
-         ++linear) {
+    for (int64_t linear = 0; linear < numElements; ++linear) {
       int64_t source = offset;
       for (int64_t d = 0; d < rank; ++d)
         source += index[d] * strides[d];
-      std::memcpy(array.data.data() + linear * elementSize,
+      std::memcpy(target + linear * elementSize,
                   aligned + source * elementSize, elementSize);
       for (int64_t d = rank - 1; d >= 0 && ++index[d] == sizes[d]; --d)
         index[d] = 0;
     }
-    outputs.push_back(std::move(array));
     allocations.insert(allocated);
   }
-  for (const ArgumentValue &value : args)
-    allocations.remove(const_cast<uint8_t *>(value.array.data.data()));
+  for (const ArgumentRef &value : args)
+    allocations.remove(value.buffer.data);
   for (void *allocated : allocations)
     std::free(allocated);
-  return outputs;
+  return llvm::Error::success();
 }

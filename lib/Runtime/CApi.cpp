@@ -115,9 +115,11 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
           ? runtime->runtime->loadEpilogue(
                 StringRef(source, length), orDefault(o.dtype, "bf16"),
                 orDefault(o.layout_a, "mk"), orDefault(o.layout_b, "nk"),
-                o.with_c, o.with_alpha, compile)
+                o.with_c, o.with_alpha, compile, "epilogue",
+                orDefault(o.derive, ""))
           : runtime->runtime->loadProgram(StringRef(source, length),
-                                          orDefault(o.function, ""), compile);
+                                          orDefault(o.function, ""), compile,
+                                          "program", orDefault(o.derive, ""));
   if (!loaded)
     return status(loaded.takeError());
   *program = new coda_program{runtime->runtime, std::move(*loaded)};

@@ -1,6 +1,7 @@
 //===- Runtime.cpp - compile and launch coda programs on a GPU ------------===//
 
 #include "coda/Runtime/Runtime.h"
+#include "coda/Dialect/Coda/Transforms/Backward.h"
 #include "CudaDriver.h"
 
 #include "coda/Conversion/CodaToGPU/KernelABI.h"
@@ -267,7 +268,8 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
 
 llvm::Expected<std::unique_ptr<GpuProgram>>
 GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
-                        GpuCompileOptions options, llvm::StringRef sourceName) {
+                        GpuCompileOptions options, llvm::StringRef sourceName,
+                        llvm::StringRef derive) {
   if (options.autotune && options.pinsShape())
     return error("autotune chooses the kernel shape itself: it cannot be "
                  "combined with tile_m, tile_n, stages, schedule, cluster_m or "
@@ -281,6 +283,17 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       parseSourceString<ModuleOp>(source, impl->mlir.get(), sourceName);
   if (!module)
     return error("cannot parse the program:\n" + diagnostics.text);
+  std::string derivedName;
+  if (!derive.empty()) {
+    FailureOr<std::string> derived = deriveProgram(*module, function, derive);
+    if (failed(derived))
+      return error(diagnostics.text);
+    derivedName = *derived;
+    function = derivedName;
+    source.clear();
+    llvm::raw_string_ostream text(source);
+    module->print(text, OpPrintingFlags().enableDebugInfo());
+  }
   FailureOr<ProgramSignature> signature =
       ProgramSignature::get(*module, function);
   if (failed(signature))
@@ -297,7 +310,7 @@ llvm::Expected<std::unique_ptr<GpuProgram>>
 GpuRuntime::loadEpilogue(llvm::StringRef dslSource, llvm::StringRef dtype,
                          llvm::StringRef layoutA, llvm::StringRef layoutB,
                          bool withC, bool withAlpha, GpuCompileOptions options,
-                         llvm::StringRef sourceName) {
+                         llvm::StringRef sourceName, llvm::StringRef derive) {
   std::string source;
   {
     std::lock_guard<std::mutex> lock(impl->mutex);
@@ -327,7 +340,7 @@ GpuRuntime::loadEpilogue(llvm::StringRef dslSource, llvm::StringRef dtype,
     llvm::raw_string_ostream text(source);
     module->print(text, OpPrintingFlags().enableDebugInfo());
   }
-  return loadProgram(source, "", options, sourceName);
+  return loadProgram(source, "", options, sourceName, derive);
 }
 
 //===----------------------------------------------------------------------===//

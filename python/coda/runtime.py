@@ -47,7 +47,7 @@ class _Options(ctypes.Structure):
                 ("with_alpha", ctypes.c_int32), ("tile_m", ctypes.c_int64),
                 ("schedule", ctypes.c_char_p), ("autotune", ctypes.c_int32),
                 ("cluster_m", ctypes.c_int64), ("group_rows", ctypes.c_int64),
-                ("fast_activations", ctypes.c_int32)]
+                ("fast_activations", ctypes.c_int32), ("derive", ctypes.c_char_p)]
 
 
 def _is_epilogue(source):

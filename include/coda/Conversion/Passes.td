@@ -102,9 +102,18 @@ def ConvertCodaToLinalg : Pass<"coda-to-linalg"> {
     their `arith`/`math` formulas. Nothing is fused or approximated: this is
     the reference every other lowering is checked against.
     `linalg-fuse-elementwise-ops` afterwards merges the elementwise ops.
+
+    With `widen-to-f64`, every float argument, result and value of the
+    functions is widened to f64 (the program's function in double precision,
+    for gradient checks): the function's signature changes accordingly.
   }];
+  let options = [
+    Option<"widenToF64", "widen-to-f64", "bool", "false",
+           "Compute in f64, with every float argument and result widened">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::tensor::TensorDialect"

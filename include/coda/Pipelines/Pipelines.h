@@ -13,7 +13,16 @@ namespace mlir::coda {
 /// through the reference lowering (coda-to-linalg). Every public function gets
 /// a C interface wrapper (`_mlir_ciface_<name>`) that takes and returns
 /// memref descriptors.
-void buildCpuPipeline(OpPassManager &pm);
+void buildCpuPipeline(OpPassManager &pm, bool widenToF64 = false);
+
+/// Options of coda-cpu-pipeline.
+struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
+  Option<bool> widenToF64{
+      *this, "widen-to-f64",
+      llvm::cl::desc("Compute in f64, every float argument and result "
+                     "widened (coda-to-linalg{widen-to-f64})"),
+      llvm::cl::init(false)};
+};
 
 /// Options of coda-gpu-pipeline.
 struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {

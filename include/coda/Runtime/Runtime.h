@@ -265,10 +265,14 @@ public:
 
   /// Parses and verifies a program written in coda IR; `function` names it
   /// when the module holds several; diagnostics name `sourceName:line:col`.
+  /// A non-empty `derive` loads instead the program derived from it
+  /// (deriveProgram in coda/Dialect/Coda/Transforms/Backward.h: "backward",
+  /// "saving", "backward_saved", "grad_a", "grad_b").
   llvm::Expected<std::unique_ptr<GpuProgram>>
   loadProgram(llvm::StringRef mlirSource, llvm::StringRef function = "",
               GpuCompileOptions options = {},
-              llvm::StringRef sourceName = "program");
+              llvm::StringRef sourceName = "program",
+              llvm::StringRef derive = "");
 
   /// Waits for all work on the device.
   llvm::Error synchronize();
@@ -282,7 +286,8 @@ public:
                llvm::StringRef layoutA = "mk", llvm::StringRef layoutB = "nk",
                bool withC = false, bool withAlpha = false,
                GpuCompileOptions options = {},
-               llvm::StringRef sourceName = "epilogue");
+               llvm::StringRef sourceName = "epilogue",
+               llvm::StringRef derive = "");
 
   /// "NVIDIA H200 (sm_90)".
   const std::string &getDeviceDescription() const { return description; }

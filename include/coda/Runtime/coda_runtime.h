@@ -89,6 +89,12 @@ typedef struct coda_compile_options {
      instruction (faster; tanh within 2^-11 relative error, as cuBLASLt's
      fused GELU). */
   int32_t fast_activations;
+  /* Non-NULL: load the program derived from the source's for training
+     (docs/autodiff.md): "backward" (the epilogue gradient on the recomputed
+     GEMM), "saving" (the forward, also writing its accumulator),
+     "backward_saved" (the epilogue gradient on the GEMM producing the output
+     gradient), "grad_a" or "grad_b" (the operand gradients). */
+  const char *derive;
 } coda_compile_options;
 
 /* The message of the last failed call on this thread ("" if none). */

@@ -15,6 +15,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -47,12 +49,16 @@ struct Materialized {
 /// Lowers one coda.gemm.
 class GemmLowering {
 public:
-  GemmLowering(GemmOp op, ConversionPatternRewriter &rewriter)
+  /// Lowers `op`, computing in `computeType`: f32, or f64 for the widened
+  /// reference.
+  GemmLowering(GemmOp op, ConversionPatternRewriter &rewriter,
+               Type computeType)
       : op(op), rewriter(rewriter), loc(op.getLoc()),
-        space(op.getOutputSpaceDims().getMask()),
-        f32(rewriter.getF32Type()) {}
+        space(op.getOutputSpaceDims().getMask()), f32(computeType) {}
 
-  LogicalResult lower(ValueRange operands);
+  /// Replaces the op by its lowering on `operands`, returning values of
+  /// `resultTypes`.
+  LogicalResult lower(ValueRange operands, TypeRange resultTypes);
 
 private:
   /// The size of output-space dim `bit`.
@@ -63,8 +69,13 @@ private:
   /// (plus `extraDims` trailing dims) to an operand over the dims of `mask`.
   AffineMap operandMap(unsigned iterMask, unsigned mask,
                        unsigned extraDims = 0) const;
-  /// The f32 value of `value` as a tensor or scalar, converting if needed.
+  /// `value` as a tensor or scalar of the compute type, converting if
+  /// needed.
   Value asF32(Value value, unsigned mask);
+  /// A clone of the epilogue op `inner` on `args`, computing in the compute
+  /// type.
+  Operation *cloneInComputeType(OpBuilder &b, Operation &inner,
+                                ValueRange args);
 
   /// Builds a linalg.generic over the dims of `mask` that runs `body` on the
   /// elements of `inputs` and yields one value per type of `resultTypes`.
@@ -91,6 +102,7 @@ private:
   ConversionPatternRewriter &rewriter;
   Location loc;
   unsigned space;
+  /// The compute type (f32 but in the widened reference).
   Type f32;
   OpFoldResult batchSize, mSize, nSize;
   llvm::DenseMap<Value, Materialized> values;
@@ -145,6 +157,24 @@ ValueRange GemmLowering::buildElementwise(
   return generic.getResults();
 }
 
+Operation *GemmLowering::cloneInComputeType(OpBuilder &b, Operation &inner,
+                                            ValueRange args) {
+  IRMapping mapping;
+  mapping.map(inner.getOperands(), args);
+  if (f32.isF32())
+    return b.clone(inner, mapping);
+  // Widened: the epilogue's f32 values become values of the compute type.
+  if (auto constant = dyn_cast<arith::ConstantOp>(inner))
+    if (auto value = dyn_cast<FloatAttr>(constant.getValue()))
+      return arith::ConstantOp::create(
+          b, inner.getLoc(), b.getFloatAttr(f32, value.getValueAsDouble()));
+  Operation *clone = b.clone(inner, mapping);
+  for (OpResult result : clone->getResults())
+    if (isa<FloatType>(result.getType()))
+      result.setType(f32);
+  return clone;
+}
+
 Value GemmLowering::asF32(Value value, unsigned mask) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type || type.getElementType() == f32)
@@ -186,7 +216,7 @@ Value GemmLowering::lowerContraction(Value a, Value b) {
   AffineMap outMap = operandMap(space, space, /*extraDims=*/1);
 
   Value zero = arith::ConstantOp::create(rewriter, loc,
-                                         rewriter.getF32FloatAttr(0.0));
+                                         rewriter.getFloatAttr(f32, 0.0));
   Value init =
       linalg::FillOp::create(rewriter, loc, zero, emptyTensor(space, f32))
           .getResult(0);
@@ -258,7 +288,7 @@ Materialized GemmLowering::lowerReduction(ReductionKind kind,
                         ? -std::numeric_limits<double>::infinity()
                         : 0.0;
   Value identityValue = arith::ConstantOp::create(
-      rewriter, loc, rewriter.getF32FloatAttr(identity));
+      rewriter, loc, rewriter.getFloatAttr(f32, identity));
   Value init = linalg::FillOp::create(rewriter, loc, identityValue,
                                       emptyTensor(outMask, f32))
                    .getResult(0);
@@ -336,9 +366,7 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
                                     index(DimsAttr::kN));
       return {buildDropoutApply(b, l, args[0], bits, dropout.getThreshold())};
     }
-    IRMapping mapping;
-    mapping.map(inner.getOperands(), args);
-    Operation *clone = b.clone(inner, mapping);
+    Operation *clone = cloneInComputeType(b, inner, args);
     return SmallVector<Value>(clone->getResults());
   };
 
@@ -352,8 +380,11 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
       values[result] = {value, 0};
     return;
   }
+  SmallVector<Type> resultTypes;
+  for (Type type : inner.getResultTypes())
+    resultTypes.push_back(isa<FloatType>(type) ? f32 : type);
   ValueRange results =
-      buildElementwise(mask, operands, inner.getResultTypes(), buildScalar);
+      buildElementwise(mask, operands, resultTypes, buildScalar);
   for (auto [result, value] : llvm::zip(inner.getResults(), results))
     values[result] = {value, mask};
 }
@@ -374,7 +405,7 @@ Value GemmLowering::lowerOutput(Materialized value, unsigned mask,
   return result;
 }
 
-LogicalResult GemmLowering::lower(ValueRange operands) {
+LogicalResult GemmLowering::lower(ValueRange operands, TypeRange resultTypes) {
   GemmOp::Adaptor adaptor(operands, op);
   Value a = adaptor.getA(), b = adaptor.getB();
   auto aType = cast<RankedTensorType>(a.getType());
@@ -407,7 +438,7 @@ LogicalResult GemmLowering::lower(ValueRange operands) {
   for (auto [i, value] : llvm::enumerate(op.getYield().getValues()))
     results.push_back(
         lowerOutput(values.lookup(value), op.getResultDimsAt(i).getMask(),
-                    cast<RankedTensorType>(op.getResult(i).getType())));
+                    cast<RankedTensorType>(resultTypes[i])));
   rewriter.replaceOp(op, results);
   return success();
 }
@@ -418,18 +449,37 @@ struct GemmOpLowering final : OpConversionPattern<GemmOp> {
   LogicalResult
   matchAndRewrite(GemmOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    return GemmLowering(op, rewriter).lower(adaptor.getOperands());
+    SmallVector<Type> resultTypes;
+    if (failed(getTypeConverter()->convertTypes(op.getResultTypes(),
+                                                resultTypes)))
+      return failure();
+    Type computeType = getTypeConverter()->convertType(rewriter.getF32Type());
+    return GemmLowering(op, rewriter, computeType)
+        .lower(adaptor.getOperands(), resultTypes);
   }
 };
 
 struct ConvertCodaToLinalg final
     : coda::impl::ConvertCodaToLinalgBase<ConvertCodaToLinalg> {
+  using Base::Base;
+
   void runOnOperation() override {
-    ConversionTarget target(getContext());
+    MLIRContext *context = &getContext();
+    TypeConverter converter = getCodaToLinalgTypeConverter(widenToF64);
+    ConversionTarget target(*context);
     target.addIllegalDialect<CodaDialect>();
-    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
-    RewritePatternSet patterns(&getContext());
-    populateCodaToLinalgConversionPatterns(patterns);
+    target.markUnknownOpDynamicallyLegal([&](Operation *op) {
+      if (auto func = dyn_cast<func::FuncOp>(op))
+        return converter.isSignatureLegal(func.getFunctionType());
+      return converter.isLegal(op);
+    });
+    RewritePatternSet patterns(context);
+    populateCodaToLinalgConversionPatterns(converter, patterns);
+    if (widenToF64) {
+      populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(
+          patterns, converter);
+      populateReturnOpTypeConversionPattern(patterns, converter);
+    }
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();
@@ -438,7 +488,22 @@ struct ConvertCodaToLinalg final
 
 } // namespace
 
+TypeConverter mlir::coda::getCodaToLinalgTypeConverter(bool widenToF64) {
+  TypeConverter converter;
+  converter.addConversion([](Type type) { return type; });
+  if (!widenToF64)
+    return converter;
+  auto widen = [](Type type) -> Type {
+    return isa<FloatType>(type) ? Float64Type::get(type.getContext()) : type;
+  };
+  converter.addConversion([widen](FloatType type) { return widen(type); });
+  converter.addConversion([widen](RankedTensorType type) -> Type {
+    return type.clone(widen(type.getElementType()));
+  });
+  return converter;
+}
+
 void mlir::coda::populateCodaToLinalgConversionPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<GemmOpLowering>(patterns.getContext());
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<GemmOpLowering>(converter, patterns.getContext());
 }

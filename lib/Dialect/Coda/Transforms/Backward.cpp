@@ -14,6 +14,7 @@
 #include "coda/Program/ProgramSignature.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -498,8 +499,14 @@ FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
   return programs;
 }
 
-FailureOr<func::FuncOp> mlir::coda::deriveProgram(func::FuncOp forward,
-                                                  StringRef derived) {
+FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
+                                                 StringRef function,
+                                                 StringRef derived) {
+  FailureOr<ProgramSignature> signature =
+      ProgramSignature::get(module, function);
+  if (failed(signature))
+    return failure();
+  auto forward = module.lookupSymbol<func::FuncOp>(signature->functionName);
   bool saved = derived == BackwardNames::kSaving ||
                derived == BackwardNames::kBackwardSaved;
   if (!saved && derived != BackwardNames::kBackward &&
@@ -511,15 +518,10 @@ FailureOr<func::FuncOp> mlir::coda::deriveProgram(func::FuncOp forward,
       forward, saved ? AccumulatorSource::Saved : AccumulatorSource::Recompute);
   if (failed(programs))
     return failure();
-  func::FuncOp chosen;
+  std::string chosen = (forward.getName() + "_" + derived).str();
   for (func::FuncOp func : {programs->saving, programs->backward,
-                            programs->gradA, programs->gradB}) {
-    if (!func)
-      continue;
-    if (func.getName() == (forward.getName() + "_" + derived).str())
-      chosen = func;
-    else
+                            programs->gradA, programs->gradB})
+    if (func && func.getName() != chosen)
       func.erase();
-  }
   return chosen;
 }

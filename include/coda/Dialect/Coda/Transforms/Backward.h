@@ -79,10 +79,12 @@ struct BackwardPrograms {
 FailureOr<BackwardPrograms> deriveBackward(func::FuncOp forward,
                                            AccumulatorSource source);
 
-/// The derived program named `derived` ("backward", "saving",
-/// "backward_saved", "grad_a", "grad_b") of the program `@forward`: derives
-/// what is needed and returns the function, or emits an error and fails.
-FailureOr<func::FuncOp> deriveProgram(func::FuncOp forward, StringRef derived);
+/// Derives the program named `derived` ("backward", "saving",
+/// "backward_saved", "grad_a", "grad_b") of the program `function` of
+/// `module` (its only one when empty), erasing the derived programs not
+/// asked for, and returns its name; or emits an error and fails.
+FailureOr<std::string> deriveProgram(ModuleOp module, StringRef function,
+                                     StringRef derived);
 
 } // namespace mlir::coda
 

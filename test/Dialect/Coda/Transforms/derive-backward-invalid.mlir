@@ -1,0 +1,84 @@
+// RUN: coda-opt %s --coda-derive-backward -split-input-file -verify-diagnostics
+// The saved accumulator needs an [m, n] output (@no_space_output below, which
+// recompute differentiates), and the option takes two values: these errors
+// come only under other options, checked on the output.
+// RUN: not coda-opt %s --coda-derive-backward=accumulator=saved -split-input-file 2>&1 | FileCheck %s --check-prefix=SAVED
+// RUN: not coda-opt %s --coda-derive-backward=accumulator=fused 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+
+// UNKNOWN: error: coda-derive-backward: unknown accumulator 'fused'; expected recompute or saved
+
+func.func @batched(%a: tensor<4x?x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<4x?x256xbf16> {
+  // expected-error @+1 {{'coda.gemm' op cannot be differentiated: batched GEMMs are not supported; fold the batch into M}}
+  %0 = coda.gemm %a, %b : tensor<4x?x64xbf16>, tensor<64x256xbf16> -> (tensor<4x?x256xbf16> [b, m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<4x?x256xbf16>
+}
+
+// -----
+
+func.func @c_operand(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>, %c: tensor<?x256xf32>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{'coda.gemm' op cannot be differentiated: the C operand is not supported; add it in the epilogue as an [m, n] input}}
+  %0 = coda.gemm %a, %b c(%c : tensor<?x256xf32>) : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @sin(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<?x256xbf16> {
+  %0 = coda.gemm %a, %b : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'math.sin' op has no derivative: the backward of an epilogue can be derived through arith add/sub/mul/div/neg/maximum/minimum/select, math exp/log/sqrt/rsqrt/tanh/absf/powf, coda.activation, coda.dropout and coda.row_reduce}}
+    %1 = math.sin %acc : f32
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+
+// -----
+
+// An op without a derivative is refused only where a gradient flows through
+// it: here remf is past the differentiable arith.addf.
+func.func @remf(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>, %bias: tensor<256xf32>) -> tensor<?x256xbf16> {
+  %0 = coda.gemm %a, %b ins(%bias : tensor<256xf32> [n]) : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    %two = arith.constant 2.0 : f32
+    // expected-error @+1 {{'arith.remf' op has no derivative}}
+    %1 = arith.remf %acc, %two : f32
+    %2 = arith.addf %1, %x : f32
+    coda.yield %2 : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+
+// -----
+
+// The pass takes programs as ProgramSignature describes them.
+// expected-error @+1 {{'not_a_program' is not a coda program: its body must be exactly one coda.gemm and a return}}
+func.func @not_a_program(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<?x256xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %0 = coda.gemm %a, %b : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+
+// -----
+
+// Only a column sum: recompute differentiates it (no gradient reaches the
+// accumulator); a saved accumulator has no [m, n] output whose gradient the
+// backward's GEMM could produce.
+// SAVED: derive-backward-invalid.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'coda.gemm' op cannot be differentiated with a saved accumulator: it has no [m, n] output whose gradient a GEMM could produce
+func.func @no_space_output(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<256xf32> {
+  %0 = coda.gemm %a, %b : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<256xf32> [n]) {
+  ^bb0(%acc: f32):
+    %s = coda.col_reduce sum %acc
+    coda.yield %s : f32
+  }
+  return %0 : tensor<256xf32>
+}
