@@ -74,14 +74,20 @@ function(coda_add_tool name)
 endfunction()
 
 # coda_add_shared_library(name src... EXPORTS version-script [LINK_LIBS ...]):
-# a shared library that exports only what the version script lists; in static
-# mode it carries MLIR and LLVM inside, so it loads on machines without them.
+# a shared library; in static mode it carries MLIR and LLVM inside, so it
+# loads on machines without them, and exports only what the version script
+# lists. Linked against libMLIR.so, it exports everything: MLIR's TypeIDs of
+# templates (op traits) are weak symbols that must resolve to libMLIR.so's,
+# or the verifier does not see coda's terminators as terminators.
 function(coda_add_shared_library name)
   cmake_parse_arguments(ARG "" "EXPORTS" "LINK_LIBS" ${ARGN})
   add_library(${name} SHARED ${ARG_UNPARSED_ARGUMENTS})
   set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CODA_BINARY_DIR}/lib)
-  target_link_libraries(${name} PRIVATE ${ARG_LINK_LIBS}
-    -Wl,--version-script=${ARG_EXPORTS} -Wl,--exclude-libs,ALL)
+  target_link_libraries(${name} PRIVATE ${ARG_LINK_LIBS})
+  if(CODA_STATIC_TOOLS)
+    target_link_libraries(${name} PRIVATE
+      -Wl,--version-script=${ARG_EXPORTS} -Wl,--exclude-libs,ALL)
+  endif()
   set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS ${ARG_EXPORTS})
   _coda_link_static_mlir(${name})
   install(TARGETS ${name} LIBRARY DESTINATION lib)

@@ -60,16 +60,18 @@ def _is_epilogue(source):
     return False
 
 
-def _find_library():
-    explicit = os.environ.get("CODA_RUNTIME_LIBRARY")
+def _find_library(name="coda_runtime", variable="CODA_RUNTIME_LIBRARY"):
+    """lib<name>.so: $<variable>, else the one in the build folders of the
+    source tree, else the dynamic loader's search path."""
+    explicit = os.environ.get(variable)
     if explicit:
         return explicit
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for build in ("build", "build-static"):
-        path = os.path.join(root, build, "lib", "libcoda_runtime.so")
+        path = os.path.join(root, build, "lib", f"lib{name}.so")
         if os.path.exists(path):
             return path
-    return "libcoda_runtime.so"
+    return f"lib{name}.so"
 
 
 _lib = None
@@ -142,12 +144,15 @@ class Program:
     fast_activations=True runs GELU(tanh), SiLU and sigmoid on the GPU's
     tanh.approx.f32 (faster, less accurate: as cuBLASLt's fused GELU);
     autotune=True instead times the candidate shapes at the first call of
-    each problem shape and keeps the fastest (cached with the kernels)."""
+    each problem shape and keeps the fastest (cached with the kernels).
+    derive="backward", "saving", "backward_saved", "grad_a" or "grad_b"
+    loads the program derived from the source's for training
+    (docs/autodiff.md)."""
 
     def __init__(self, source, function="", device=None, tile_n=0, stages=0,
                  dtype="bf16", layout_a="mk", layout_b="nk", with_c=False,
                  with_alpha=False, tile_m=0, schedule="", autotune=False,
-                 cluster_m=0, group_rows=0, fast_activations=False):
+                 cluster_m=0, group_rows=0, fast_activations=False, derive=""):
         import torch
 
         torch.cuda.init()  # the runtime shares PyTorch's primary context
@@ -159,7 +164,7 @@ class Program:
                            int(_is_epilogue(source)), dtype.encode(), layout_a.encode(),
                            layout_b.encode(), int(with_c), int(with_alpha), tile_m,
                            schedule.encode() or None, int(autotune), cluster_m, group_rows,
-                           int(fast_activations))
+                           int(fast_activations), derive.encode() or None)
         handle = ctypes.c_void_p()
         text = source.encode()
         _check(lib.coda_program_load(_runtime(device), text, len(text),
