@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine to build and test coda, idempotently:
 #  - installs the Debian packages coda builds with (LLVM/MLIR 22.1.8, cmake, ninja, g++),
-#  - creates .venv with numpy (the end-to-end tests compare against numpy),
+#  - creates .venv with numpy (the end-to-end tests compare against numpy)
+#    and torch (the python package's autograd tests),
 #  - configures the build in build/ and builds the tools.
 # Run it again at any time; it only does what is missing.
 set -euo pipefail
@@ -26,6 +27,12 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy" 2>/dev/null
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q numpy
+fi
+# PyTorch: the python package's modules and autograd ops, tested on the CPU
+# reference (torch.autograd.gradcheck in float64).
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  echo "setup: installing torch into .venv"
+  .venv/bin/python -m pip install -q torch
 fi
 
 if [ ! -f build/build.ninja ]; then

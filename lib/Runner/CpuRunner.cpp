@@ -134,6 +134,9 @@ CpuExecutable::run(ArrayRef<ArgumentValue> args) const {
   llvm::Expected<ProblemShape> problem = signature.inferProblemShape(shapes);
   if (!problem)
     return problem.takeError();
+  // Refused before the outputs are allocated here.
+  if (llvm::Error error = checkFits(*problem))
+    return std::move(error);
   std::vector<HostArray> outputs;
   SmallVector<BufferRef> buffers;
   for (auto [i, output] : llvm::enumerate(signature.outputs))
@@ -146,6 +149,35 @@ CpuExecutable::run(ArrayRef<ArgumentValue> args) const {
   if (llvm::Error error = runInto(refs, buffers))
     return std::move(error);
   return outputs;
+}
+
+unsigned CpuExecutable::getElementBytes(Type type) const {
+  return widenedToF64 && isa<FloatType>(type) ? 8
+                                              : type.getIntOrFloatBitWidth() / 8;
+}
+
+llvm::Error CpuExecutable::checkFits(const ProblemShape &problem) const {
+  // The compiled program allocates its outputs and an accumulator and does
+  // not survive a failed allocation: refuse what this machine cannot hold.
+  double bytes =
+      (widenedToF64 ? 8.0 : 4.0) * problem.batch * problem.m * problem.n;
+  for (auto [i, output] : llvm::enumerate(signature.outputs)) {
+    double elements = 1;
+    for (int64_t size : signature.getOutputShape(i, problem))
+      elements *= size;
+    bytes += elements * getElementBytes(output.type.getElementType());
+  }
+  double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                  static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (memory > 0 && bytes > memory)
+    return llvm::createStringError(
+        llvm::formatv("'{0}' on the CPU: M = {1}, N = {2} need {3:f1} GiB for "
+                      "the outputs and the accumulator, more than this "
+                      "machine's {4:f1} GiB of memory",
+                      signature.functionName, problem.m, problem.n,
+                      bytes / (1 << 30), memory / (1 << 30))
+            .str());
+  return llvm::Error::success();
 }
 
 llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
@@ -162,22 +194,12 @@ llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
                                signature.outputs.size(), args.size(),
                                outputs.size())
                      .str());
-  // The compiled program allocates its outputs and an f32 accumulator and
-  // does not survive a failed allocation: refuse what this machine cannot
-  // hold.
   SmallVector<SmallVector<int64_t>> shapes;
   for (const ArgumentRef &value : args)
     shapes.push_back(value.buffer.shape);
   llvm::Expected<ProblemShape> problem = signature.inferProblemShape(shapes);
   if (!problem)
     return problem.takeError();
-  auto elementBytes = [&](Type type) -> unsigned {
-    return widenedToF64 && isa<FloatType>(type)
-               ? 8
-               : type.getIntOrFloatBitWidth() / 8;
-  };
-  double bytes = (widenedToF64 ? 8.0 : 4.0) * problem->batch * problem->m *
-                 problem->n;
   for (auto [i, output] : llvm::enumerate(signature.outputs)) {
     SmallVector<int64_t> shape = signature.getOutputShape(i, *problem);
     auto spell = [](ArrayRef<int64_t> sizes) {
@@ -188,21 +210,9 @@ llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
     if (ArrayRef<int64_t>(shape) != ArrayRef<int64_t>(outputs[i].shape))
       return error("output '" + output.name + "' must have shape " +
                    spell(shape) + ", got " + spell(outputs[i].shape));
-    double elements = 1;
-    for (int64_t size : shape)
-      elements *= size;
-    bytes += elements * elementBytes(output.type.getElementType());
   }
-  double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                  static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (memory > 0 && bytes > memory)
-    return error(
-        llvm::formatv("'{0}' on the CPU: M = {1}, N = {2} need {3:f1} GiB for "
-                      "the outputs and the accumulator, more than this "
-                      "machine's {4:f1} GiB of memory",
-                      signature.functionName, problem->m, problem->n,
-                      bytes / (1 << 30), memory / (1 << 30))
-            .str());
+  if (llvm::Error error = checkFits(*problem))
+    return error;
 
   // The C interface takes a pointer to the results, then a pointer to each
   // memref argument's descriptor and each scalar by value.
@@ -251,7 +261,7 @@ llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
     ArrayRef<int64_t> sizes(field + 3, rank), strides(field + 3 + rank, rank);
     field += 3 + 2 * rank;
 
-    unsigned elementSize = elementBytes(output.type.getElementType());
+    unsigned elementSize = getElementBytes(output.type.getElementType());
     auto *target = static_cast<uint8_t *>(buffer.data);
     int64_t numElements = 1;
     for (int64_t size : sizes)

@@ -77,6 +77,11 @@ public:
 private:
   CpuExecutable(std::unique_ptr<ExecutionEngine> engine,
                 ProgramSignature signature, bool widenToF64);
+  /// The size of an element of `type` in the compiled program.
+  unsigned getElementBytes(Type type) const;
+  /// Fails, saying why, when `problem`'s outputs and accumulator do not fit
+  /// in this machine's memory.
+  llvm::Error checkFits(const ProblemShape &problem) const;
 
   std::unique_ptr<ExecutionEngine> engine;
   ProgramSignature signature;

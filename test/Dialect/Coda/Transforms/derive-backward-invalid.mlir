@@ -1,7 +1,8 @@
 // RUN: coda-opt %s --coda-derive-backward -split-input-file -verify-diagnostics
-// The saved accumulator needs an [m, n] output (@no_space_output below, which
-// recompute differentiates), and the option takes two values: these errors
-// come only under other options, checked on the output.
+// Two errors come only under other options, so FileCheck reads them (under
+// -verify-diagnostics every split would have to fail the same way): a saved
+// accumulator with no [m, n] output (@no_space_output, which recompute
+// differentiates), and an unknown accumulator.
 // RUN: not coda-opt %s --coda-derive-backward=accumulator=saved -split-input-file 2>&1 | FileCheck %s --check-prefix=SAVED
 // RUN: not coda-opt %s --coda-derive-backward=accumulator=fused 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
