@@ -13,7 +13,8 @@ the build folders of the source tree.
 import ctypes
 import json
 
-from .runtime import CodaError, _Options, _find_library, _is_epilogue
+from .runtime import CodaError, _Options, _declare, _find_library, _is_epilogue
+from .runtime import _check as _runtime_check
 
 _lib = None
 
@@ -41,16 +42,12 @@ def _library():
             "coda_reference_run": (I, [P, ctypes.POINTER(_Value), ctypes.c_size_t,
                                        ctypes.POINTER(_Tensor), ctypes.c_size_t]),
         }
-        for name, (restype, argtypes) in sig.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = restype, argtypes
-        _lib = lib
+        _lib = _declare(lib, sig)
     return _lib
 
 
 def _check(status):
-    if status != 0:
-        raise CodaError(_library().coda_reference_last_error().decode())
+    _runtime_check(status, _library(), "coda_reference_last_error")
 
 
 class ReferenceProgram:

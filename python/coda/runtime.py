@@ -110,16 +110,23 @@ def _library():
             "coda_program_launch_device_seed": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t,
                                                     ctypes.c_uint64, P]),
         }
-        for name, (restype, argtypes) in sig.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = restype, argtypes
-        _lib = lib
+        _lib = _declare(lib, sig)
     return _lib
 
 
-def _check(status):
+def _declare(lib, signatures):
+    """`lib` with the C signatures {name: (restype, argtypes)} set."""
+    for name, (restype, argtypes) in signatures.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
+
+
+def _check(status, library=None, last_error="coda_last_error"):
+    """Raises CodaError with the library's last message unless `status` is 0."""
     if status != 0:
-        raise CodaError(_library().coda_last_error().decode())
+        lib = library or _library()
+        raise CodaError(getattr(lib, last_error)().decode())
 
 
 _runtimes = {}
