@@ -4,13 +4,20 @@
 or CUDA tensors; its backward runs the programs coda derives from it
 (docs/autodiff.md): the epilogue gradient on the recomputed GEMM, which gives
 ``grad_acc`` and the gradients of the epilogue's tensor inputs, then the
-operand gradients ``grad_a`` and ``grad_b`` as coda GEMMs. CUDA tensors run
-the fused kernels (coda.Program); CPU tensors the CPU reference
-(coda.reference), in float64 when they are float64, so that
-torch.autograd.gradcheck can check the derived backward.
+operand gradients ``grad_a`` and ``grad_b`` as coda GEMMs.
+``torch.ops.coda.mlp`` runs two programs as a Transformer MLP whose backward
+puts fc1's epilogue gradient into the epilogue of fc2's dgrad GEMM.
+
+CUDA tensors run the fused kernels (coda.Program); CPU tensors the CPU
+reference (coda.reference), in float64 when they are float64, so that
+torch.autograd.gradcheck can check the derived backward. The dropout seed is
+an int64 tensor of one element on the tensors' device, read when a kernel
+starts: the ops trace under torch.compile(fullgraph=True) and replay in CUDA
+graphs with a seed drawn inside the graph.
 """
 
 import itertools
+from typing import Optional
 
 import torch
 
@@ -28,7 +35,9 @@ _keys = itertools.count()
 class ProgramFamily:
     """A program (coda IR text or a DSL epilogue, A stored [M, K], B as an
     nn.Linear weight [N, K]) and the programs derived from it, compiled per
-    device and dtype on first use. `key` names it to torch.ops.coda.run."""
+    device and dtype on first use. `source` is the text, or a function of the
+    operand type's name ("bf16", "f16", "f32") that returns it (for inputs
+    declared in the operand type). `key` names it to torch.ops.coda.run."""
 
     def __init__(self, source, **options):
         self.source = source
@@ -42,26 +51,59 @@ class ProgramFamily:
         `device`."""
         key = (derive, str(device), dtype)
         if key not in self._programs:
-            options = dict(self.options, dtype=_DTYPES[dtype], derive=derive)
+            name = _DTYPES[dtype]
+            source = self.source(name) if callable(self.source) else self.source
+            options = dict(self.options, dtype=name, derive=derive)
             if device.type == "cuda":
-                program = Program(self.source, device=device.index, **options)
+                program = Program(source, device=device.index, **options)
             else:
-                program = ReferenceProgram(self.source, widen_to_f64=dtype == torch.float64,
+                program = ReferenceProgram(source, widen_to_f64=dtype == torch.float64,
                                            **options)
             self._programs[key] = program
         return self._programs[key]
+
+    def describe(self):
+        """The forward program's arguments and outputs (as coda.Program
+        lists them), read from the GPU runtime when there is a GPU (loading
+        compiles nothing until a launch), else from the CPU reference."""
+        if torch.cuda.is_available():
+            return self.program("", torch.device("cuda", torch.cuda.current_device()),
+                                torch.float32)
+        return self.program("", torch.device("cpu"), torch.float64)
+
+    def inputs(self):
+        """The epilogue inputs of the forward program, the dropout seed left
+        out."""
+        return [arg for arg in self.describe().arguments
+                if arg["role"] == "input" and not _is_seed(arg)]
+
+    def has_dropout(self):
+        return any(_is_seed(arg) for arg in self.describe().arguments)
+
+
+def draw_seed(device):
+    """A dropout seed from PyTorch's generator of `device`, as F.dropout
+    draws its mask: reproducible under torch.manual_seed, traced by
+    torch.compile, drawn again at each replay of a CUDA graph."""
+    return torch.randint(0, 2**63 - 1, (), dtype=torch.int64, device=device)
+
+
+def _is_seed(arg):
+    return arg["name"] == "seed" and arg["type"] == "i64"
+
+
+def _type(program, a, arg):
+    """The torch dtype of `arg` (an argument or output) for operands like
+    `a`: float64 throughout on the widened CPU reference."""
+    return torch.float64 if a.dtype == torch.float64 else _TORCH[arg["type"]]
 
 
 def _outputs(program, a, b):
     """The (shape, dtype) of each output of `program` on operands a, b."""
     m = a.shape[-1] if program.transpose_a else a.shape[-2]
     n = b.shape[-2] if program.transpose_b else b.shape[-1]
-    result = []
-    for output in program.outputs:
-        shape = [size for bit, size in ((2, m), (1, n)) if output["dims"] & bit]
-        dtype = torch.float64 if a.dtype == torch.float64 else _TORCH[output["type"]]
-        result.append((shape, dtype))
-    return result
+    return [([size for bit, size in ((2, m), (1, n)) if output["dims"] & bit],
+             _type(program, a, output)) for output in program.outputs]
 
 
 def _split(names):
@@ -71,9 +113,15 @@ def _split(names):
 
 
 def _call(program, a, b, tensors, names, scalars, scalar_names, seed):
-    named = dict(zip(_split(names), tensors))
+    """Runs `program`, each tensor input converted to the type it declares;
+    returns its outputs in order."""
+    declared = {arg["name"]: arg for arg in program.arguments}
+    named = {}
+    for name, tensor in zip(_split(names), tensors):
+        arg = declared.get(name)
+        named[name] = tensor.to(_type(program, a, arg)).contiguous() if arg else tensor
     named.update(zip(_split(scalar_names), scalars))
-    if any(arg["name"] == "seed" and arg["type"] == "i64" for arg in program.arguments):
+    if any(_is_seed(arg) for arg in program.arguments):
         named["seed"] = seed
     results = program(a, b, inputs=named)
     return [results[output["name"]] for output in program.outputs]
@@ -82,10 +130,10 @@ def _call(program, a, b, tensors, names, scalars, scalar_names, seed):
 @torch.library.custom_op("coda::run", mutates_args=())
 def run(key: str, derive: str, a: torch.Tensor, b: torch.Tensor, tensors: list[torch.Tensor],
         names: str, scalars: list[float], scalar_names: str,
-        seed: int) -> list[torch.Tensor]:
+        seed: torch.Tensor) -> list[torch.Tensor]:
     """Runs program `derive` of family `key` on A, B and the epilogue inputs
     `tensors` (named by the comma-separated `names`) and scalars; returns its
-    outputs in order."""
+    outputs in order. `seed`: an int64 tensor of one element on A's device."""
     program = _families[key].program(derive, a.device, a.dtype)
     return _call(program, a, b, tensors, names, scalars, scalar_names, seed)
 
@@ -98,32 +146,32 @@ def _(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
 
 def _setup_context(ctx, inputs, output):
     key, derive, a, b, tensors, names, scalars, scalar_names, seed = inputs
-    ctx.save_for_backward(a, b, *tensors)
+    ctx.save_for_backward(a, b, seed, *tensors)
     ctx.key, ctx.derive, ctx.names = key, derive, names
-    ctx.scalars, ctx.scalar_names, ctx.seed = scalars, scalar_names, seed
+    ctx.scalars, ctx.scalar_names = scalars, scalar_names
 
 
 def _backward(ctx, grads):
     if ctx.derive:
-        raise CodaError(f"the derived program '{ctx.derive}' has no backward")
-    a, b, *tensors = ctx.saved_tensors
+        what = ("the inference form of a program (a module in eval mode)"
+                if ctx.derive == "inference" else f"the derived program '{ctx.derive}'")
+        raise CodaError(f"{what} has no backward")
+    a, b, seed, *tensors = ctx.saved_tensors
     family = _families[ctx.key]
     forward = family.program("", a.device, a.dtype)
     names, grad_names, grad_tensors = _split(ctx.names), [], []
-    for output, grad in zip(forward.outputs, grads):
+    for (shape, dtype), output, grad in zip(_outputs(forward, a, b), forward.outputs, grads):
         if output["dims"] == 3:
-            shape, dtype = _outputs(forward, a, b)[forward.outputs.index(output)]
             grad_names.append("grad_" + output["name"])
-            grad_tensors.append((grad if grad is not None
-                                 else a.new_zeros(shape, dtype=dtype)).to(dtype).contiguous())
+            grad_tensors.append(grad if grad is not None else a.new_zeros(shape, dtype=dtype))
     backward = run(ctx.key, "backward", a, b, tensors + grad_tensors,
-                   ",".join(names + grad_names), ctx.scalars, ctx.scalar_names, ctx.seed)
+                   ",".join(names + grad_names), ctx.scalars, ctx.scalar_names, seed)
     grad_acc, input_grads = backward[0], backward[1:]
     grad_a = grad_b = None
     if ctx.needs_input_grad[2]:
-        grad_a = _operand_gradient(ctx.key, "grad_a", grad_acc, b, "b").to(a.dtype)
+        grad_a = _operand_gradient(ctx.key, "grad_a", grad_acc, b, "b", seed).to(a.dtype)
     if ctx.needs_input_grad[3]:
-        grad_b = _operand_gradient(ctx.key, "grad_b", grad_acc, a, "a").to(b.dtype)
+        grad_b = _operand_gradient(ctx.key, "grad_b", grad_acc, a, "a", seed).to(b.dtype)
     tensor_grads = [g.to(t.dtype) for g, t in zip(input_grads, tensors)]
     # PyTorch's structure of the inputs: a list of floats is one leaf, an
     # empty one an empty list.
@@ -131,11 +179,79 @@ def _backward(ctx, grads):
     return None, None, grad_a, grad_b, tensor_grads, None, scalars, None, None
 
 
-def _operand_gradient(key, derive, grad_acc, other, other_name):
+def _operand_gradient(key, derive, grad_acc, other, other_name, seed):
+    """grad_a (`other` is B) or grad_b (`other` is A) of family `key`'s GEMM,
+    its arguments bound by their names."""
     program = _families[key].program(derive, grad_acc.device, grad_acc.dtype)
     first = program.arguments[0]["name"]
     x, y = (grad_acc, other) if first == "grad_acc" else (other, grad_acc)
-    return run(key, derive, x, y, [], "", [], "", 0)[0]
+    return run(key, derive, x, y, [], "", [], "", seed)[0]
 
 
 run.register_autograd(_backward, setup_context=_setup_context)
+
+
+@torch.library.custom_op("coda::mlp", mutates_args=())
+def mlp(up: str, down: str, x: torch.Tensor, w1: torch.Tensor, b1: Optional[torch.Tensor],
+        w2: torch.Tensor, b2: Optional[torch.Tensor], residual: Optional[torch.Tensor],
+        seed: torch.Tensor) -> list[torch.Tensor]:
+    """A Transformer MLP of two program families: `up` (fc1, its epilogue
+    of inputs `bias` and the dropout seed) on x [M, D] and w1 [H, D], whose
+    program `saving` also writes the accumulator, then `down` (fc2:
+    `input + bias` and `residual` when given) on w2 [D, H]. Returns
+    [y, h, saved_acc]: the output, then what the backward reads."""
+    h, saved = run(up, "saving", x, w1, [] if b1 is None else [b1],
+                   "" if b1 is None else "bias", [], "", seed)
+    tensors = [t for t in (b2, residual) if t is not None]
+    names = [n for n, t in (("bias", b2), ("residual", residual)) if t is not None]
+    (y,) = run(down, "", h, w2, tensors, ",".join(names), [], "", seed)
+    return [y, h, saved]
+
+
+@mlp.register_fake
+def _(up, down, x, w1, b1, w2, b2, residual, seed):
+    fc1 = _families[up].program("saving", x.device, x.dtype)
+    fc2 = _families[down].program("", x.device, x.dtype)
+    (h_shape, h_type), (s_shape, s_type) = _outputs(fc1, x, w1)
+    ((y_shape, y_type),) = _outputs(fc2, x.new_empty(h_shape, dtype=h_type), w2)
+    return [x.new_empty(y_shape, dtype=y_type), x.new_empty(h_shape, dtype=h_type),
+            x.new_empty(s_shape, dtype=s_type)]
+
+
+def _mlp_setup_context(ctx, inputs, output):
+    up, down, x, w1, b1, w2, b2, residual, seed = inputs
+    _, h, saved = output
+    ctx.mark_non_differentiable(h, saved)
+    ctx.save_for_backward(x, w1, b1, w2, h, saved, seed)
+    ctx.up, ctx.down = up, down
+    ctx.has_b2, ctx.has_residual = b2 is not None, residual is not None
+    ctx.b2_dtype = None if b2 is None else b2.dtype
+
+
+def _mlp_backward(ctx, grads):
+    """fc2's epilogue is affine with unit slope in its accumulator, so its
+    gradient is grad_y itself; fc1's epilogue gradient runs on the dgrad GEMM
+    of fc2 (grad_y w2), reading the saved accumulator."""
+    x, w1, b1, w2, h, saved, seed = ctx.saved_tensors
+    grad_y = grads[0].to(h.dtype).contiguous()
+    need = ctx.needs_input_grad
+    grad_b2 = grad_y.sum(0, dtype=torch.float32).to(ctx.b2_dtype) if need[6] else None
+    grad_residual = grad_y if need[7] else None
+    grad_w2 = (_operand_gradient(ctx.down, "grad_b", grad_y, h, "a", seed).to(w2.dtype)
+               if need[5] else None)
+    grad_x = grad_w1 = grad_b1 = None
+    if need[2] or need[3] or need[4]:
+        backward = run(ctx.up, "backward_saved", grad_y, w2,
+                       [saved] + ([] if b1 is None else [b1]),
+                       "saved_acc" + ("" if b1 is None else ",bias"), [], "", seed)
+        grad_acc = backward[0]
+        if need[4]:
+            grad_b1 = backward[1].to(b1.dtype)
+        if need[2]:
+            grad_x = _operand_gradient(ctx.up, "grad_a", grad_acc, w1, "b", seed).to(x.dtype)
+        if need[3]:
+            grad_w1 = _operand_gradient(ctx.up, "grad_b", grad_acc, x, "a", seed).to(w1.dtype)
+    return None, None, grad_x, grad_w1, grad_b1, grad_w2, grad_b2, grad_residual, None
+
+
+mlp.register_autograd(_mlp_backward, setup_context=_mlp_setup_context)

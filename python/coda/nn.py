@@ -1,24 +1,52 @@
 """coda modules: layers a model uses directly, trained through coda's
-derived backward programs (coda.autograd)."""
+derived backward programs (coda.autograd).
+
+- ``Linear(in_features, out_features, epilogue=DSL)``: nn.Linear with any
+  epilogue;
+- ``MLP(in_features, hidden_features)``: fc1 + activation + dropout, fc2 +
+  bias + residual, two kernels forward and four backward, fc1's epilogue
+  gradient riding on fc2's dgrad GEMM;
+- ``OutProjection(in_features, out_features, dropout)``: an attention output
+  projection, dropout(x W^T + b) + residual, in one kernel.
+
+Parameters and state dicts are nn.Linear's. In eval mode a program with
+dropout runs its inference form (dropout the identity).
+"""
 
 import math
 
 import torch
 from torch import nn
 
-from .autograd import ProgramFamily, run
+from .autograd import ProgramFamily, draw_seed, mlp, run
 
 _PLAIN = "EPILOGUE linear(bias: f32[N]) {\n  output = input + bias;\n}\n"
+_ACTIVATIONS = ("gelu", "gelu_erf", "relu", "silu", "sigmoid", "tanh")
+
+
+def _reset_linear(weight, bias, in_features):
+    """nn.Linear's initialization."""
+    nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        bound = 1 / math.sqrt(in_features) if in_features else 0
+        nn.init.uniform_(bias, -bound, bound)
+
+
+def _check_dropout(p):
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1), got {p}")
 
 
 class Linear(nn.Module):
     """y = epilogue(x W^T, inputs): nn.Linear's parameters (`weight`
     [out_features, in_features], `bias` [out_features] when the epilogue
     declares an input named `bias`, as nn.Linear initializes them), and any
-    epilogue in the DSL. Other epilogue inputs are keyword arguments of
-    forward; a program with dropout draws its seed from PyTorch's default
-    generator at each call, as F.dropout (or takes `seed=`). Returns the
-    output `output`, or a dict when the program has several outputs."""
+    epilogue in the DSL (or a function of the operand type's name that
+    returns it). Other epilogue inputs are keyword arguments of forward; a
+    program with dropout draws its seed from PyTorch's generator of the
+    input's device at each call, as F.dropout (or takes `seed=`, an int64
+    tensor of one element). Returns the output `output`, or a dict when the
+    program has several outputs."""
 
     def __init__(self, in_features, out_features, epilogue=_PLAIN, device=None, dtype=None):
         super().__init__()
@@ -26,9 +54,9 @@ class Linear(nn.Module):
         self.family = ProgramFamily(epilogue)
         self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device,
                                                dtype=dtype))
-        probe = self.family.program("", torch.device("cpu"), torch.float64)
-        self._inputs = [arg for arg in probe.arguments if arg["role"] == "input"]
-        self._outputs = [output["name"] for output in probe.outputs]
+        self._inputs = self.family.inputs()
+        self._outputs = [output["name"] for output in self.family.describe().outputs]
+        self._dropout = self.family.has_dropout()
         if any(arg["name"] == "bias" for arg in self._inputs):
             self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=dtype))
         else:
@@ -36,36 +64,34 @@ class Linear(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_features) if self.in_features else 0
-            nn.init.uniform_(self.bias, -bound, bound)
+        _reset_linear(self.weight, self.bias, self.in_features)
 
     def forward(self, x, seed=None, **inputs):
         lead = x.shape[:-1]
-        x2 = x.reshape(-1, self.in_features).contiguous()
+        x2 = x.reshape(-1, self.in_features)
         tensors, names, scalars, scalar_names = [], [], [], []
         for arg in self._inputs:
             name = arg["name"]
-            if name == "seed" and arg["type"] == "i64":
-                continue
-            value = self.bias if name == "bias" and self.bias is not None else inputs.pop(name)
+            if name == "bias" and self.bias is not None:
+                value = self.bias
+            elif name in inputs:
+                value = inputs.pop(name)
+            else:
+                raise TypeError(f"missing epilogue input '{name}'")
             if arg["tensor"]:
-                if arg["dims"] == 3:
-                    value = value.reshape(-1, self.out_features)
-                tensors.append(value.contiguous())
+                tensors.append(value.reshape(-1, self.out_features) if arg["dims"] == 3
+                               else value)
                 names.append(name)
             else:
                 scalars.append(float(value))
                 scalar_names.append(name)
         if inputs:
             raise TypeError(f"unexpected epilogue inputs {sorted(inputs)}")
+        derive = "inference" if self._dropout and not self.training else ""
         if seed is None:
-            seed = int(torch.empty((), dtype=torch.int64).random_())
-        # Tensors in the program's types: the forward casts (and autograd
-        # casts the gradients back).
-        outputs = run(self.family.key, "", x2, self.weight, tensors, ",".join(names), scalars,
-                      ",".join(scalar_names), seed)
+            seed = draw_seed(x.device) if self._dropout and self.training else _no_seed(x)
+        outputs = run(self.family.key, derive, x2.contiguous(), self.weight, tensors,
+                      ",".join(names), scalars, ",".join(scalar_names), seed)
         results = {}
         for name, value in zip(self._outputs, outputs):
             results[name] = value.reshape(*lead, -1) if value.dim() == 2 else value
@@ -73,3 +99,87 @@ class Linear(nn.Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}"
+
+
+def _no_seed(x):
+    """The seed of a program that draws no mask."""
+    return torch.zeros((), dtype=torch.int64, device=x.device)
+
+
+class OutProjection(Linear):
+    """An attention output projection with its dropout and residual in one
+    kernel: y = dropout(x W^T + b, p) + residual, `residual` a keyword
+    argument of forward of the shape of y."""
+
+    def __init__(self, in_features, out_features, dropout=0.1, device=None, dtype=None):
+        _check_dropout(dropout)
+        self.p = dropout
+        body = f"dropout(input + bias, {dropout!r})" if dropout else "input + bias"
+        super().__init__(in_features, out_features, device=device, dtype=dtype,
+                         epilogue=lambda t: f"EPILOGUE out_projection(bias: f32[N], "
+                                            f"residual: {t}[M, N]) {{\n"
+                                            f"  output = {body} + residual;\n}}\n")
+
+    def extra_repr(self):
+        return super().extra_repr() + f", dropout={self.p}"
+
+
+class MLP(nn.Module):
+    """A Transformer MLP: y = fc2(dropout(act(fc1(x)), p)) + residual, with
+    `fc1` and `fc2` nn.Linear modules (their parameters, initialization and
+    state dict). Two kernels forward (fc1 also writes its accumulator for
+    the backward); backward, fc2's bias gradient, then fc2's dgrad GEMM
+    carrying fc1's whole epilogue gradient (the activation's derivative, the
+    dropout mask regenerated from its seed, fc1's bias gradient), and three
+    weight and input gradient GEMMs. `residual` (a keyword argument of
+    forward, the shape of y) is added in fc2's epilogue when given."""
+
+    def __init__(self, in_features, hidden_features, out_features=None, activation="gelu",
+                 dropout=0.1, bias=True, device=None, dtype=None):
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"unknown activation '{activation}'; expected one of "
+                             f"{', '.join(_ACTIVATIONS)}")
+        _check_dropout(dropout)
+        out_features = out_features or in_features
+        self.activation, self.p = activation, dropout
+        self.fc1 = nn.Linear(in_features, hidden_features, bias, device, dtype)
+        self.fc2 = nn.Linear(hidden_features, out_features, bias, device, dtype)
+        header = "(bias: f32[N])" if bias else ""
+        pre = "input + bias" if bias else "input"
+        body = f"{activation}({pre})"
+        self._up = ProgramFamily(f"EPILOGUE fc1{header} {{\n  output = "
+                                 f"{f'dropout({body}, {dropout!r})' if dropout else body};\n}}\n")
+        self._down = {}
+        for residual in (False, True):
+            inputs = (["bias: f32[N]"] if bias else []) + (["residual: {t}[M, N]"]
+                                                          if residual else [])
+            terms = ["input"] + (["bias"] if bias else []) + (["residual"] if residual else [])
+            text = (f"EPILOGUE fc2({', '.join(inputs)}) {{\n  output = "
+                    f"{' + '.join(terms)};\n}}\n")
+            self._down[residual] = ProgramFamily(lambda t, text=text: text.replace("{t}", t))
+
+    def forward(self, x, residual=None):
+        lead = x.shape[:-1]
+        x2 = x.reshape(-1, self.fc1.in_features).contiguous()
+        r2 = None if residual is None else residual.reshape(-1, self.fc2.out_features)
+        down = self._down[residual is not None]
+        if not self.training:
+            return self._inference(x2, r2, down).reshape(*lead, -1)
+        seed = draw_seed(x.device) if self.p else _no_seed(x)
+        y, _, _ = mlp(self._up.key, down.key, x2, self.fc1.weight, self.fc1.bias,
+                      self.fc2.weight, self.fc2.bias, r2, seed)
+        return y.reshape(*lead, -1)
+
+    def _inference(self, x2, r2, down):
+        seed = _no_seed(x2)
+        bias1 = [] if self.fc1.bias is None else [self.fc1.bias]
+        (h,) = run(self._up.key, "inference" if self.p else "", x2, self.fc1.weight, bias1,
+                   "bias" if bias1 else "", [], "", seed)
+        tensors = [t for t in (self.fc2.bias, r2) if t is not None]
+        names = [n for n, t in (("bias", self.fc2.bias), ("residual", r2)) if t is not None]
+        (y,) = run(down.key, "", h, self.fc2.weight, tensors, ",".join(names), [], "", seed)
+        return y
+
+    def extra_repr(self):
+        return f"activation={self.activation}, dropout={self.p}"

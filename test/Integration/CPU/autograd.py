@@ -4,8 +4,11 @@
 # The backward programs coda derives, checked by torch.autograd.gradcheck in
 # float64 on the CPU reference (every float widened to f64): every example
 # program and every DSL builtin, ragged shapes, gradients of A, B and every
-# tensor input; then coda.nn.Linear against PyTorch autograd of the unfused
-# math in float32, and the errors a user sees.
+# tensor input; the fused MLP (fc1's epilogue gradient on fc2's dgrad GEMM)
+# and the output projection; then the coda.nn modules against PyTorch
+# autograd of the unfused math in float32 (coda's dropout mask regenerated
+# from the seed), in eval mode, under torch.compile(fullgraph=True), and the
+# errors a user sees.
 
 import glob
 import os
@@ -14,12 +17,21 @@ import sys
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
 import torch
 from coda import CodaError
-from coda.autograd import ProgramFamily, run
+import coda.nn
+from coda.autograd import ProgramFamily, draw_seed, mlp, run
+from coda.dropout import dropout_mask, dropout_threshold
 from coda.nn import Linear
 
 torch.manual_seed(0)
 M, K, N = 5, 7, 6
 failures = []
+
+
+def report(what, got, want, tolerance):
+    error = ((got - want).norm() / want.norm()).item()
+    print(f"{what}: relative error {error:.2e}")
+    if not error < tolerance:
+        failures.append(what)
 
 
 def check(name, source, shapes=None, seed=1234):
@@ -42,7 +54,7 @@ def check(name, source, shapes=None, seed=1234):
 
     def f(a, b, *tensors):
         outputs = run(family.key, "", a, b, list(tensors), ",".join(names),
-                      [0.7] * len(scalar_names), ",".join(scalar_names), seed)
+                      [0.7] * len(scalar_names), ",".join(scalar_names), torch.tensor(seed))
         return tuple(outputs[i] for i in full)
 
     try:
@@ -91,11 +103,101 @@ yr.backward(g)
 for what, got, want in (("output", y, yr), ("grad x", x.grad, xr.grad),
                         ("grad weight", lin.weight.grad, wr.grad),
                         ("grad bias", lin.bias.grad, br.grad)):
-    error = ((got - want).norm() / want.norm()).item()
-    print(f"Linear {what}: relative error {error:.2e}")
-    if not error < 1e-5:
-        failures.append("Linear " + what)
+    report("Linear " + what, got, want, 1e-5)
 assert list(lin.state_dict()) == ["weight", "bias"]
+
+# The fused MLP op in float64: every parameter, the input and the residual,
+# with and without biases.
+H, D = 9, 6
+for activation, bias in (("gelu", True), ("relu", False), ("silu", True)):
+    module = coda.nn.MLP(K, H, D, activation=activation, dropout=0.25, bias=bias,
+                         dtype=torch.float64)
+    params = [p.detach().clone().requires_grad_() for p in
+              (module.fc1.weight, module.fc1.bias, module.fc2.weight, module.fc2.bias)
+              if p is not None]
+    x = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
+    r = torch.randn(M, D, dtype=torch.float64, requires_grad=True)
+
+    def f(x, r, *params):
+        w1, b1, w2, b2 = params if bias else (params[0], None, params[1], None)
+        return mlp(module._up.key, module._down[True].key, x, w1, b1, w2, b2, r,
+                   torch.tensor(77))[0]
+
+    ok = torch.autograd.gradcheck(f, (x, r, *params), raise_exception=False)
+    print(f"MLP {activation} bias={bias}: {'ok' if ok else 'FAILED'}")
+    if not ok:
+        failures.append(f"MLP {activation}")
+
+# The output projection in float64.
+proj = coda.nn.OutProjection(K, N, dropout=0.2, dtype=torch.float64)
+x = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
+r = torch.randn(M, N, dtype=torch.float64, requires_grad=True)
+ok = torch.autograd.gradcheck(lambda x, r, w, b: run(
+    proj.family.key, "", x, w, [b, r], "bias,residual", [], "", torch.tensor(5))[0],
+    (x, r, proj.weight, proj.bias), raise_exception=False)
+print(f"OutProjection: {'ok' if ok else 'FAILED'}")
+if not ok:
+    failures.append("OutProjection")
+
+
+def unfused_mlp(module, x, residual, keep):
+    """The MLP's math in PyTorch, coda's dropout mask `keep` applied (and
+    its scale, 65536 / (65536 - t))."""
+    pre = x @ module.fc1.weight.T + module.fc1.bias
+    h = torch.nn.functional.gelu(pre, approximate="tanh")
+    scale = 65536 / (65536 - dropout_threshold(module.p))
+    return (h * keep * scale) @ module.fc2.weight.T + module.fc2.bias + residual
+
+
+# The MLP module in float32 against PyTorch autograd, its seed drawn as
+# F.dropout's (the same draw regenerates the mask).
+module = coda.nn.MLP(K, H, D, dropout=0.3)
+x = torch.randn(2, M, K, requires_grad=True)
+r = torch.randn(2, M, D, requires_grad=True)
+torch.manual_seed(11)
+y = module(x, residual=r)
+torch.manual_seed(11)
+seed = int(draw_seed("cpu"))
+keep = torch.from_numpy(dropout_mask(seed, (2 * M, H), module.p)).reshape(2, M, H)
+g = torch.randn_like(y)
+y.backward(g)
+copy = coda.nn.MLP(K, H, D, dropout=0.3)
+copy.load_state_dict(module.state_dict())
+xr, rr = x.detach().clone().requires_grad_(), r.detach().clone().requires_grad_()
+yr = unfused_mlp(copy, xr, rr, keep)
+yr.backward(g)
+report("MLP output", y, yr, 1e-5)
+report("MLP grad x", x.grad, xr.grad, 1e-5)
+report("MLP grad residual", r.grad, rr.grad, 1e-6)
+for name, p in module.named_parameters():
+    report(f"MLP grad {name}", p.grad, dict(copy.named_parameters())[name].grad, 1e-5)
+assert list(module.state_dict()) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+
+# Eval mode: dropout is the identity, as nn.Dropout's.
+module.eval()
+with torch.no_grad():
+    report("MLP eval", module(x, residual=r), unfused_mlp(module, x, r, 1 - dropout_threshold(module.p) / 65536), 1e-5)
+    proj = coda.nn.OutProjection(K, N, dropout=0.2).eval()
+    rp = torch.randn(M, N)
+    report("OutProjection eval", proj(x[0], residual=rp),
+           x[0] @ proj.weight.T + proj.bias + rp, 1e-5)
+module.train()
+
+# torch.compile(fullgraph=True): no graph break, forward and backward as in
+# eager mode (the seed drawn inside the graph).
+compiled = torch.compile(module, fullgraph=True, backend="aot_eager")
+for run_mode in ("eager", "compiled"):
+    module.zero_grad()
+    xc = x.detach().clone().requires_grad_()
+    torch.manual_seed(3)
+    yc = (compiled if run_mode == "compiled" else module)(xc, residual=r.detach())
+    yc.backward(g)
+    if run_mode == "eager":
+        y_eager, gx_eager, gw_eager = yc.detach(), xc.grad, module.fc1.weight.grad.clone()
+report("compiled MLP output", yc, y_eager, 1e-6)
+report("compiled MLP grad x", xc.grad, gx_eager, 1e-6)
+report("compiled MLP grad fc1.weight", module.fc1.weight.grad, gw_eager, 1e-6)
+
 
 # A program whose epilogue has no derivative is refused with the op named.
 family = ProgramFamily("""
@@ -110,7 +212,7 @@ func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
 """)
 a = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
 b = torch.randn(N, K, dtype=torch.float64)
-out = run(family.key, "", a, b, [], "", [], "", 0)[0]
+out = run(family.key, "", a, b, [], "", [], "", torch.tensor(0))[0]
 try:
     out.sum().backward()
     failures.append("no error for math.sin")

@@ -169,8 +169,7 @@ FailureOr<Forward> analyze(func::FuncOp func) {
     return failure();
   GemmOp gemm = *func.getOps<GemmOp>().begin();
   auto notDifferentiable = [&](const Twine &why) {
-    return gemm.emitOpError()
-           << "cannot be differentiated: " << why;
+    return gemm.emitOpError() << "cannot be differentiated: " << why;
   };
   if (gemm.isBatched())
     return notDifferentiable("batched GEMMs are not supported; fold the batch "
@@ -213,8 +212,8 @@ void appendGradientResults(Forward &forward, SmallVector<Slot> &slots,
                            SmallVector<DimsAttr> &dims) {
   MLIRContext *context = forward.func.getContext();
   Type f32 = Float32Type::get(context);
-  slots.push_back({forward.spaceType(forward.elementType),
-                   BackwardNames::kGradAcc});
+  slots.push_back(
+      {forward.spaceType(forward.elementType), BackwardNames::kGradAcc});
   dims.push_back(DimsAttr::get(context, kSpace));
   for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs())) {
     auto type = dyn_cast<RankedTensorType>(input.getType());
@@ -250,15 +249,16 @@ LogicalResult fillEpilogueGradient(Forward &forward, GemmOp gemm,
       buildEpilogueGradient(b, forward.gemm, mapping, seedValues);
   if (failed(adjoints))
     return failure();
-  SmallVector<Value> yielded{(*adjoints)[0]
-                                 ? (*adjoints)[0]
-                                 : arith::ConstantOp::create(
-                                       b, gemm.getLoc(), b.getF32FloatAttr(0.0))
-                                       .getResult()};
+  SmallVector<Value> yielded{
+      (*adjoints)[0]
+          ? (*adjoints)[0]
+          : arith::ConstantOp::create(b, gemm.getLoc(), b.getF32FloatAttr(0.0))
+                .getResult()};
   for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs()))
     if (isa<RankedTensorType>(input.getType()))
-      yielded.push_back(reduceToInput(b, gemm.getLoc(), (*adjoints)[i + 1],
-                                      forward.gemm.getInputDimsAt(i).getMask()));
+      yielded.push_back(
+          reduceToInput(b, gemm.getLoc(), (*adjoints)[i + 1],
+                        forward.gemm.getInputDimsAt(i).getMask()));
   finishEpilogue(gemm, yielded);
   return success();
 }
@@ -289,19 +289,19 @@ FailureOr<func::FuncOp> buildRecomputeBackward(Forward &forward) {
   appendGradientResults(forward, results, resultDims);
 
   GemmOp gemm;
-  func::FuncOp func = createProgram(
-      forward, derivedName(forward, BackwardNames::kBackward), args,
-      results, [&](OpBuilder &b, ValueRange values) {
-        SmallVector<Type> types;
-        for (const Slot &slot : results)
-          types.push_back(slot.type);
-        gemm = GemmOp::create(b, fwd.getLoc(), types, resultDims, values[0],
-                              values[1], fwd.getTransposeA(),
-                              fwd.getTransposeB(), Value(),
-                              fwd.getAlpha() ? values[2] : Value(), Value(),
-                              values.drop_front(firstInputArg), inputDims);
-        return gemm;
-      });
+  func::FuncOp func =
+      createProgram(forward, derivedName(forward, BackwardNames::kBackward),
+                    args, results, [&](OpBuilder &b, ValueRange values) {
+                      SmallVector<Type> types;
+                      for (const Slot &slot : results)
+                        types.push_back(slot.type);
+                      gemm = GemmOp::create(
+                          b, fwd.getLoc(), types, resultDims, values[0],
+                          values[1], fwd.getTransposeA(), fwd.getTransposeB(),
+                          Value(), fwd.getAlpha() ? values[2] : Value(),
+                          Value(), values.drop_front(firstInputArg), inputDims);
+                      return gemm;
+                    });
   Block &block = gemm.getEpilogueBlock();
   unsigned numInputs = fwd.getInputs().size();
   SmallVector<std::pair<unsigned, Value>> seeds;
@@ -462,8 +462,8 @@ func::FuncOp buildOperandGradient(Forward &forward, StringRef name,
 
 } // namespace
 
-FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
-                                                       AccumulatorSource source) {
+FailureOr<BackwardPrograms>
+mlir::coda::deriveBackward(func::FuncOp func, AccumulatorSource source) {
   FailureOr<Forward> analyzed = analyze(func);
   if (failed(analyzed))
     return failure();
@@ -507,20 +507,23 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
   if (failed(signature))
     return failure();
   auto forward = module.lookupSymbol<func::FuncOp>(signature->functionName);
+  if (derived == BackwardNames::kInference)
+    return deriveInference(forward).getName().str();
   bool saved = derived == BackwardNames::kSaving ||
                derived == BackwardNames::kBackwardSaved;
   if (!saved && derived != BackwardNames::kBackward &&
       derived != BackwardNames::kGradA && derived != BackwardNames::kGradB)
     return forward.emitError()
            << "unknown derived program '" << derived
-           << "'; expected backward, saving, backward_saved, grad_a or grad_b";
+           << "'; expected backward, saving, backward_saved, grad_a, grad_b or "
+              "inference";
   FailureOr<BackwardPrograms> programs = deriveBackward(
       forward, saved ? AccumulatorSource::Saved : AccumulatorSource::Recompute);
   if (failed(programs))
     return failure();
   std::string chosen = (forward.getName() + "_" + derived).str();
-  for (func::FuncOp func : {programs->saving, programs->backward,
-                            programs->gradA, programs->gradB})
+  for (func::FuncOp func :
+       {programs->saving, programs->backward, programs->gradA, programs->gradB})
     if (func && func.getName() != chosen)
       func.erase();
   return chosen;

@@ -1,4 +1,5 @@
-//===- Backward.h - backward programs derived from a forward one -*- C++ -*-===//
+//===- Backward.h - backward programs derived from a forward one -*- C++
+//-*-===//
 //
 // Reverse-mode differentiation of a coda program. From a forward program
 // `out = f(acc, inputs)` with `acc = alpha * op(A) op(B)`, deriveBackward
@@ -51,6 +52,8 @@ struct BackwardNames {
   static constexpr const char *kBackwardSaved = "backward_saved";
   static constexpr const char *kGradA = "grad_a";
   static constexpr const char *kGradB = "grad_b";
+  /// The forward with dropout the identity (evaluation mode).
+  static constexpr const char *kInference = "inference";
   /// The accumulator the saving program writes.
   static constexpr const char *kSavedAcc = "saved_acc";
   /// The gradient of the accumulator.
@@ -79,9 +82,14 @@ struct BackwardPrograms {
 FailureOr<BackwardPrograms> deriveBackward(func::FuncOp forward,
                                            AccumulatorSource source);
 
+/// Inserts after `forward` its inference form `@f_inference`: the forward
+/// with every coda.dropout the identity, as nn.Dropout in evaluation mode,
+/// and the forward's arguments (the seed unread).
+func::FuncOp deriveInference(func::FuncOp forward);
+
 /// Derives the program named `derived` ("backward", "saving",
-/// "backward_saved", "grad_a", "grad_b") of the program `function` of
-/// `module` (its only one when empty), erasing the derived programs not
+/// "backward_saved", "grad_a", "grad_b", "inference") of the program `function`
+/// of `module` (its only one when empty), erasing the derived programs not
 /// asked for, and returns its name; or emits an error and fails.
 FailureOr<std::string> deriveProgram(ModuleOp module, StringRef function,
                                      StringRef derived);
