@@ -1,12 +1,18 @@
 """coda programs as PyTorch operators with autograd.
 
-``torch.ops.coda.run`` runs a registered program (a ``ProgramFamily``) on CPU
-or CUDA tensors; its backward runs the programs coda derives from it
+``run`` runs a registered program (a ``ProgramFamily``) on CPU or CUDA
+tensors; its backward runs the programs coda derives from it
 (docs/autodiff.md): the epilogue gradient on the recomputed GEMM, which gives
 ``grad_acc`` and the gradients of the epilogue's tensor inputs, then the
-operand gradients ``grad_a`` and ``grad_b`` as coda GEMMs.
-``torch.ops.coda.mlp`` runs two programs as a Transformer MLP whose backward
-puts fc1's epilogue gradient into the epilogue of fc2's dgrad GEMM.
+operand gradients ``grad_a`` and ``grad_b`` as coda GEMMs. ``mlp`` runs two
+programs as a Transformer MLP whose backward puts fc1's epilogue gradient
+into the epilogue of fc2's dgrad GEMM.
+
+Each is a ``torch.library.custom_op`` (``torch.ops.coda.run``,
+``torch.ops.coda.mlp``, with fake implementations and autograd), which is
+what torch.compile traces; in eager mode the same implementation and
+backward run through a ``torch.autograd.Function``, which costs the host a
+fraction of a custom op's dispatch.
 
 CUDA tensors run the fused kernels (coda.Program); CPU tensors the CPU
 reference (coda.reference), in float64 when they are float64, so that
@@ -127,88 +133,149 @@ def _call(program, a, b, tensors, names, scalars, scalar_names, seed):
     return [results[output["name"]] for output in program.outputs]
 
 
-@torch.library.custom_op("coda::run", mutates_args=())
-def run(key: str, derive: str, a: torch.Tensor, b: torch.Tensor, tensors: list[torch.Tensor],
-        names: str, scalars: list[float], scalar_names: str,
-        seed: torch.Tensor) -> list[torch.Tensor]:
-    """Runs program `derive` of family `key` on A, B and the epilogue inputs
-    `tensors` (named by the comma-separated `names`) and scalars; returns its
-    outputs in order. `seed`: an int64 tensor of one element on A's device."""
+def _run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
     program = _families[key].program(derive, a.device, a.dtype)
     return _call(program, a, b, tensors, names, scalars, scalar_names, seed)
 
 
-@run.register_fake
-def _(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
-    program = _families[key].program(derive, a.device, a.dtype)
-    return [a.new_empty(shape, dtype=dtype) for shape, dtype in _outputs(program, a, b)]
-
-
-def _setup_context(ctx, inputs, output):
-    key, derive, a, b, tensors, names, scalars, scalar_names, seed = inputs
-    ctx.save_for_backward(a, b, seed, *tensors)
-    ctx.key, ctx.derive, ctx.names = key, derive, names
-    ctx.scalars, ctx.scalar_names = scalars, scalar_names
-
-
-def _backward(ctx, grads):
-    if ctx.derive:
+def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs, grads):
+    """The gradients of A, B and the tensor inputs of `run` (`needs` says
+    which of A and B), the derived programs run by `call` (`_run` or the
+    custom op)."""
+    if derive:
         what = ("the inference form of a program (a module in eval mode)"
-                if ctx.derive == "inference" else f"the derived program '{ctx.derive}'")
+                if derive == "inference" else f"the derived program '{derive}'")
         raise CodaError(f"{what} has no backward")
-    a, b, seed, *tensors = ctx.saved_tensors
-    family = _families[ctx.key]
-    forward = family.program("", a.device, a.dtype)
-    names, grad_names, grad_tensors = _split(ctx.names), [], []
+    a, b, seed, *tensors = saved
+    forward = _families[key].program("", a.device, a.dtype)
+    grad_names, grad_tensors = [], []
     for (shape, dtype), output, grad in zip(_outputs(forward, a, b), forward.outputs, grads):
         if output["dims"] == 3:
             grad_names.append("grad_" + output["name"])
             grad_tensors.append(grad if grad is not None else a.new_zeros(shape, dtype=dtype))
-    backward = run(ctx.key, "backward", a, b, tensors + grad_tensors,
-                   ",".join(names + grad_names), ctx.scalars, ctx.scalar_names, seed)
+    backward = call(key, "backward", a, b, tensors + grad_tensors,
+                    ",".join(_split(names) + grad_names), scalars, scalar_names, seed)
     grad_acc, input_grads = backward[0], backward[1:]
     grad_a = grad_b = None
-    if ctx.needs_input_grad[2]:
-        grad_a = _operand_gradient(ctx.key, "grad_a", grad_acc, b, "b", seed).to(a.dtype)
-    if ctx.needs_input_grad[3]:
-        grad_b = _operand_gradient(ctx.key, "grad_b", grad_acc, a, "a", seed).to(b.dtype)
-    tensor_grads = [g.to(t.dtype) for g, t in zip(input_grads, tensors)]
-    # PyTorch's structure of the inputs: a list of floats is one leaf, an
-    # empty one an empty list.
-    scalars = None if ctx.scalars else []
-    return None, None, grad_a, grad_b, tensor_grads, None, scalars, None, None
+    if needs[0]:
+        grad_a = _operand_gradient(call, key, "grad_a", grad_acc, b, seed).to(a.dtype)
+    if needs[1]:
+        grad_b = _operand_gradient(call, key, "grad_b", grad_acc, a, seed).to(b.dtype)
+    return grad_a, grad_b, [g.to(t.dtype) for g, t in zip(input_grads, tensors)]
 
 
-def _operand_gradient(key, derive, grad_acc, other, other_name, seed):
+def _operand_gradient(call, key, derive, grad_acc, other, seed):
     """grad_a (`other` is B) or grad_b (`other` is A) of family `key`'s GEMM,
     its arguments bound by their names."""
     program = _families[key].program(derive, grad_acc.device, grad_acc.dtype)
     first = program.arguments[0]["name"]
     x, y = (grad_acc, other) if first == "grad_acc" else (other, grad_acc)
-    return run(key, derive, x, y, [], "", [], "", seed)[0]
+    return call(key, derive, x, y, [], "", [], "", seed)[0]
 
 
-run.register_autograd(_backward, setup_context=_setup_context)
+@torch.library.custom_op("coda::run", mutates_args=())
+def _run_op(key: str, derive: str, a: torch.Tensor, b: torch.Tensor,
+            tensors: list[torch.Tensor], names: str, scalars: list[float], scalar_names: str,
+            seed: torch.Tensor) -> list[torch.Tensor]:
+    return _run(key, derive, a, b, tensors, names, scalars, scalar_names, seed)
 
 
-@torch.library.custom_op("coda::mlp", mutates_args=())
-def mlp(up: str, down: str, x: torch.Tensor, w1: torch.Tensor, b1: Optional[torch.Tensor],
-        w2: torch.Tensor, b2: Optional[torch.Tensor], residual: Optional[torch.Tensor],
-        seed: torch.Tensor) -> list[torch.Tensor]:
-    """A Transformer MLP of two program families: `up` (fc1, its epilogue
-    of inputs `bias` and the dropout seed) on x [M, D] and w1 [H, D], whose
-    program `saving` also writes the accumulator, then `down` (fc2:
-    `input + bias` and `residual` when given) on w2 [D, H]. Returns
-    [y, h, saved_acc]: the output, then what the backward reads."""
-    h, saved = run(up, "saving", x, w1, [] if b1 is None else [b1],
-                   "" if b1 is None else "bias", [], "", seed)
+@_run_op.register_fake
+def _(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
+    program = _families[key].program(derive, a.device, a.dtype)
+    return [a.new_empty(shape, dtype=dtype) for shape, dtype in _outputs(program, a, b)]
+
+
+def _run_op_setup_context(ctx, inputs, output):
+    key, derive, a, b, tensors, names, scalars, scalar_names, seed = inputs
+    ctx.save_for_backward(a, b, seed, *tensors)
+    ctx.meta = key, derive, names, scalars, scalar_names
+
+
+def _run_op_backward(ctx, grads):
+    grad_a, grad_b, tensor_grads = _run_backward(_run_op, *ctx.meta, ctx.saved_tensors,
+                                                 ctx.needs_input_grad[2:4], grads)
+    # PyTorch's structure of the inputs: a list of floats is one leaf, an
+    # empty one an empty list.
+    scalars = None if ctx.meta[3] else []
+    return None, None, grad_a, grad_b, tensor_grads, None, scalars, None, None
+
+
+_run_op.register_autograd(_run_op_backward, setup_context=_run_op_setup_context)
+
+
+class _Run(torch.autograd.Function):
+    """`run` in eager mode."""
+
+    @staticmethod
+    def forward(ctx, meta, a, b, seed, *tensors):
+        key, derive, names, scalars, scalar_names = meta
+        ctx.meta = meta
+        ctx.save_for_backward(a, b, seed, *tensors)
+        return tuple(_run(key, derive, a, b, list(tensors), names, scalars, scalar_names, seed))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        grad_a, grad_b, tensor_grads = _run_backward(_run, *ctx.meta, ctx.saved_tensors,
+                                                     ctx.needs_input_grad[1:3], grads)
+        return None, grad_a, grad_b, None, *tensor_grads
+
+
+def run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
+    """Runs program `derive` ("" for the forward) of family `key` on A, B
+    and the epilogue inputs `tensors` (named by the comma-separated `names`)
+    and scalars; returns its outputs in order, differentiable through the
+    derived backward. `seed`: an int64 tensor of one element on A's device."""
+    if torch.compiler.is_compiling():
+        return _run_op(key, derive, a, b, tensors, names, scalars, scalar_names, seed)
+    meta = key, derive, names, list(scalars), scalar_names
+    return list(_Run.apply(meta, a, b, seed, *tensors))
+
+
+def _mlp(call, up, down, x, w1, b1, w2, b2, residual, seed):
+    """The forward of `mlp`, its programs run by `call`."""
+    h, saved = call(up, "saving", x, w1, [] if b1 is None else [b1],
+                    "" if b1 is None else "bias", [], "", seed)
     tensors = [t for t in (b2, residual) if t is not None]
     names = [n for n, t in (("bias", b2), ("residual", residual)) if t is not None]
-    (y,) = run(down, "", h, w2, tensors, ",".join(names), [], "", seed)
+    (y,) = call(down, "", h, w2, tensors, ",".join(names), [], "", seed)
     return [y, h, saved]
 
 
-@mlp.register_fake
+def _mlp_backward(call, up, down, saved_tensors, b2_dtype, needs, grad_y):
+    """The gradients of x, w1, b1, w2, b2 and the residual (`needs` says
+    which). fc2's epilogue is affine with unit slope in its accumulator, so
+    its gradient is grad_y itself; fc1's epilogue gradient runs on the dgrad
+    GEMM of fc2 (grad_y w2), reading the saved accumulator."""
+    x, w1, b1, w2, h, saved, seed = saved_tensors
+    grad_y = grad_y.to(h.dtype).contiguous()
+    grad_b2 = grad_y.sum(0, dtype=torch.float32).to(b2_dtype) if needs[4] else None
+    grad_residual = grad_y if needs[5] else None
+    grad_w2 = (_operand_gradient(call, down, "grad_b", grad_y, h, seed).to(w2.dtype)
+               if needs[3] else None)
+    grad_x = grad_w1 = grad_b1 = None
+    if needs[0] or needs[1] or needs[2]:
+        backward = call(up, "backward_saved", grad_y, w2,
+                        [saved] + ([] if b1 is None else [b1]),
+                        "saved_acc" + ("" if b1 is None else ",bias"), [], "", seed)
+        grad_acc = backward[0]
+        if needs[2]:
+            grad_b1 = backward[1].to(b1.dtype)
+        if needs[0]:
+            grad_x = _operand_gradient(call, up, "grad_a", grad_acc, w1, seed).to(x.dtype)
+        if needs[1]:
+            grad_w1 = _operand_gradient(call, up, "grad_b", grad_acc, x, seed).to(w1.dtype)
+    return grad_x, grad_w1, grad_b1, grad_w2, grad_b2, grad_residual
+
+
+@torch.library.custom_op("coda::mlp", mutates_args=())
+def _mlp_op(up: str, down: str, x: torch.Tensor, w1: torch.Tensor, b1: Optional[torch.Tensor],
+            w2: torch.Tensor, b2: Optional[torch.Tensor], residual: Optional[torch.Tensor],
+            seed: torch.Tensor) -> list[torch.Tensor]:
+    return _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed)
+
+
+@_mlp_op.register_fake
 def _(up, down, x, w1, b1, w2, b2, residual, seed):
     fc1 = _families[up].program("saving", x.device, x.dtype)
     fc2 = _families[down].program("", x.device, x.dtype)
@@ -218,40 +285,47 @@ def _(up, down, x, w1, b1, w2, b2, residual, seed):
             x.new_empty(s_shape, dtype=s_type)]
 
 
-def _mlp_setup_context(ctx, inputs, output):
+def _mlp_op_setup_context(ctx, inputs, output):
     up, down, x, w1, b1, w2, b2, residual, seed = inputs
     _, h, saved = output
     ctx.mark_non_differentiable(h, saved)
     ctx.save_for_backward(x, w1, b1, w2, h, saved, seed)
-    ctx.up, ctx.down = up, down
-    ctx.has_b2, ctx.has_residual = b2 is not None, residual is not None
-    ctx.b2_dtype = None if b2 is None else b2.dtype
+    ctx.meta = up, down, None if b2 is None else b2.dtype
 
 
-def _mlp_backward(ctx, grads):
-    """fc2's epilogue is affine with unit slope in its accumulator, so its
-    gradient is grad_y itself; fc1's epilogue gradient runs on the dgrad GEMM
-    of fc2 (grad_y w2), reading the saved accumulator."""
-    x, w1, b1, w2, h, saved, seed = ctx.saved_tensors
-    grad_y = grads[0].to(h.dtype).contiguous()
-    need = ctx.needs_input_grad
-    grad_b2 = grad_y.sum(0, dtype=torch.float32).to(ctx.b2_dtype) if need[6] else None
-    grad_residual = grad_y if need[7] else None
-    grad_w2 = (_operand_gradient(ctx.down, "grad_b", grad_y, h, "a", seed).to(w2.dtype)
-               if need[5] else None)
-    grad_x = grad_w1 = grad_b1 = None
-    if need[2] or need[3] or need[4]:
-        backward = run(ctx.up, "backward_saved", grad_y, w2,
-                       [saved] + ([] if b1 is None else [b1]),
-                       "saved_acc" + ("" if b1 is None else ",bias"), [], "", seed)
-        grad_acc = backward[0]
-        if need[4]:
-            grad_b1 = backward[1].to(b1.dtype)
-        if need[2]:
-            grad_x = _operand_gradient(ctx.up, "grad_a", grad_acc, w1, "b", seed).to(x.dtype)
-        if need[3]:
-            grad_w1 = _operand_gradient(ctx.up, "grad_b", grad_acc, x, "a", seed).to(w1.dtype)
-    return None, None, grad_x, grad_w1, grad_b1, grad_w2, grad_b2, grad_residual, None
+def _mlp_op_backward(ctx, grads):
+    up, down, b2_dtype = ctx.meta
+    return (None, None, *_mlp_backward(_run_op, up, down, ctx.saved_tensors, b2_dtype,
+                                       ctx.needs_input_grad[2:8], grads[0]), None)
 
 
-mlp.register_autograd(_mlp_backward, setup_context=_mlp_setup_context)
+_mlp_op.register_autograd(_mlp_op_backward, setup_context=_mlp_op_setup_context)
+
+
+class _Mlp(torch.autograd.Function):
+    """`mlp` in eager mode."""
+
+    @staticmethod
+    def forward(ctx, up, down, x, w1, b1, w2, b2, residual, seed):
+        y, h, saved = _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed)
+        ctx.mark_non_differentiable(h, saved)
+        ctx.save_for_backward(x, w1, b1, w2, h, saved, seed)
+        ctx.meta = up, down, None if b2 is None else b2.dtype
+        return y, h, saved
+
+    @staticmethod
+    def backward(ctx, grad_y, grad_h, grad_saved):
+        up, down, b2_dtype = ctx.meta
+        return (None, None, *_mlp_backward(_run, up, down, ctx.saved_tensors, b2_dtype,
+                                           ctx.needs_input_grad[2:8], grad_y), None)
+
+
+def mlp(up, down, x, w1, b1, w2, b2, residual, seed):
+    """A Transformer MLP of two program families: `up` (fc1, its epilogue
+    of inputs `bias` and the dropout seed) on x [M, D] and w1 [H, D], whose
+    program `saving` also writes the accumulator, then `down` (fc2:
+    `input + bias` and `residual` when given) on w2 [D, H]. Returns
+    [y, h, saved_acc]: the output, then what the backward reads."""
+    if torch.compiler.is_compiling():
+        return _mlp_op(up, down, x, w1, b1, w2, b2, residual, seed)
+    return list(_Mlp.apply(up, down, x, w1, b1, w2, b2, residual, seed))

@@ -116,7 +116,7 @@ class OutProjection(Linear):
         self.p = dropout
         body = f"dropout(input + bias, {dropout!r})" if dropout else "input + bias"
         super().__init__(in_features, out_features, device=device, dtype=dtype,
-                         epilogue=lambda t: f"EPILOGUE out_projection(bias: f32[N], "
+                         epilogue=lambda t: f"EPILOGUE out_projection(bias: {t}[N], "
                                             f"residual: {t}[M, N]) {{\n"
                                             f"  output = {body} + residual;\n}}\n")
 
@@ -145,14 +145,17 @@ class MLP(nn.Module):
         self.activation, self.p = activation, dropout
         self.fc1 = nn.Linear(in_features, hidden_features, bias, device, dtype)
         self.fc2 = nn.Linear(hidden_features, out_features, bias, device, dtype)
-        header = "(bias: f32[N])" if bias else ""
+        # Biases and the residual in the parameters' type: nothing is
+        # converted.
+        header = "(bias: {t}[N])" if bias else ""
         pre = "input + bias" if bias else "input"
         body = f"{activation}({pre})"
-        self._up = ProgramFamily(f"EPILOGUE fc1{header} {{\n  output = "
-                                 f"{f'dropout({body}, {dropout!r})' if dropout else body};\n}}\n")
+        up = (f"EPILOGUE fc1{header} {{\n  output = "
+              f"{f'dropout({body}, {dropout!r})' if dropout else body};\n}}\n")
+        self._up = ProgramFamily(lambda t: up.replace("{t}", t))
         self._down = {}
         for residual in (False, True):
-            inputs = (["bias: f32[N]"] if bias else []) + (["residual: {t}[M, N]"]
+            inputs = (["bias: {t}[N]"] if bias else []) + (["residual: {t}[M, N]"]
                                                           if residual else [])
             terms = ["input"] + (["bias"] if bias else []) + (["residual"] if residual else [])
             text = (f"EPILOGUE fc2({', '.join(inputs)}) {{\n  output = "

@@ -197,6 +197,17 @@ for run_mode in ("eager", "compiled"):
 report("compiled MLP output", yc, y_eager, 1e-6)
 report("compiled MLP grad x", xc.grad, gx_eager, 1e-6)
 report("compiled MLP grad fc1.weight", module.fc1.weight.grad, gw_eager, 1e-6)
+proj = coda.nn.OutProjection(K, N, dropout=0.2)
+compiled = torch.compile(proj, fullgraph=True, backend="aot_eager")
+results = []
+for module in (proj, compiled):
+    xc = x[0].detach().clone().requires_grad_()
+    torch.manual_seed(4)
+    yc = module(xc, residual=rp)
+    yc.backward(torch.ones_like(yc))
+    results.append((yc.detach(), xc.grad))
+report("compiled OutProjection output", results[1][0], results[0][0], 1e-6)
+report("compiled OutProjection grad x", results[1][1], results[0][1], 1e-6)
 
 
 # A program whose epilogue has no derivative is refused with the op named.

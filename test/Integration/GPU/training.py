@@ -1,0 +1,136 @@
+# REQUIRES: cuda-gpu, numpy, torch
+# RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %coda_src
+#
+# Training through coda's derived backward on bf16 CUDA tensors: coda.nn.MLP
+# (fc1's epilogue gradient in fc2's dgrad GEMM), coda.nn.OutProjection and
+# coda.nn.Linear, forward and backward, against PyTorch autograd of the
+# unfused math in float64 on the same bf16 values (coda's dropout mask
+# regenerated from the seed), on ragged shapes, with every tensor PyTorch
+# allocates (the kernels' outputs included) filled with NaN first. Then the
+# same module under torch.compile(fullgraph=True) and replayed in a CUDA
+# graph.
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+import torch
+
+import coda.nn
+from coda.autograd import draw_seed
+from coda.dropout import dropout_mask, dropout_threshold
+
+# Poisoned outputs: torch.empty fills what it allocates with NaN.
+torch.use_deterministic_algorithms(True, warn_only=True)
+torch.utils.deterministic.fill_uninitialized_memory = True
+failures = []
+cuda = torch.device("cuda")
+
+
+def report(what, got, want, tolerance=2e-2):
+    got, want = got.double(), want.double()
+    error = ((got - want).norm() / want.norm()).item()
+    finite = bool(torch.isfinite(got).all())
+    print(f"{what}: relative error {error:.2e}{'' if finite else ' (not finite)'}")
+    if not (finite and error < tolerance):
+        failures.append(what)
+
+
+def mask(seed, rows, cols, p):
+    keep = dropout_mask(seed, (rows, cols), p)
+    scale = 65536 / (65536 - dropout_threshold(p))
+    return torch.from_numpy(keep).to(cuda, torch.float64) * scale
+
+
+def check_module(name, module, reference, inputs, seeds):
+    """Runs `module` forward and backward on bf16 `inputs` (a dict of
+    keyword inputs after x) and `reference` (float64 math on copies) with the
+    masks of the seeds the module draws; compares outputs and every
+    gradient."""
+    inputs = {k: v.detach().requires_grad_() for k, v in inputs.items()}
+    torch.manual_seed(seeds)
+    y = module(**inputs)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    torch.manual_seed(seeds)
+    seed = int(draw_seed(cuda))
+    params = {n: p.detach().double().requires_grad_() for n, p in module.named_parameters()}
+    wide = {k: v.detach().double().requires_grad_() for k, v in inputs.items()}
+    y_ref = reference(params, seed, **wide)
+    y_ref.backward(grad.double())
+    report(f"{name} output", y, y_ref)
+    for k, v in inputs.items():
+        report(f"{name} grad {k}", v.grad, wide[k].grad)
+    for n, p in module.named_parameters():
+        report(f"{name} grad {n}", p.grad, params[n].grad)
+
+
+M, D, H = 333, 136, 520  # ragged M; rows of 16-byte multiples for TMA
+p = 0.1
+for activation, approximate in (("gelu", "tanh"), ("relu", None)):
+    mlp = coda.nn.MLP(D, H, activation=activation, dropout=p, device=cuda, dtype=torch.bfloat16)
+
+    def mlp_reference(w, seed, x, residual, activation=activation, approximate=approximate):
+        pre = x @ w["fc1.weight"].T + w["fc1.bias"]
+        h = (torch.nn.functional.gelu(pre, approximate=approximate) if activation == "gelu"
+             else torch.relu(pre))
+        # fc1's output is bf16 in memory: the reference rounds it alike.
+        h = (h * mask(seed, x.shape[0], H, p)).to(torch.bfloat16).double()
+        return h @ w["fc2.weight"].T + w["fc2.bias"] + residual
+
+    check_module(f"MLP {activation}", mlp, mlp_reference,
+                 {"x": torch.randn(M, D, device=cuda, dtype=torch.bfloat16),
+                  "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 21)
+
+proj = coda.nn.OutProjection(H, D, dropout=p, device=cuda, dtype=torch.bfloat16)
+check_module("OutProjection", proj,
+             lambda w, seed, x, residual: ((x @ w["weight"].T + w["bias"])
+                                           * mask(seed, x.shape[0], D, p) + residual),
+             {"x": torch.randn(M, H, device=cuda, dtype=torch.bfloat16),
+              "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 22)
+
+lin = coda.nn.Linear(D, H, epilogue="EPILOGUE up(bias: f32[N]) { output = silu(input + bias); }",
+                     device=cuda, dtype=torch.bfloat16)
+check_module("Linear silu", lin,
+             lambda w, seed, x: torch.nn.functional.silu(x @ w["weight"].T + w["bias"]),
+             {"x": torch.randn(3, 111, D, device=cuda, dtype=torch.bfloat16)}, 23)
+
+# torch.compile(fullgraph=True) with the inductor: the coda ops stay whole,
+# the seed is drawn in the graph (PyTorch's generator, as eager with
+# fallback_random).
+torch._inductor.config.fallback_random = True
+mlp = coda.nn.MLP(D, H, dropout=p, device=cuda, dtype=torch.bfloat16)
+compiled = torch.compile(mlp, fullgraph=True)
+x = torch.randn(M, D, device=cuda, dtype=torch.bfloat16)
+grad = torch.randn(M, D, device=cuda, dtype=torch.bfloat16)
+results = []
+for module in (mlp, compiled):
+    xi = x.clone().requires_grad_()
+    torch.manual_seed(5)
+    y = module(xi, residual=x)
+    y.backward(grad)
+    results.append((y.detach(), xi.grad))
+report("compiled MLP output", results[1][0], results[0][0], 1e-3)
+report("compiled MLP grad x", results[1][1], results[0][1], 1e-3)
+
+# A CUDA graph of forward and backward: each replay draws a new seed in the
+# graph, so a new mask; the module without dropout replays exactly.
+for p_graph in (0.0, p):
+    mlp = coda.nn.MLP(D, H, dropout=p_graph, device=cuda, dtype=torch.bfloat16)
+    xg = torch.randn(M, D, device=cuda, dtype=torch.bfloat16, requires_grad=True)
+    graphed = torch.cuda.make_graphed_callables(mlp, (xg,))
+    outs = []
+    for _ in range(2):
+        y = graphed(xg)
+        y.backward(grad)
+        outs.append(y.detach().clone())
+    eager = mlp(xg).detach()
+    if p_graph == 0.0:
+        report("CUDA graph MLP output", outs[0], eager, 1e-6)
+    elif torch.equal(outs[0], outs[1]) or not torch.isfinite(outs[1]).all():
+        failures.append("CUDA graph replays: the same mask twice")
+    else:
+        print("CUDA graph replays: a new mask each")
+
+print(f"{len(failures)} failed: {failures}" if failures else "all passed")
+sys.exit(1 if failures else 0)
