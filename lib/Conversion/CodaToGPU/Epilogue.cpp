@@ -883,6 +883,10 @@ void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
     results.push_back(
         buildActivation(b, b.getLoc(), act.getKind(), operands[0],
                         getGpuActivationPrimitives(plan.fastActivations)));
+  } else if (auto act = dyn_cast<ActivationDerivativeOp>(inner)) {
+    results.push_back(buildActivationDerivative(
+        b, b.getLoc(), act.getKind(), operands[0],
+        getGpuActivationPrimitives(plan.fastActivations)));
   } else {
     IRMapping mapping;
     mapping.map(inner.getOperands(), operands);

@@ -354,6 +354,8 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
                          ValueRange args) -> SmallVector<Value> {
     if (auto act = dyn_cast<ActivationOp>(inner))
       return {buildActivation(b, l, act.getKind(), args[0])};
+    if (auto act = dyn_cast<ActivationDerivativeOp>(inner))
+      return {buildActivationDerivative(b, l, act.getKind(), args[0])};
     if (auto dropout = dyn_cast<DropoutOp>(inner)) {
       auto index = [&](unsigned bit) -> Value {
         if (!(space & bit))

@@ -4,15 +4,15 @@
 // (b, m, n), uniform along the dims it does not vary along. An elementwise op
 // passes adjoints to its operands at the same element; a row reduction, whose
 // result at (b, m, n) depends on the whole row, passes each element the row
-// reduction of its adjoint. Derivatives of activations come from EpilogueMath,
-// the formulas every target builds the forward from.
+// reduction of its adjoint. An activation's derivative is the op
+// coda.activation_derivative, which every target builds through EpilogueMath
+// from the same primitives as the activation.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Adjoints.h"
 
 #include "coda/Dialect/Coda/IR/CodaOps.h"
-#include "coda/Dialect/Coda/Utils/EpilogueMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -161,8 +161,8 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
             return SmallVector<Value>{a.mul(g, a.mul(c, lower)), dc};
           })
           .Case([&](ActivationOp act) {
-            Value derivative =
-                buildActivationDerivative(b, loc, act.getKind(), act.getInput());
+            Value derivative = ActivationDerivativeOp::create(
+                b, loc, act.getType(), act.getKindAttr(), act.getInput());
             return SmallVector<Value>{a.mul(g, derivative)};
           })
           .Case([&](DropoutOp dropout) {

@@ -5,7 +5,9 @@
 // gradient of the [m, n] output as an input and returns the gradient of the
 // accumulator and of the [n] bias, the bias's summed over m. GELU's backward
 // multiplies the incoming gradient by its derivative at the recomputed
-// pre-activation; the forward activation itself is not needed.
+// pre-activation (coda.activation_derivative, which each target builds from
+// the activation's own primitives); the forward activation itself is not
+// needed.
 // CHECK-LABEL: func.func @bias_gelu_backward
 // CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<?x768xbf16>, %[[B:[a-z0-9_]+]]: tensor<3072x768xbf16>,
 // CHECK-SAME:     %[[BIAS:[a-z0-9_]+]]: tensor<3072xf32> {coda.name = "bias"},
@@ -17,8 +19,9 @@
 // CHECK-SAME:      -> (tensor<?x3072xbf16> [m, n], tensor<3072xf32> [n])
 // CHECK:         ^bb0(%[[ACC:.*]]: f32, %[[BV:.*]]: f32, %[[G:.*]]: f32):
 // CHECK:           %[[PRE:.*]] = arith.addf %[[ACC]], %[[BV]] : f32
-// CHECK-NOT:       coda.activation
-// CHECK:           %[[DPRE:.*]] = arith.mulf %[[G]], %{{.*}} : f32
+// CHECK-NOT:       coda.activation gelu_tanh
+// CHECK:           %[[D:.*]] = coda.activation_derivative gelu_tanh %[[PRE]]
+// CHECK-NEXT:      %[[DPRE:.*]] = arith.mulf %[[G]], %[[D]] : f32
 // CHECK-NEXT:      %[[DBIAS:.*]] = coda.col_reduce sum %[[DPRE]]
 // CHECK-NEXT:      coda.yield %[[DPRE]], %[[DBIAS]] : f32, f32
 // CHECK:         return %[[R]]#0, %[[R]]#1 : tensor<?x3072xbf16>, tensor<3072xf32>

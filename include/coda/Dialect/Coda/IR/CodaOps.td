@@ -167,6 +167,26 @@ def Coda_ActivationOp : Coda_EpilogueOp<"activation", [
   let assemblyFormat = "$kind $input attr-dict";
 }
 
+def Coda_ActivationDerivativeOp : Coda_EpilogueOp<"activation_derivative", [
+    Pure]> {
+  let summary = "the derivative of a named activation function";
+  let description = [{
+    The derivative `d kind(x) / dx` of the activation `kind` of
+    `coda.activation` at an f32 value (relu's is 0 at x = 0). The backward
+    derivation (`coda-derive-backward`) writes it for the gradient of an
+    activation; a target builds it from the same primitives as the
+    activation itself (the GPU's approximate exponential and division), so
+    that a backward kernel is as cheap as the forward one.
+
+    ```mlir
+    %d = coda.activation_derivative gelu_tanh %x
+    ```
+  }];
+  let arguments = (ins Coda_ActivationKindAttr:$kind, F32:$input);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$kind $input attr-dict";
+}
+
 def Coda_DropoutOp : Coda_EpilogueOp<"dropout", [Pure]> {
   let summary = "inverted dropout with a counter-based random number generator";
   let description = [{
