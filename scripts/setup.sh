@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine to build and test coda, idempotently:
 #  - installs the Debian packages coda builds with (LLVM/MLIR 22.1.8, cmake, ninja, g++),
-#  - creates .venv with numpy (the end-to-end tests compare against numpy)
+#  - creates .venv with numpy (the end-to-end tests compare against numpy),
+#    setuptools (pip install ./python, tested),
 #    and torch (the python package's autograd tests),
 #  - configures the build in build/ and builds the tools.
 # Run it again at any time; it only does what is missing.
@@ -22,11 +23,11 @@ if ((${#missing[@]})); then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy" 2>/dev/null; then
-  echo "setup: creating .venv with numpy"
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy, setuptools" 2>/dev/null; then
+  echo "setup: creating .venv with numpy and setuptools"
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q numpy
+  .venv/bin/python -m pip install -q numpy "setuptools>=70.1"
 fi
 # PyTorch: the python package's modules and autograd ops, tested on the CPU
 # reference (torch.autograd.gradcheck in float64).

@@ -1,9 +1,17 @@
 """coda: GEMM + epilogue programs for Transformer training.
 
+Installed with ``pip install ./python`` after a build (the libraries come
+along); ``coda.nn``, ``coda.autograd`` and ``coda.Program`` need PyTorch.
 This package holds what Python users need next to the compiler:
 
 - ``coda.Program``: compile a coda program and run it on PyTorch CUDA tensors,
   on PyTorch's current stream (``coda.runtime``, over libcoda_runtime.so);
+- ``coda.reference.ReferenceProgram``: the same programs on CPU tensors, through
+  the CPU reference lowering (libcoda_reference.so), in float64 on request;
+- ``coda.nn``: modules to train with (``Linear`` with any epilogue, the fused
+  ``MLP`` and ``OutProjection``), whose backward coda derives
+  (``coda.autograd``: the custom ops ``torch.ops.coda.run`` and
+  ``torch.ops.coda.mlp``, for eager mode, torch.compile and CUDA graphs);
 - ``coda.dropout``: coda's dropout mask (Philox-4x32-10, eight elements per call)
   in numpy, bit-identical to what compiled programs draw, so a backward pass or a
   test can regenerate the mask of any forward run from its seed.

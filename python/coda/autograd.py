@@ -25,10 +25,10 @@ graphs with a seed drawn inside the graph.
 import itertools
 from typing import Optional
 
-import torch
-
 from .reference import ReferenceProgram
-from .runtime import CodaError, Program
+from .runtime import CodaError, Program, _require_torch
+
+torch = _require_torch("coda.autograd")
 
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float32: "f32",
            torch.float64: "f32"}

@@ -15,10 +15,12 @@ dropout runs its inference form (dropout the identity).
 
 import math
 
-import torch
-from torch import nn
+from .runtime import _require_torch
 
-from .autograd import ProgramFamily, draw_seed, mlp, run
+torch = _require_torch("coda.nn")
+from torch import nn  # noqa: E402
+
+from .autograd import ProgramFamily, draw_seed, mlp, run  # noqa: E402
 
 _PLAIN = "EPILOGUE linear(bias: f32[N]) {\n  output = input + bias;\n}\n"
 _ACTIVATIONS = ("gelu", "gelu_erf", "relu", "silu", "sigmoid", "tanh")

@@ -6,14 +6,14 @@
 The reference lowering is the semantics every GPU kernel is checked against.
 With widen_to_f64=True every float argument and output is float64 and the
 program computes in double precision (for torch.autograd.gradcheck). The
-library is libcoda_reference.so, found through $CODA_REFERENCE_LIBRARY or in
-the build folders of the source tree.
+library is libcoda_reference.so, found as coda.Program finds its own
+(through $CODA_REFERENCE_LIBRARY).
 """
 
 import ctypes
 import json
 
-from .runtime import CodaError, _Options, _declare, _find_library, _is_epilogue
+from .runtime import CodaError, _Options, _declare, _is_epilogue, _load_library, _require_torch
 from .runtime import _check as _runtime_check
 
 _lib = None
@@ -31,7 +31,7 @@ class _Value(ctypes.Structure):
 def _library():
     global _lib
     if _lib is None:
-        lib = ctypes.CDLL(_find_library("coda_reference", "CODA_REFERENCE_LIBRARY"))
+        lib = _load_library("coda_reference", "CODA_REFERENCE_LIBRARY")
         P, I, C = ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p
         sig = {
             "coda_reference_last_error": (C, []),
@@ -83,8 +83,7 @@ class ReferenceProgram:
         """Runs the program on contiguous CPU tensors of the declared types;
         returns {output name: tensor}. Epilogue inputs by name, as
         coda.Program takes them."""
-        import torch
-
+        torch = _require_torch("coda.reference.ReferenceProgram")
         inputs = dict(inputs or {}, **named)
         given = {"a": a, "b": b, "c": c, "alpha": gemm_alpha, "beta": gemm_beta}
         dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,

@@ -13,8 +13,9 @@ in a CUDA graph once the program has run on the problem shape outside one,
 with its seed given the same way; a replay keeps the scalars of the capture
 (alpha, beta, a seed given as an int or drawn), while a seed given as a CUDA
 int64 tensor is read at each launch. The
-library is libcoda_runtime.so, found through $CODA_RUNTIME_LIBRARY or in the
-build folders of the source tree.
+library is libcoda_runtime.so, found through $CODA_RUNTIME_LIBRARY, in the
+installed package (pip install ./python) or in the build folders of the source
+tree.
 """
 
 import ctypes
@@ -61,17 +62,42 @@ def _is_epilogue(source):
 
 
 def _find_library(name="coda_runtime", variable="CODA_RUNTIME_LIBRARY"):
-    """lib<name>.so: $<variable>, else the one in the build folders of the
-    source tree, else the dynamic loader's search path."""
+    """lib<name>.so: $<variable>, else the one installed with the package
+    (pip install ./python), else the one in the build folders of the source
+    tree, else the dynamic loader's search path."""
     explicit = os.environ.get(variable)
     if explicit:
         return explicit
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    for build in ("build", "build-static"):
-        path = os.path.join(root, build, "lib", f"lib{name}.so")
+    package = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(package))
+    for folder in (os.path.join(package, "lib"), os.path.join(root, "build", "lib"),
+                   os.path.join(root, "build-static", "lib")):
+        path = os.path.join(folder, f"lib{name}.so")
         if os.path.exists(path):
             return path
     return f"lib{name}.so"
+
+
+def _load_library(name, variable):
+    """Loads lib<name>.so (see _find_library), or says where it was looked
+    for."""
+    path = _find_library(name, variable)
+    try:
+        return ctypes.CDLL(path)
+    except OSError as error:
+        raise CodaError(f"cannot load lib{name}.so ({error}); install coda with its libraries "
+                        f"(cmake --build build && pip install ./python) or set ${variable} to "
+                        "the library's path") from None
+
+
+def _require_torch(what):
+    """Imports torch, or raises an ImportError that says `what` needs it."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"{what} runs on PyTorch tensors, and PyTorch is not installed "
+                          "(pip install torch)") from None
+    return torch
 
 
 _lib = None
@@ -80,7 +106,7 @@ _lib = None
 def _library():
     global _lib
     if _lib is None:
-        lib = ctypes.CDLL(_find_library())
+        lib = _load_library("coda_runtime", "CODA_RUNTIME_LIBRARY")
         P, I, C = ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p
         sig = {
             "coda_last_error": (C, []),
@@ -160,8 +186,7 @@ class Program:
                  dtype="bf16", layout_a="mk", layout_b="nk", with_c=False,
                  with_alpha=False, tile_m=0, schedule="", autotune=False,
                  cluster_m=0, group_rows=0, fast_activations=False, derive=""):
-        import torch
-
+        torch = _require_torch("coda.Program")
         torch.cuda.init()  # the runtime shares PyTorch's primary context
         if device is None:
             device = torch.cuda.current_device()
