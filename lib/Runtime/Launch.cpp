@@ -1,0 +1,258 @@
+//===- Launch.cpp - check arguments, pack parameters, launch --------------===//
+
+#include "Launch.h"
+#include "RuntimeImpl.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cstring>
+#include <vector>
+
+using namespace mlir;
+using namespace mlir::coda;
+using namespace mlir::coda::runtime;
+
+CUlaunchConfig runtime::getLaunchConfig(const Kernel &kernel, int64_t grid,
+                                      CUstream stream,
+                                      CUlaunchAttribute &attribute) {
+  const KernelABI &abi = kernel.abi;
+  attribute = {};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = static_cast<unsigned>(abi.clusterM);
+  attribute.value.clusterDim.y = 1;
+  attribute.value.clusterDim.z = 1;
+  CUlaunchConfig config = {};
+  config.gridDimX = static_cast<unsigned>(grid);
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = static_cast<unsigned>(abi.blockDims[0]);
+  config.blockDimY = static_cast<unsigned>(abi.blockDims[1]);
+  config.blockDimZ = static_cast<unsigned>(abi.blockDims[2]);
+  config.sharedMemBytes = static_cast<unsigned>(abi.sharedMemoryBytes);
+  config.hStream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = abi.clusterM > 1 ? 1 : 0;
+  return config;
+}
+
+std::optional<CUtensorMapDataType> runtime::tensorMapType(Type type) {
+  if (type.isBF16())
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  if (type.isF16())
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  if (type.isF32())
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  return std::nullopt;
+}
+
+namespace {
+/// The storage behind one kernel parameter.
+struct alignas(64) ParamStorage {
+  union {
+    CUtensorMap tensorMap;
+    CUdeviceptr pointer;
+    float f32;
+    int64_t i64;
+    int32_t i32;
+  };
+};
+} // namespace
+
+llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
+                               ArrayRef<DeviceTensor> outputs, void *stream,
+                               uint64_t seedAddress) {
+  const std::string &name = signature.functionName;
+  ContextScope scope(*runtime.impl->driver, runtime.impl->context);
+
+  if (arguments.size() != signature.arguments.size())
+    return error("'" + name + "' takes " + Twine(signature.arguments.size()) +
+                 " arguments, got " + Twine(arguments.size()));
+  if (outputs.size() != signature.outputs.size())
+    return error("'" + name + "' has " + Twine(signature.outputs.size()) +
+                 " outputs, got " + Twine(outputs.size()));
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (const DeviceValue &value : arguments)
+    shapes.emplace_back(value.tensor.shape.begin(), value.tensor.shape.end());
+  llvm::Expected<ProblemShape> problem = signature.inferProblemShape(shapes);
+  if (!problem)
+    return problem.takeError();
+  for (auto [i, output] : llvm::enumerate(outputs)) {
+    SmallVector<int64_t> expected = signature.getOutputShape(i, *problem);
+    if (ArrayRef<int64_t>(output.shape) != ArrayRef<int64_t>(expected))
+      return error("output '" + signature.outputs[i].name + "' must have " +
+                   Twine(expected.size()) + " dims of sizes " +
+                   llvm::join(llvm::map_range(expected,
+                                              [](int64_t d) {
+                                                return std::to_string(d);
+                                              }),
+                              ", "));
+    if (!output.pointer && problem->m && problem->n && problem->batch)
+      return error("output '" + signature.outputs[i].name + "' is a null pointer");
+  }
+  for (auto [arg, value] : llvm::zip(signature.arguments, arguments))
+    if (isa<RankedTensorType>(arg.type) && !value.tensor.pointer &&
+        llvm::all_of(value.tensor.shape, [](int64_t d) { return d > 0; }))
+      return error("'" + arg.name + "' is a null pointer");
+  if (seedAddress) {
+    if (signature.findSeed() < 0)
+      return error("'" + name +
+                   "' has no dropout seed to read from device memory");
+    if (seedAddress % 8 != 0)
+      return error("the dropout seed's device address must be 8-byte "
+                   "aligned");
+  }
+  if (problem->m == 0 || problem->n == 0 || problem->batch == 0) {
+    // Nothing to compute unless an output spans only the other dimension
+    // (reductions over an empty M or N), which the GPU kernels do not fill.
+    for (auto [i, output] : llvm::enumerate(outputs))
+      if (llvm::all_of(output.shape, [](int64_t d) { return d > 0; }))
+        return error(
+            "'" + name + "': output '" + signature.outputs[i].name +
+            "' is not empty for M = " + Twine(problem->m) +
+            ", N = " + Twine(problem->n) +
+            (signature.batched ? ", batch " + Twine(problem->batch) : Twine()) +
+            ": reductions over an empty dimension are not supported "
+            "on the GPU (the CPU reference computes them)");
+    return llvm::Error::success();
+  }
+  if (problem->k == 0)
+    return error("'" + name + "': K = 0 is not supported on the GPU");
+  if (!options.autotune || reducesRows)
+    return launchShape(chooseShape(*problem), *problem, arguments, outputs,
+                       stream, seedAddress);
+  llvm::Expected<GpuCompileOptions> tuned =
+      tuneShape(*problem, arguments, outputs, stream, seedAddress);
+  if (!tuned)
+    return tuned.takeError();
+  return launchShape(*tuned, *problem, arguments, outputs, stream, seedAddress);
+}
+
+llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
+                                    const ProblemShape &problem,
+                                    ArrayRef<DeviceValue> arguments,
+                                    ArrayRef<DeviceTensor> outputs,
+                                    void *stream, uint64_t seedAddress) {
+  const CudaDriver &driver = *runtime.impl->driver;
+  const std::string &name = signature.functionName;
+  llvm::Expected<std::shared_ptr<Kernel>> prepared =
+      prepareShape(shape, seedAddress != 0);
+  if (!prepared)
+    return prepared.takeError();
+  const Kernel &kernel = **prepared;
+  const KernelABI &abi = kernel.abi;
+  if (abi.maxN && problem.n > abi.maxN)
+    return error("'" + name + "' reduces rows over N = " + Twine(problem.n) +
+                 ", but its GPU kernel holds at most " + Twine(abi.maxN) +
+                 " columns per row: rows longer than one tile are not supported "
+                 "yet");
+  for (int64_t size : {problem.m, problem.n, problem.k, problem.batch,
+                       abi.getNumTiles(problem.m, problem.n, problem.batch)})
+    if (size > INT32_MAX)
+      return error("'" + name +
+                   "': sizes (and output tile counts) above "
+                   "2^31 - 1 are not supported");
+
+  std::vector<ParamStorage> storage(abi.params.size());
+  SmallVector<void *> params;
+  // Outputs that the kernel combines into with atomics, and their start value.
+  SmallVector<std::pair<const DeviceTensor *, float>> atomicOutputs;
+  for (auto [param, slot] : llvm::zip(abi.params, storage)) {
+    params.push_back(&slot);
+    switch (param.kind) {
+    case KernelParamKind::TensorMap: {
+      const ProgramArgument &arg = signature.arguments[param.index];
+      const DeviceTensor &tensor = arguments[param.index].tensor;
+      auto type = cast<RankedTensorType>(arg.type);
+      unsigned elementBytes = type.getElementTypeBitWidth() / 8;
+      size_t rank = tensor.shape.size();
+      SmallVector<cuuint64_t> dims, strides;
+      SmallVector<cuuint32_t> box, elementStrides(rank, 1);
+      uint64_t stride = elementBytes;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t size = tensor.shape[rank - 1 - d];
+        dims.push_back(size);
+        if (d > 0)
+          strides.push_back(stride);
+        stride *= size;
+      }
+      for (int64_t b : param.box)
+        box.push_back(static_cast<cuuint32_t>(b));
+      if (tensor.pointer % 16 != 0)
+        return error("'" + arg.name +
+                     "' must start at a 16-byte aligned address to be read "
+                     "with TMA");
+      uint64_t rowBytes = tensor.shape[rank - 1] * elementBytes;
+      if (rowBytes % 16 != 0)
+        return error("'" + arg.name + "' has rows of " +
+                     Twine(tensor.shape[rank - 1]) + " " +
+                     Twine(type.getElementTypeBitWidth()) + "-bit elements (" +
+                     Twine(rowBytes) +
+                     " bytes): the GPU kernel reads it with TMA, which needs "
+                     "rows that are a multiple of 16 bytes; pad the last "
+                     "dimension to a multiple of " +
+                     Twine(16 / elementBytes));
+      if (auto e = driver.check(
+              driver.cuTensorMapEncodeTiled(
+                  &slot.tensorMap, *tensorMapType(type.getElementType()), rank,
+                  reinterpret_cast<void *>(tensor.pointer), dims.data(),
+                  strides.data(), box.data(), elementStrides.data(),
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+              "cuTensorMapEncodeTiled",
+              "describing '" + arg.name + "' for '" + name + "'"))
+        return e;
+      break;
+    }
+    case KernelParamKind::AtomicPtr:
+      slot.pointer = outputs[param.index].pointer;
+      atomicOutputs.emplace_back(&outputs[param.index],
+                                 static_cast<float>(param.fill.value_or(0.0)));
+      break;
+    case KernelParamKind::GlobalPtr:
+      // An output, a tensor input, or the seed given by its address.
+      slot.pointer =
+          param.role == KernelParamRole::Output ? outputs[param.index].pointer
+          : isa<RankedTensorType>(signature.arguments[param.index].type)
+              ? arguments[param.index].tensor.pointer
+              : seedAddress;
+      break;
+    case KernelParamKind::F32:
+      slot.f32 = arguments[param.index].f32;
+      break;
+    case KernelParamKind::I64:
+      slot.i64 = arguments[param.index].i64;
+      break;
+    case KernelParamKind::I32: {
+      int64_t size = param.role == KernelParamRole::M   ? problem.m
+                     : param.role == KernelParamRole::N ? problem.n
+                     : param.role == KernelParamRole::K ? problem.k
+                                                        : problem.batch;
+      slot.i32 = static_cast<int32_t>(size);
+      break;
+    }
+    }
+  }
+
+  for (auto [output, fill] : atomicOutputs) {
+    uint32_t bits;
+    std::memcpy(&bits, &fill, sizeof(bits));
+    size_t count = 1;
+    for (int64_t size : output->shape)
+      count *= size;
+    if (auto e = driver.check(
+            driver.cuMemsetD32Async(output->pointer, bits, count,
+                                    static_cast<CUstream>(stream)),
+            "cuMemsetD32Async", "initializing a reduced output of '" + name + "'"))
+      return e;
+  }
+
+  std::array<int64_t, 3> grid = abi.getGridDims(
+      problem.m, problem.n, problem.batch, kernel.activeClusters);
+  CUlaunchAttribute attribute;
+  CUlaunchConfig config = getLaunchConfig(
+      kernel, grid[0], static_cast<CUstream>(stream), attribute);
+  return driver.check(
+      driver.cuLaunchKernelEx(&config, kernel.function, params.data(), nullptr),
+      "cuLaunchKernelEx", "launching '" + name + "'");
+}

@@ -1,0 +1,237 @@
+//===- Program.cpp - compile and load the kernels of a program ------------===//
+
+#include "KernelCache.h"
+#include "Launch.h"
+#include "RuntimeImpl.h"
+
+#include "coda/Pipelines/Pipelines.h"
+#include "coda/Runtime/Version.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
+
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::coda;
+using namespace mlir::coda::runtime;
+
+GpuProgram::GpuProgram(GpuRuntime &runtime, std::string source,
+                       std::string sourceName, ProgramSignature signature,
+                       GpuCompileOptions options, bool reducesRows)
+    : runtime(runtime), source(std::move(source)),
+      sourceName(std::move(sourceName)), signature(std::move(signature)),
+      options(options), reducesRows(reducesRows),
+      loaded(std::make_unique<Loaded>()) {}
+
+GpuProgram::~GpuProgram() = default;
+
+/// Compiles `source` with coda-gpu-pipeline into PTX and the kernel's ABI.
+static llvm::Error compile(MLIRContext &context, StringRef source,
+                           StringRef sourceName, StringRef function,
+                           const GpuPipelineOptions &pipeline, Kernel &kernel) {
+  DiagnosticCollector diagnostics(context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(source, &context, sourceName);
+  if (!module)
+    return error("cannot parse the program:\n" + diagnostics.text);
+  isolateProgram(*module, function);
+  PassManager pm(&context);
+  buildGpuPipeline(pm, pipeline);
+  if (failed(pm.run(*module)))
+    return error("compiling '" + function + "' for the GPU failed:\n" +
+                 diagnostics.text);
+
+  std::optional<KernelABI> abi;
+  module->walk([&](func::FuncOp func) {
+    if (auto attr = func->getAttrOfType<DictionaryAttr>(KernelABI::kAttrName))
+      abi = KernelABI::fromAttr(attr);
+  });
+  if (!abi)
+    return error("compiling '" + function +
+                 "' for the GPU produced no kernel description");
+  auto binary = module->lookupSymbol<gpu::BinaryOp>(abi->module);
+  if (!binary)
+    return error("compiling '" + function + "' produced no gpu.binary '" +
+                 abi->module + "'");
+  for (Attribute attr : binary.getObjects()) {
+    auto object = cast<gpu::ObjectAttr>(attr);
+    if (object.getFormat() == gpu::CompilationTarget::Assembly)
+      kernel.ptx = object.getObject().str();
+  }
+  if (kernel.ptx.empty())
+    return error("compiling '" + function + "' produced no PTX");
+  kernel.abi = std::move(*abi);
+  return llvm::Error::success();
+}
+
+/// Loads a compiled kernel into the runtime's context and counts the clusters
+/// of it that run at once on its device (one block per SM without clusters);
+/// on failure unloads what it loaded.
+static llvm::Error load(const CudaDriver &driver, CUcontext context,
+                        int multiprocessors, StringRef function,
+                        Kernel &kernel) {
+  ContextScope scope(driver, context);
+  std::string what = ("loading the kernel of '" + function + "'").str();
+  if (auto e = driver.check(driver.cuModuleLoadDataEx(&kernel.module,
+                                                      kernel.ptx.c_str(), 0,
+                                                      nullptr, nullptr),
+                            "cuModuleLoadDataEx", what))
+    return e;
+  llvm::Error error = driver.check(
+      driver.cuModuleGetFunction(&kernel.function, kernel.module,
+                                 kernel.abi.kernel.c_str()),
+      "cuModuleGetFunction", what);
+  if (!error && kernel.abi.sharedMemoryBytes > 48 * 1024)
+    error = driver.check(
+        driver.cuFuncSetAttribute(
+            kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            static_cast<int>(kernel.abi.sharedMemoryBytes)),
+        "cuFuncSetAttribute", what);
+  if (!error && kernel.abi.clusterM > 1) {
+    CUlaunchAttribute attribute;
+    CUlaunchConfig config = getLaunchConfig(
+        kernel, /*grid=*/kernel.abi.clusterM, /*stream=*/nullptr, attribute);
+    int clusters = 0;
+    error = driver.check(driver.cuOccupancyMaxActiveClusters(
+                             &clusters, kernel.function, &config),
+                         "cuOccupancyMaxActiveClusters", what);
+    if (!error && clusters < 1)
+      error = llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "%s: the device cannot run a cluster of %d blocks of this kernel",
+          what.c_str(), static_cast<int>(kernel.abi.clusterM));
+    kernel.activeClusters = clusters;
+  } else {
+    kernel.activeClusters = multiprocessors;
+  }
+  if (error) {
+    driver.cuModuleUnload(kernel.module);
+    kernel.module = nullptr;
+  }
+  return error;
+}
+
+std::string GpuProgram::getProgramKey() const {
+  llvm::SHA256 hash;
+  std::string chip = getChip(runtime.computeCapability);
+  StringRef activations = options.fastActivations ? "fast" : "exact";
+  for (StringRef part :
+       {StringRef(kCodaCompilerVersion), StringRef(chip), StringRef(source),
+        StringRef(signature.functionName), activations})
+    hash.update(part), hash.update(StringRef("\0", 1));
+  return llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
+}
+
+GpuCompileOptions
+GpuProgram::chooseShape(const ProblemShape &problem) const {
+  // The tile rule chooses the shape unless the tile or the schedule is
+  // pinned; pinned stages, cluster size and tile order carry over to its
+  // choice.
+  if (options.tileM || options.tileN || !options.schedule.empty() ||
+      reducesRows)
+    return options;
+  GpuCompileOptions shape =
+      chooseRuleShape(problem, runtime.impl->multiprocessors);
+  shape.stages = options.stages;
+  // A pinned cluster size or tile order replaces both of the rule's, which
+  // might not go together with it (the group is a multiple of the cluster).
+  if (options.clusterM || options.groupRows) {
+    shape.clusterM = options.clusterM;
+    shape.groupRows = options.groupRows;
+  }
+  return shape;
+}
+
+GpuCompileStats GpuProgram::getCompileStats() const {
+  std::lock_guard<std::mutex> lock(runtime.impl->mutex);
+  return stats;
+}
+
+llvm::Error GpuProgram::prepare() { return prepareShape(options).takeError(); }
+
+llvm::Error GpuProgram::prepare(const ProblemShape &problem) {
+  return prepareShape(chooseShape(problem)).takeError();
+}
+
+llvm::Expected<std::shared_ptr<Kernel>>
+GpuProgram::prepareShape(const GpuCompileOptions &shape, bool seedInMemory) {
+  GpuRuntime::Impl &impl = *runtime.impl;
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  std::string shapeKey = getShapeKey(shape);
+  if (seedInMemory)
+    shapeKey += "/seed-in-memory";
+  if (std::shared_ptr<Kernel> known = loaded->byShape.lookup(shapeKey)) {
+    if (shapeKey != loaded->lastShapeKey) {
+      stats = loaded->statsByShape.lookup(shapeKey);
+      loaded->lastShapeKey = shapeKey;
+    }
+    return known;
+  }
+
+  GpuPipelineOptions pipeline;
+  pipeline.chip = getChip(runtime.computeCapability);
+  pipeline.tileM = shape.tileM;
+  pipeline.tileN = shape.tileN;
+  pipeline.stages = shape.stages;
+  pipeline.schedule = shape.schedule;
+  pipeline.clusterM = shape.clusterM;
+  pipeline.groupRows = shape.groupRows;
+  pipeline.fastActivations = options.fastActivations;
+  pipeline.seedInMemory = seedInMemory;
+
+  // The key covers everything the kernel depends on.
+  GpuCompileStats fresh;
+  llvm::SHA256 hash;
+  hash.update(getProgramKey());
+  hash.update(shapeKey);
+  fresh.key = llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
+
+  std::shared_ptr<Kernel> kernel = impl.kernels.lookup(fresh.key);
+  if (!kernel) {
+    auto compiled = std::make_shared<Kernel>();
+    std::chrono::steady_clock::time_point start;
+    if (readCache(*impl.mlir, runtime.cacheDirectory, fresh.key, signature,
+                  *compiled)) {
+      start = std::chrono::steady_clock::now();
+      if (llvm::Error e = load(*impl.driver, impl.context, impl.multiprocessors,
+                               signature.functionName, *compiled)) {
+        // Not loadable here (written by another driver, say): compiled anew.
+        llvm::consumeError(std::move(e));
+        removeCache(runtime.cacheDirectory, fresh.key);
+        *compiled = Kernel();
+      } else {
+        fresh.fromDiskCache = true;
+      }
+    }
+    if (!fresh.fromDiskCache) {
+      start = std::chrono::steady_clock::now();
+      if (auto e = compile(*impl.mlir, source, sourceName,
+                           signature.functionName, pipeline, *compiled))
+        return std::move(e);
+      fresh.compileSeconds = secondsSince(start);
+      start = std::chrono::steady_clock::now();
+      if (auto e = load(*impl.driver, impl.context, impl.multiprocessors,
+                        signature.functionName, *compiled))
+        return std::move(e);
+      // Cached only once it has loaded.
+      writeCache(*impl.mlir, runtime.cacheDirectory, fresh.key, *compiled);
+    }
+    fresh.loadSeconds = secondsSince(start);
+    impl.kernels[fresh.key] = kernel = std::move(compiled);
+  }
+  fresh.tileM = kernel->abi.tileM;
+  fresh.tileN = kernel->abi.tileN;
+  fresh.clusterM = kernel->abi.clusterM;
+  fresh.groupRows = kernel->abi.groupRows;
+  fresh.schedule = kernel->abi.schedule;
+  stats = std::move(fresh);
+  loaded->byShape[shapeKey] = kernel;
+  loaded->statsByShape[shapeKey] = stats;
+  loaded->lastShapeKey = shapeKey;
+  return kernel;
+}
