@@ -26,16 +26,6 @@ using namespace mlir::coda;
 /// linked into the JIT defines it.
 static constexpr llvm::StringLiteral kEntryName = "__coda_program";
 
-std::optional<ElementType> mlir::coda::getHostElementType(Type type) {
-  if (type.isF32())
-    return ElementType::F32;
-  if (type.isF16())
-    return ElementType::F16;
-  if (type.isBF16())
-    return ElementType::BF16;
-  return std::nullopt;
-}
-
 CpuExecutable::CpuExecutable(std::unique_ptr<ExecutionEngine> engine,
                              ProgramSignature signature, bool widenToF64)
     : engine(std::move(engine)), signature(std::move(signature)),

@@ -1,8 +1,8 @@
 //===- CApi.cpp - the C API of coda's GPU runtime -------------------------===//
 
 #include "coda/Runtime/coda_runtime.h"
-#include "coda/Runner/CpuRunner.h"
 #include "coda/Runtime/Runtime.h"
+#include "coda/Support/HostValue.h"
 
 #include "mlir/IR/TypeUtilities.h"
 

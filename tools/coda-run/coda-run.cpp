@@ -16,7 +16,7 @@
 #include "coda/Runner/CpuRunner.h"
 #include "coda/Runtime/Runtime.h"
 #ifdef CODA_HAVE_CUDA
-#include "coda/Runtime/HostRun.h"
+#include "HostRun.h"
 #endif
 
 #include "mlir/IR/DialectRegistry.h"

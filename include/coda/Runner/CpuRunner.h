@@ -9,7 +9,7 @@
 #define CODA_RUNNER_CPURUNNER_H
 
 #include "coda/Program/ProgramSignature.h"
-#include "coda/Support/Npy.h"
+#include "coda/Support/HostValue.h"
 
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
@@ -20,17 +20,6 @@
 namespace mlir {
 class ExecutionEngine;
 namespace coda {
-
-/// The value bound to one program argument: `array` for tensors (in the
-/// argument's element type), `f32` or `i64` for scalars of that type.
-struct ArgumentValue {
-  HostArray array;
-  float f32 = 0.0f;
-  int64_t i64 = 0;
-};
-
-/// The host element type of a tensor element type, if coda supports it.
-std::optional<ElementType> getHostElementType(Type type);
 
 /// A dense row-major buffer in host memory that the caller owns.
 struct BufferRef {

@@ -1,10 +1,18 @@
 //===- HostRun.h - run a GPU program on host arrays -------------*- C++ -*-===//
+//
+// Part of coda-run: runs a program on the GPU runtime from and to host
+// arrays.
+//
+//===----------------------------------------------------------------------===//
 
-#ifndef CODA_RUNTIME_HOSTRUN_H
-#define CODA_RUNTIME_HOSTRUN_H
+#ifndef CODA_TOOLS_CODA_RUN_HOSTRUN_H
+#define CODA_TOOLS_CODA_RUN_HOSTRUN_H
 
-#include "coda/Runner/CpuRunner.h"
 #include "coda/Runtime/Runtime.h"
+#include "coda/Support/HostValue.h"
+
+#include <optional>
+#include <vector>
 
 namespace mlir::coda {
 
@@ -26,4 +34,4 @@ llvm::Expected<HostRunResult> runOnHost(GpuRuntime &runtime,
 
 } // namespace mlir::coda
 
-#endif // CODA_RUNTIME_HOSTRUN_H
+#endif // CODA_TOOLS_CODA_RUN_HOSTRUN_H

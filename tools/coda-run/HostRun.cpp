@@ -1,6 +1,6 @@
 //===- HostRun.cpp - run a GPU program on host arrays ---------------------===//
 
-#include "coda/Runtime/HostRun.h"
+#include "HostRun.h"
 
 using namespace mlir;
 using namespace mlir::coda;
