@@ -1,5 +1,6 @@
 //===- GpuPipeline.cpp - coda programs to fused sm_90a kernels ------------===//
 
+#include "coda/Conversion/CodaToGPU/KernelShape.h"
 #include "coda/Conversion/Passes.h"
 #include "coda/Pipelines/Pipelines.h"
 
@@ -35,13 +36,11 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
                                   const GpuPipelineOptions &options) {
   ConvertCodaToGPUOptions kernels;
   kernels.chip = options.chip;
-  kernels.tileM = options.tileM;
-  kernels.tileN = options.tileN;
-  kernels.stages = options.stages;
-  kernels.schedule = options.schedule;
+  if (std::optional<KernelShape> shape = KernelShape::fromOptions(options))
+    shape->setOptions(kernels);
+  else
+    kernels.schedule = options.schedule; // which coda-to-gpu reports
   kernels.epilogueVectorBytes = options.epilogueVectorBytes;
-  kernels.clusterM = options.clusterM;
-  kernels.groupRows = options.groupRows;
   kernels.fastActivations = options.fastActivations;
   kernels.seedInMemory = options.seedInMemory;
   pm.addPass(createConvertCodaToGPU(kernels));

@@ -29,7 +29,7 @@ static std::string getProblemKey(const ProblemShape &problem) {
       .str();
 }
 
-llvm::Expected<GpuCompileOptions> GpuProgram::tuneShape(
+llvm::Expected<KernelShape> GpuProgram::tuneShape(
     const ProblemShape &problem, ArrayRef<DeviceValue> arguments,
     ArrayRef<DeviceTensor> outputs, void *stream, uint64_t seedAddress) {
   std::string problemKey = getProblemKey(problem);
@@ -39,9 +39,9 @@ llvm::Expected<GpuCompileOptions> GpuProgram::tuneShape(
     return known->second;
   // The choice is remembered and its kernel prepared last, which the stats
   // then describe, with the timings that chose it.
-  auto choose = [&](const GpuCompileOptions &shape,
+  auto choose = [&](const KernelShape &shape,
                     SmallVector<std::pair<std::string, double>> times,
-                    bool fromDiskCache) -> llvm::Expected<GpuCompileOptions> {
+                    bool fromDiskCache) -> llvm::Expected<KernelShape> {
     if (auto kernel = prepareShape(shape, seedAddress != 0); !kernel)
       return kernel.takeError();
     loaded->tuned[problemKey] = shape;
@@ -58,14 +58,14 @@ llvm::Expected<GpuCompileOptions> GpuProgram::tuneShape(
                       std::to_string(runtime.impl->multiprocessors) + "sm.tune");
   // A choice on disk counts only if it names one of the candidates (a
   // damaged file is tuned again, and overwritten).
-  SmallVector<GpuCompileOptions> candidates =
+  SmallVector<KernelShape> candidates =
       getTuningCandidates(chooseShape(problem));
   if (!runtime.cacheDirectory.empty())
     if (auto text = llvm::MemoryBuffer::getFile(choicePath))
-      if (std::optional<GpuCompileOptions> shape =
-              parseShapeKey((*text)->getBuffer()))
-        if (llvm::any_of(candidates, [&](const GpuCompileOptions &candidate) {
-              return getShapeKey(candidate) == getShapeKey(*shape);
+      if (std::optional<KernelShape> shape =
+              KernelShape::parseKey((*text)->getBuffer()))
+        if (llvm::any_of(candidates, [&](const KernelShape &candidate) {
+              return candidate.getKey() == shape->getKey();
             }))
           return choose(*shape, {}, /*fromDiskCache=*/true);
 
@@ -91,7 +91,7 @@ llvm::Expected<GpuCompileOptions> GpuProgram::tuneShape(
     scratch.push_back(std::move(*buffer));
   }
   std::vector<std::function<llvm::Error()>> launches;
-  for (const GpuCompileOptions &candidate : candidates)
+  for (const KernelShape &candidate : candidates)
     launches.push_back([&, candidate] {
       return launchShape(candidate, problem, arguments, scratchOutputs,
                          /*stream=*/nullptr, seedAddress);
@@ -108,12 +108,12 @@ llvm::Expected<GpuCompileOptions> GpuProgram::tuneShape(
     if ((*medians)[i] < kTuningMargin * (*medians)[0] &&
         (bestIndex == 0 || (*medians)[i] < (*medians)[bestIndex]))
       bestIndex = i;
-  const GpuCompileOptions &best = candidates[bestIndex];
+  const KernelShape &best = candidates[bestIndex];
   SmallVector<std::pair<std::string, double>> times;
   for (auto [candidate, ms] : llvm::zip(candidates, *medians))
-    times.emplace_back(describeShape(candidate), ms);
+    times.emplace_back(candidate.describe(), ms);
   if (!runtime.cacheDirectory.empty())
-    writeAtomically(choicePath, getShapeKey(best));
+    writeAtomically(choicePath, best.getKey());
   return choose(best, std::move(times), /*fromDiskCache=*/false);
 }
 

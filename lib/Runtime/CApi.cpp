@@ -73,6 +73,25 @@ static const ProgramOutput *getOutput(const coda_program *program,
   return &program->program->getSignature().outputs[index];
 }
 
+/// The compile options `o` asks for; an error when its schedule names none.
+static llvm::Expected<GpuCompileOptions>
+getCompileOptions(const coda_compile_options &o) {
+  GpuCompileOptions compile;
+  KernelShape &shape = compile.shape;
+  shape.tileM = o.tile_m;
+  shape.tileN = o.tile_n;
+  shape.stages = o.stages;
+  if (o.schedule && *o.schedule &&
+      !(shape.schedule = parseScheduleName(o.schedule)))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   KernelShape::getScheduleError(o.schedule));
+  shape.clusterM = o.cluster_m;
+  shape.groupRows = o.group_rows;
+  compile.autotune = o.autotune != 0;
+  compile.fastActivations = o.fast_activations != 0;
+  return compile;
+}
+
 extern "C" {
 
 const char *coda_last_error(void) { return lastError.c_str(); }
@@ -97,16 +116,9 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
     return fail("coda_program_load: null argument");
   coda_compile_options defaults = {};
   const coda_compile_options &o = options ? *options : defaults;
-  GpuCompileOptions compile;
-  compile.tileM = o.tile_m;
-  compile.tileN = o.tile_n;
-  compile.stages = o.stages;
-  if (o.schedule)
-    compile.schedule = o.schedule;
-  compile.autotune = o.autotune != 0;
-  compile.clusterM = o.cluster_m;
-  compile.groupRows = o.group_rows;
-  compile.fastActivations = o.fast_activations != 0;
+  llvm::Expected<GpuCompileOptions> compile = getCompileOptions(o);
+  if (!compile)
+    return status(compile.takeError());
   auto orDefault = [](const char *value, const char *fallback) {
     return StringRef(value ? value : fallback);
   };
@@ -115,10 +127,10 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
           ? runtime->runtime->loadEpilogue(
                 StringRef(source, length), orDefault(o.dtype, "bf16"),
                 orDefault(o.layout_a, "mk"), orDefault(o.layout_b, "nk"),
-                o.with_c, o.with_alpha, compile, "epilogue",
+                o.with_c, o.with_alpha, *compile, "epilogue",
                 orDefault(o.derive, ""))
           : runtime->runtime->loadProgram(StringRef(source, length),
-                                          orDefault(o.function, ""), compile,
+                                          orDefault(o.function, ""), *compile,
                                           "program", orDefault(o.derive, ""));
   if (!loaded)
     return status(loaded.takeError());
@@ -207,22 +219,20 @@ void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
 void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
                                int64_t *tile_n, const char **schedule,
                                int64_t *cluster_m, int64_t *group_rows) {
-  std::optional<GpuCompileStats> stats;
+  KernelShape shape;
   if (program)
-    stats = program->program->getCompileStats();
+    shape = program->program->getCompileStats().shape;
   if (tile_m)
-    *tile_m = stats ? stats->tileM : 0;
+    *tile_m = shape.tileM;
   if (tile_n)
-    *tile_n = stats ? stats->tileN : 0;
+    *tile_n = shape.tileN;
   if (cluster_m)
-    *cluster_m = stats ? stats->clusterM : 0;
+    *cluster_m = shape.clusterM;
   if (group_rows)
-    *group_rows = stats ? stats->groupRows : 0;
+    *group_rows = shape.groupRows;
   // A literal: the stats change with the next launch.
   if (schedule)
-    *schedule = stats && stats->schedule
-                    ? getScheduleName(*stats->schedule).data()
-                    : "";
+    *schedule = shape.schedule ? getScheduleName(*shape.schedule).data() : "";
 }
 
 coda_status coda_program_prepare(coda_program *program) {

@@ -154,25 +154,3 @@ void runtime::writeCache(MLIRContext &context, StringRef directory, StringRef ke
   writeAtomically(ptxPath, kernel.ptx);
   writeAtomically(abiPath, abiText);
 }
-
-std::string runtime::getShapeKey(const GpuCompileOptions &shape) {
-  return std::to_string(shape.tileM) + "/" + std::to_string(shape.tileN) + "/" +
-         std::to_string(shape.stages) + "/" + shape.schedule + "/" +
-         std::to_string(shape.clusterM) + "/" + std::to_string(shape.groupRows);
-}
-
-std::optional<GpuCompileOptions> runtime::parseShapeKey(StringRef key) {
-  SmallVector<StringRef, 4> parts;
-  key.trim().split(parts, '/');
-  GpuCompileOptions shape;
-  if (parts.size() != 6 || parts[0].getAsInteger(10, shape.tileM) ||
-      parts[1].getAsInteger(10, shape.tileN) ||
-      parts[2].getAsInteger(10, shape.stages) ||
-      parts[4].getAsInteger(10, shape.clusterM) ||
-      parts[5].getAsInteger(10, shape.groupRows))
-    return std::nullopt;
-  shape.schedule = parts[3].str();
-  return shape;
-}
-
-/// How much faster than the tile rule's choice another kernel shape must time

@@ -16,7 +16,6 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 
-#include <optional>
 #include <string>
 
 namespace mlir::coda::runtime {
@@ -40,12 +39,6 @@ void removeCache(llvm::StringRef directory, llvm::StringRef key);
 /// readers never see half a file; creates the directory; a failure leaves no
 /// file.
 void writeAtomically(const llvm::Twine &path, llvm::StringRef contents);
-
-/// The kernel shape's part of the cache key.
-std::string getShapeKey(const GpuCompileOptions &shape);
-
-/// The kernel shape of a getShapeKey string, if it is one.
-std::optional<GpuCompileOptions> parseShapeKey(llvm::StringRef key);
 
 } // namespace mlir::coda::runtime
 

@@ -120,14 +120,14 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   if (!options.autotune || reducesRows)
     return launchShape(chooseShape(*problem), *problem, arguments, outputs,
                        stream, seedAddress);
-  llvm::Expected<GpuCompileOptions> tuned =
+  llvm::Expected<KernelShape> tuned =
       tuneShape(*problem, arguments, outputs, stream, seedAddress);
   if (!tuned)
     return tuned.takeError();
   return launchShape(*tuned, *problem, arguments, outputs, stream, seedAddress);
 }
 
-llvm::Error GpuProgram::launchShape(const GpuCompileOptions &shape,
+llvm::Error GpuProgram::launchShape(const KernelShape &shape,
                                     const ProblemShape &problem,
                                     ArrayRef<DeviceValue> arguments,
                                     ArrayRef<DeviceTensor> outputs,

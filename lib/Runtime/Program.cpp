@@ -127,22 +127,20 @@ std::string GpuProgram::getProgramKey() const {
   return llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 }
 
-GpuCompileOptions
-GpuProgram::chooseShape(const ProblemShape &problem) const {
+KernelShape GpuProgram::chooseShape(const ProblemShape &problem) const {
   // The tile rule chooses the shape unless the tile or the schedule is
   // pinned; pinned stages, cluster size and tile order carry over to its
   // choice.
-  if (options.tileM || options.tileN || !options.schedule.empty() ||
-      reducesRows)
-    return options;
-  GpuCompileOptions shape =
-      chooseRuleShape(problem, runtime.impl->multiprocessors);
-  shape.stages = options.stages;
+  const KernelShape &pinned = options.shape;
+  if (pinned.tileM || pinned.tileN || pinned.schedule || reducesRows)
+    return pinned;
+  KernelShape shape = chooseRuleShape(problem, runtime.impl->multiprocessors);
+  shape.stages = pinned.stages;
   // A pinned cluster size or tile order replaces both of the rule's, which
   // might not go together with it (the group is a multiple of the cluster).
-  if (options.clusterM || options.groupRows) {
-    shape.clusterM = options.clusterM;
-    shape.groupRows = options.groupRows;
+  if (pinned.clusterM || pinned.groupRows) {
+    shape.clusterM = pinned.clusterM;
+    shape.groupRows = pinned.groupRows;
   }
   return shape;
 }
@@ -152,17 +150,19 @@ GpuCompileStats GpuProgram::getCompileStats() const {
   return stats;
 }
 
-llvm::Error GpuProgram::prepare() { return prepareShape(options).takeError(); }
+llvm::Error GpuProgram::prepare() {
+  return prepareShape(options.shape).takeError();
+}
 
 llvm::Error GpuProgram::prepare(const ProblemShape &problem) {
   return prepareShape(chooseShape(problem)).takeError();
 }
 
 llvm::Expected<std::shared_ptr<Kernel>>
-GpuProgram::prepareShape(const GpuCompileOptions &shape, bool seedInMemory) {
+GpuProgram::prepareShape(const KernelShape &shape, bool seedInMemory) {
   GpuRuntime::Impl &impl = *runtime.impl;
   std::lock_guard<std::mutex> lock(impl.mutex);
-  std::string shapeKey = getShapeKey(shape);
+  std::string shapeKey = shape.getKey();
   if (seedInMemory)
     shapeKey += "/seed-in-memory";
   if (std::shared_ptr<Kernel> known = loaded->byShape.lookup(shapeKey)) {
@@ -175,12 +175,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape, bool seedInMemory) {
 
   GpuPipelineOptions pipeline;
   pipeline.chip = getChip(runtime.computeCapability);
-  pipeline.tileM = shape.tileM;
-  pipeline.tileN = shape.tileN;
-  pipeline.stages = shape.stages;
-  pipeline.schedule = shape.schedule;
-  pipeline.clusterM = shape.clusterM;
-  pipeline.groupRows = shape.groupRows;
+  shape.setOptions(pipeline);
   pipeline.fastActivations = options.fastActivations;
   pipeline.seedInMemory = seedInMemory;
 
@@ -224,11 +219,7 @@ GpuProgram::prepareShape(const GpuCompileOptions &shape, bool seedInMemory) {
     fresh.loadSeconds = secondsSince(start);
     impl.kernels[fresh.key] = kernel = std::move(compiled);
   }
-  fresh.tileM = kernel->abi.tileM;
-  fresh.tileN = kernel->abi.tileN;
-  fresh.clusterM = kernel->abi.clusterM;
-  fresh.groupRows = kernel->abi.groupRows;
-  fresh.schedule = kernel->abi.schedule;
+  fresh.shape = kernel->abi.getShape();
   stats = std::move(fresh);
   loaded->byShape[shapeKey] = kernel;
   loaded->statsByShape[shapeKey] = stats;

@@ -113,7 +113,7 @@ llvm::Expected<std::unique_ptr<GpuProgram>>
 GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
                         GpuCompileOptions options, llvm::StringRef sourceName,
                         llvm::StringRef derive) {
-  if (options.autotune && options.pinsShape())
+  if (options.autotune && options.shape.isPinned())
     return error("autotune chooses the kernel shape itself: it cannot be "
                  "combined with tile_m, tile_n, stages, schedule, cluster_m or "
                  "group_rows");

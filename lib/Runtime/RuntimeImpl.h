@@ -137,7 +137,7 @@ struct GpuProgram::Loaded {
   std::string lastShapeKey;
   /// The autotuned kernel shapes, by problem (getProblemKey), and the lock
   /// that makes concurrent first launches of a problem tune it once.
-  llvm::StringMap<GpuCompileOptions> tuned;
+  llvm::StringMap<KernelShape> tuned;
   std::mutex tuning;
 };
 

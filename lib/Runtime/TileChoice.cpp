@@ -40,14 +40,14 @@ int64_t mlir::coda::chooseTileN(const ProblemShape &problem,
   return cost(192, kEfficiency192) < cost(256, 1.0) ? 192 : 256;
 }
 
-GpuCompileOptions mlir::coda::chooseRuleShape(const ProblemShape &problem,
-                                              int multiprocessors) {
+KernelShape mlir::coda::chooseRuleShape(const ProblemShape &problem,
+                                        int multiprocessors) {
   // From K = 4096 on (LLaMA's), clusters of two in groups of 16 row blocks
   // were 1.5-3% faster for the GEMM alone and 0.5-2% for the fused chain; at
   // K = 768-3072 clusters cost the chain up to 3% (docs/performance.md).
   constexpr int64_t kClusteredK = 4096;
   int64_t tileN = chooseTileN(problem, multiprocessors);
-  GpuCompileOptions shape = getCooperativeShape(tileN);
+  KernelShape shape = getCooperativeShape(tileN);
   if (problem.k < kClusteredK)
     return shape;
   // Only where the pairs of row blocks take no more waves than the blocks
@@ -62,53 +62,42 @@ GpuCompileOptions mlir::coda::chooseRuleShape(const ProblemShape &problem,
   return shape;
 }
 
-GpuCompileOptions mlir::coda::getCooperativeShape(int64_t tileN) {
+KernelShape mlir::coda::getCooperativeShape(int64_t tileN) {
   // 256 columns is the compiler's own default: the empty shape, whose kernel
   // prepare() compiles, rather than a second copy of it.
-  GpuCompileOptions shape;
-  if (tileN != 256)
+  KernelShape shape;
+  if (tileN != KernelShape::kDefaultTileN)
     shape.tileN = tileN;
   return shape;
 }
 
-SmallVector<GpuCompileOptions>
-mlir::coda::getTuningCandidates(const GpuCompileOptions &ruleShape) {
-  auto shape = [](int64_t tileM, int64_t tileN, StringRef schedule) {
-    GpuCompileOptions options;
-    options.tileM = tileM;
-    options.tileN = tileN;
-    options.schedule = schedule.str();
-    return options;
+SmallVector<KernelShape>
+mlir::coda::getTuningCandidates(const KernelShape &ruleShape) {
+  auto shape = [](int64_t tileM, int64_t tileN, Schedule schedule) {
+    KernelShape pinned;
+    pinned.tileM = tileM;
+    pinned.tileN = tileN;
+    pinned.schedule = schedule;
+    return pinned;
   };
-  auto clustered = [](GpuCompileOptions options) {
-    options.clusterM = 2;
-    return options;
+  auto clustered = [](KernelShape clusters) {
+    clusters.clusterM = 2;
+    return clusters;
   };
   // Groups of 16 row blocks: 1-3% faster than 8 on LLaMA up in some runs
   // (docs/performance.md).
-  auto grouped = [](GpuCompileOptions options) {
-    options.groupRows = 16;
-    return options;
+  auto grouped = [](KernelShape groups) {
+    groups.groupRows = 16;
+    return groups;
   };
-  SmallVector<GpuCompileOptions> candidates = {ruleShape};
-  for (GpuCompileOptions other :
+  SmallVector<KernelShape> candidates = {ruleShape};
+  for (const KernelShape &other :
        {getCooperativeShape(256), getCooperativeShape(192),
         getCooperativeShape(128),
-        shape(256, 128, getScheduleName(Schedule::Cooperative)),
-        shape(128, 128, getScheduleName(Schedule::Pingpong)),
+        shape(256, 128, Schedule::Cooperative),
+        shape(128, 128, Schedule::Pingpong),
         clustered(ruleShape), grouped(ruleShape)})
-    if (describeShape(other) != describeShape(ruleShape))
+    if (other.describe() != ruleShape.describe())
       candidates.push_back(other);
   return candidates;
-}
-
-std::string mlir::coda::describeShape(const GpuCompileOptions &shape) {
-  // The compiler's choices for what a shape leaves open (no row reductions).
-  return std::to_string(shape.tileM ? shape.tileM : 128) + "x" +
-         std::to_string(shape.tileN ? shape.tileN : 256) + " " +
-         (shape.schedule.empty() ? getScheduleName(Schedule::Cooperative).str()
-                                 : shape.schedule) +
-         (shape.clusterM > 1 ? " cluster " + std::to_string(shape.clusterM)
-                             : "") +
-         (shape.groupRows ? " group " + std::to_string(shape.groupRows) : "");
 }

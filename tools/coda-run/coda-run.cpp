@@ -97,27 +97,31 @@ cl::opt<bool> fastActivations(
              "tanh.approx.f32 instruction (faster; tanh within 2^-11 "
              "relative error)"),
     cl::cat(category));
-cl::opt<int64_t> tileM("tile-m",
-                       cl::desc("with --device cuda: output rows per tile "
-                                "(pins the kernel shape; see docs/gpu.md)"),
-                       cl::init(0), cl::cat(category));
-cl::opt<int64_t> tileN("tile-n",
-                       cl::desc("with --device cuda: output columns per tile"),
-                       cl::init(0), cl::cat(category));
-cl::opt<int64_t> stages("stages",
-                        cl::desc("with --device cuda: shared-memory stages"),
-                        cl::init(0), cl::cat(category));
-cl::opt<std::string> schedule(
-    "schedule", cl::desc("with --device cuda: cooperative or pingpong"),
-    cl::init(""), cl::cat(category));
-cl::opt<int64_t> clusterM("cluster-m",
-                          cl::desc("with --device cuda: blocks per cluster "
-                                   "along M (1 or 2)"),
-                          cl::init(0), cl::cat(category));
-cl::opt<int64_t> groupRows(
-    "group-rows",
-    cl::desc("with --device cuda: row blocks per group of the tile order"),
-    cl::init(0), cl::cat(category));
+/// The kernel-shape options, named as coda-to-gpu's (which
+/// KernelShape::fromOptions reads).
+struct KernelShapeOptions {
+  cl::opt<int64_t> tileM{"tile-m",
+                         cl::desc("with --device cuda: output rows per tile "
+                                  "(pins the kernel shape; see docs/gpu.md)"),
+                         cl::init(0), cl::cat(category)};
+  cl::opt<int64_t> tileN{
+      "tile-n", cl::desc("with --device cuda: output columns per tile"),
+      cl::init(0), cl::cat(category)};
+  cl::opt<int64_t> stages{"stages",
+                          cl::desc("with --device cuda: shared-memory stages"),
+                          cl::init(0), cl::cat(category)};
+  cl::opt<std::string> schedule{
+      "schedule", cl::desc("with --device cuda: cooperative or pingpong"),
+      cl::init(""), cl::cat(category)};
+  cl::opt<int64_t> clusterM{"cluster-m",
+                            cl::desc("with --device cuda: blocks per cluster "
+                                     "along M (1 or 2)"),
+                            cl::init(0), cl::cat(category)};
+  cl::opt<int64_t> groupRows{
+      "group-rows",
+      cl::desc("with --device cuda: row blocks per group of the tile order"),
+      cl::init(0), cl::cat(category)};
+} shapeOptions;
 cl::opt<int> bench("bench",
                    cl::desc("with --device cuda: time N launches with CUDA "
                             "events after 5 warm-up ones, report the median"),
@@ -181,14 +185,12 @@ int main(int argc, char **argv) {
   GpuCompileOptions gpuOptions;
   gpuOptions.autotune = autotune;
   gpuOptions.fastActivations = fastActivations;
-  gpuOptions.tileM = tileM;
-  gpuOptions.tileN = tileN;
-  gpuOptions.stages = stages;
-  gpuOptions.schedule = schedule;
-  gpuOptions.clusterM = clusterM;
-  gpuOptions.groupRows = groupRows;
+  std::optional<KernelShape> shape = KernelShape::fromOptions(shapeOptions);
+  if (!shape)
+    return fail("--" + KernelShape::getScheduleError(shapeOptions.schedule));
+  gpuOptions.shape = *shape;
   if ((check || bench || autotune || fastActivations ||
-       gpuOptions.pinsShape()) &&
+       gpuOptions.shape.isPinned()) &&
       device != "cuda")
     return fail("--check, --bench, --autotune, --fast-activations and the "
                 "kernel-shape options need --device cuda");
@@ -324,15 +326,15 @@ int main(int argc, char **argv) {
     timing = llvm::formatv(
         "{0}: {1}x{2} tiles{6}, groups of {7} row blocks, {3}, load {4:f3} "
         "s, run {5:f3} s",
-        (*runtime)->getDeviceDescription(), stats.tileM, stats.tileN,
+        (*runtime)->getDeviceDescription(), stats.shape.tileM, stats.shape.tileN,
         stats.fromDiskCache
             ? std::string("kernel from the disk cache")
             : llvm::formatv("compile {0:f3} s", stats.compileSeconds).str(),
         stats.loadSeconds, runSeconds,
-        stats.clusterM > 1
-            ? llvm::formatv(" in clusters of {0}", stats.clusterM).str()
+        stats.shape.clusterM > 1
+            ? llvm::formatv(" in clusters of {0}", stats.shape.clusterM).str()
             : std::string(),
-        stats.groupRows);
+        stats.shape.groupRows);
     if (stats.tuningFromDiskCache)
       timing += "\n  autotuned shape from the disk cache";
     for (const auto &[shape, ms] : stats.tuningMs)

@@ -18,7 +18,7 @@
 #ifndef CODA_RUNTIME_RUNTIME_H
 #define CODA_RUNTIME_RUNTIME_H
 
-#include "coda/Conversion/CodaToGPU/KernelABI.h"
+#include "coda/Conversion/CodaToGPU/KernelShape.h"
 #include "coda/Program/ProgramSignature.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -52,17 +52,9 @@ struct DeviceValue {
 
 /// How a program is compiled for the GPU.
 struct GpuCompileOptions {
-  /// Output rows and columns per tile, shared-memory stages (see
-  /// coda-to-gpu's options); 0 lets the compiler choose.
-  int64_t tileM = 0, tileN = 0, stages = 0;
-  /// "cooperative" or "pingpong"; empty lets the compiler choose.
-  std::string schedule;
-  /// Blocks per cluster along M (coda-to-gpu's cluster-m); 0 lets the
-  /// compiler choose.
-  int64_t clusterM = 0;
-  /// Row blocks per group of the tile order (coda-to-gpu's group-rows); 0
-  /// lets the compiler choose.
-  int64_t groupRows = 0;
+  /// The kernel shape (coda-to-gpu's options); what it leaves open, the tile
+  /// rule (or autotuning) chooses per problem, else the compiler.
+  KernelShape shape;
   /// Whether GELU(tanh), SiLU and sigmoid run on the tanh.approx.f32
   /// instruction (coda-to-gpu's fast-activations).
   bool fastActivations = false;
@@ -71,32 +63,19 @@ struct GpuCompileOptions {
   /// fastest, if it beats the tile-width rule's choice by kTuningMargin; the
   /// choice is cached with the kernels. Excludes pinning the shape.
   bool autotune = false;
-
-  /// Whether any part of the kernel shape is fixed.
-  bool pinsShape() const {
-    return tileM || tileN || stages || !schedule.empty() || clusterM ||
-           groupRows;
-  }
 };
 
 /// The shape of a cooperative kernel of 128-row tiles `tileN` columns wide,
 /// spelled as the tile rule and autotuning spell it, so that they share
 /// kernels: 256 columns, the compiler's default, as the empty shape.
-GpuCompileOptions getCooperativeShape(int64_t tileN);
+KernelShape getCooperativeShape(int64_t tileN);
 
 /// The kernel shapes autotuning times for a problem whose tile rule chose
 /// `ruleShape`: that one first (the baseline), then those of cooperative
 /// 128 x 256, 128 x 192, 128 x 128 and 256 x 128 and ping-pong 128 x 128
 /// that it is not, then `ruleShape` in clusters of two and `ruleShape` in
 /// groups of 16 row blocks, where those differ from it.
-SmallVector<GpuCompileOptions>
-getTuningCandidates(const GpuCompileOptions &ruleShape);
-
-/// "MxN cooperative" or "MxN pingpong" (then " cluster C" and " group G"
-/// when the shape sets them): the tile and schedule of the kernel of `shape`
-/// for a program without row reductions, with the compiler's choices (128
-/// rows, 256 columns, cooperative) for what it leaves open.
-std::string describeShape(const GpuCompileOptions &shape);
+SmallVector<KernelShape> getTuningCandidates(const KernelShape &ruleShape);
 
 /// The tile width (output columns: 256 or 192) for a cooperative kernel of
 /// 128-row tiles that computes `problem` on `multiprocessors` SMs: the one
@@ -110,8 +89,7 @@ int64_t chooseTileN(const ProblemShape &problem, int multiprocessors);
 /// of 16 row blocks, where there are two row blocks or more and the clusters
 /// take no more waves than single blocks (the compiler's defaults
 /// otherwise).
-GpuCompileOptions chooseRuleShape(const ProblemShape &problem,
-                                  int multiprocessors);
+KernelShape chooseRuleShape(const ProblemShape &problem, int multiprocessors);
 
 /// What happened when a program was prepared for its first launch.
 struct GpuCompileStats {
@@ -124,10 +102,9 @@ struct GpuCompileStats {
   /// The cache key.
   std::string key;
   /// The kernel's output tile (rows x columns), schedule, blocks per cluster
-  /// and row blocks per group of its tile order.
-  int64_t tileM = 0, tileN = 0;
-  std::optional<Schedule> schedule;
-  int64_t clusterM = 0, groupRows = 0;
+  /// and row blocks per group of its tile order (KernelABI::getShape: its
+  /// stages are 0).
+  KernelShape shape;
   /// With autotuning: each candidate's median time in milliseconds, in
   /// candidate order, when this launch tuned (empty when the choice was
   /// known, see tuningFromDiskCache).
@@ -190,14 +167,14 @@ private:
   /// tile rule's shape (with the pinned stages, and the pinned cluster size
   /// and tile order instead of the rule's) unless the tile or the schedule
   /// is pinned.
-  GpuCompileOptions chooseShape(const ProblemShape &problem) const;
+  KernelShape chooseShape(const ProblemShape &problem) const;
   /// The autotuned kernel shape of `problem`: known, from the disk cache, or
   /// timed now on `arguments`, once `stream` has caught up.
-  llvm::Expected<GpuCompileOptions>
+  llvm::Expected<KernelShape>
   tuneShape(const ProblemShape &problem, ArrayRef<DeviceValue> arguments,
             ArrayRef<DeviceTensor> outputs, void *stream, uint64_t seedAddress);
   /// Launches the kernel of `shape` (launch() has checked the arguments).
-  llvm::Error launchShape(const GpuCompileOptions &shape,
+  llvm::Error launchShape(const KernelShape &shape,
                           const ProblemShape &problem,
                           ArrayRef<DeviceValue> arguments,
                           ArrayRef<DeviceTensor> outputs, void *stream,
@@ -215,7 +192,7 @@ private:
   /// Compiles (or fetches) and loads the kernel of `shape`, once; with
   /// `seedInMemory`, the variant that reads the dropout seed from its address.
   llvm::Expected<std::shared_ptr<runtime::Kernel>>
-  prepareShape(const GpuCompileOptions &shape, bool seedInMemory = false);
+  prepareShape(const KernelShape &shape, bool seedInMemory = false);
 
   GpuRuntime &runtime;
   std::string source;

@@ -288,25 +288,21 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
 struct ConvertCodaToGPU final
     : coda::impl::ConvertCodaToGPUBase<ConvertCodaToGPU> {
   using Base::Base;
+  // The kernel-shape options, public for KernelShape::fromOptions.
+  using Base::clusterM, Base::groupRows, Base::schedule, Base::stages,
+      Base::tileM, Base::tileN;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    TileConfig tile;
-    tile.tileM = tileM;
-    tile.tileN = tileN;
-    tile.stages = stages;
-    tile.epilogueVectorBytes = epilogueVectorBytes;
-    tile.clusterM = clusterM;
-    tile.groupRows = groupRows;
-    if (!schedule.empty())
-      tile.schedule = parseScheduleName(schedule);
-    if (!schedule.empty() && !tile.schedule) {
+    std::optional<KernelShape> shape = KernelShape::fromOptions(*this);
+    if (!shape) {
       getOperation().emitError()
-          << "coda-to-gpu: schedule must be 'cooperative' or 'pingpong' (or "
-             "empty to choose per GEMM), got '"
-          << schedule << "'";
+          << "coda-to-gpu: " << KernelShape::getScheduleError(schedule);
       return signalPassFailure();
     }
+    TileConfig tile;
+    static_cast<KernelShape &>(tile) = *shape;
+    tile.epilogueVectorBytes = epilogueVectorBytes;
     // Check every program first, so that a failure leaves the module as it
     // was.
     SmallVector<KernelPlan> plans;

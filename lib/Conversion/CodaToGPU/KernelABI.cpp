@@ -96,15 +96,14 @@ std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
   return {std::max<int64_t>(1, std::min(units, clusters)) * clusterM, 1, 1};
 }
 
-StringRef mlir::coda::getScheduleName(Schedule schedule) {
-  return schedule == Schedule::Pingpong ? "pingpong" : "cooperative";
-}
-
-std::optional<Schedule> mlir::coda::parseScheduleName(StringRef name) {
-  for (Schedule schedule : {Schedule::Cooperative, Schedule::Pingpong})
-    if (name == getScheduleName(schedule))
-      return schedule;
-  return std::nullopt;
+KernelShape KernelABI::getShape() const {
+  KernelShape shape;
+  shape.tileM = tileM;
+  shape.tileN = tileN;
+  shape.schedule = schedule;
+  shape.clusterM = clusterM;
+  shape.groupRows = groupRows;
+  return shape;
 }
 
 DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {

@@ -56,28 +56,13 @@
 
 namespace mlir::coda {
 
-/// The tunable part of the kernel shape (coda-to-gpu's options). A value of
-/// 0 (or no schedule) lets KernelPlan::build choose.
-struct TileConfig {
-  /// Output rows per tile: 128 or 256 (cooperative), 64 or 128 (ping-pong).
-  int64_t tileM = 0;
-  /// Output columns per tile: 64, 128, 192 or 256.
-  int64_t tileN = 0;
-  /// Shared-memory pipeline depth (K steps in flight): at least 2.
-  int64_t stages = 0;
-  std::optional<Schedule> schedule;
+/// The tunable part of the kernel (coda-to-gpu's options): the kernel shape
+/// and the epilogue's stores. A value of 0 (or no schedule) lets
+/// KernelPlan::build choose.
+struct TileConfig : KernelShape {
   /// The widest epilogue store to a 16-bit output per lane: 16 (a chunk of
   /// 8 columns, regrouped within each quad of lanes) or 4 (a pair).
   int64_t epilogueVectorBytes = 0;
-  /// Blocks per cluster, along M: 1 or 2. The blocks of a cluster compute
-  /// vertically adjacent tiles, whose B tile is the same: each loads its
-  /// share of it into both blocks' shared memory (TMA multicast).
-  int64_t clusterM = 0;
-  /// Row blocks per group of the tile order: the blocks walk groupRows row
-  /// blocks column by column, then the next groupRows (1: row by row; at
-  /// least the number of row blocks: column by column). A multiple of
-  /// clusterM.
-  int64_t groupRows = 0;
 };
 
 /// How one GEMM operand (A or B) is loaded and read.

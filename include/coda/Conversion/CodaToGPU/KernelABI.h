@@ -65,6 +65,8 @@
 #ifndef CODA_CONVERSION_CODATOGPU_KERNELABI_H
 #define CODA_CONVERSION_CODATOGPU_KERNELABI_H
 
+#include "coda/Conversion/CodaToGPU/KernelShape.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -74,22 +76,6 @@
 #include <string>
 
 namespace mlir::coda {
-
-/// How the two consumer warpgroups of a kernel share the output tiles.
-enum class Schedule {
-  /// Both compute one tile, each half of its rows.
-  Cooperative,
-  /// Each computes whole tiles, every other tile of the block: one runs its
-  /// epilogue while the other multiplies.
-  Pingpong,
-};
-
-/// The name of `schedule` as coda-to-gpu's options, the kernel ABI and the
-/// runtime spell it: "cooperative" or "pingpong" (a string literal).
-llvm::StringRef getScheduleName(Schedule schedule);
-
-/// The schedule named `name`, if it names one.
-std::optional<Schedule> parseScheduleName(llvm::StringRef name);
 
 /// What a kernel parameter holds.
 enum class KernelParamKind : uint32_t {
@@ -183,6 +169,10 @@ struct KernelABI {
   /// clusters of the kernel run at once (one block per SM).
   std::array<int64_t, 3> getGridDims(int64_t m, int64_t n, int64_t batch,
                                      int64_t clusters) const;
+
+  /// The shape the kernel was compiled for, less its stages (which the ABI
+  /// does not record).
+  KernelShape getShape() const;
 
   /// The ABI as a dictionary attribute.
   DictionaryAttr toAttr(MLIRContext *context) const;

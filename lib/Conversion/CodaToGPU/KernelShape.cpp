@@ -1,0 +1,58 @@
+//===- KernelShape.cpp - the tunable shape of a GEMM kernel ---------------===//
+
+#include "coda/Conversion/CodaToGPU/KernelShape.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/Twine.h"
+
+using namespace mlir;
+using llvm::StringRef;
+using namespace mlir::coda;
+
+StringRef mlir::coda::getScheduleName(Schedule schedule) {
+  return schedule == Schedule::Pingpong ? "pingpong" : "cooperative";
+}
+
+std::optional<Schedule> mlir::coda::parseScheduleName(StringRef name) {
+  for (Schedule schedule : {Schedule::Cooperative, Schedule::Pingpong})
+    if (name == getScheduleName(schedule))
+      return schedule;
+  return std::nullopt;
+}
+
+std::string KernelShape::getKey() const {
+  return std::to_string(tileM) + "/" + std::to_string(tileN) + "/" +
+         std::to_string(stages) + "/" +
+         (schedule ? getScheduleName(*schedule).str() : "") + "/" +
+         std::to_string(clusterM) + "/" + std::to_string(groupRows);
+}
+
+std::optional<KernelShape> KernelShape::parseKey(StringRef key) {
+  llvm::SmallVector<StringRef, 6> parts;
+  key.trim().split(parts, '/');
+  KernelShape shape;
+  if (parts.size() != 6 || parts[0].getAsInteger(10, shape.tileM) ||
+      parts[1].getAsInteger(10, shape.tileN) ||
+      parts[2].getAsInteger(10, shape.stages) ||
+      parts[4].getAsInteger(10, shape.clusterM) ||
+      parts[5].getAsInteger(10, shape.groupRows))
+    return std::nullopt;
+  if (!parts[3].empty() && !(shape.schedule = parseScheduleName(parts[3])))
+    return std::nullopt;
+  return shape;
+}
+
+std::string KernelShape::describe() const {
+  return std::to_string(tileM ? tileM : kDefaultTileM) + "x" +
+         std::to_string(tileN ? tileN : kDefaultTileN) + " " +
+         getScheduleName(schedule.value_or(kDefaultSchedule)).str() +
+         (clusterM > 1 ? " cluster " + std::to_string(clusterM) : "") +
+         (groupRows ? " group " + std::to_string(groupRows) : "");
+}
+
+std::string KernelShape::getScheduleError(StringRef name) {
+  return ("schedule must be 'cooperative' or 'pingpong' (or empty to choose "
+          "per GEMM), got '" +
+          name + "'")
+      .str();
+}
