@@ -6,6 +6,7 @@
 
 #include "mlir/IR/TypeUtilities.h"
 
+#include <cstddef>
 #include <string>
 
 using namespace mlir;
@@ -92,7 +93,33 @@ getCompileOptions(const coda_compile_options &o) {
   return compile;
 }
 
+/// Every field of coda_compile_options, in order.
+#define CODA_COMPILE_OPTIONS_FIELDS(X)                                         \
+  X(tile_n) X(stages) X(function) X(epilogue) X(dtype) X(layout_a)            \
+      X(layout_b) X(with_c) X(with_alpha) X(tile_m) X(schedule) X(autotune)   \
+          X(cluster_m) X(group_rows) X(fast_activations) X(derive)
+
+// A field added after the last one listed must be listed too.
+static_assert(offsetof(coda_compile_options, derive) +
+                      sizeof(coda_compile_options::derive) ==
+                  sizeof(coda_compile_options),
+              "CODA_COMPILE_OPTIONS_FIELDS must list every field");
+
 extern "C" {
+
+const char *coda_compile_options_layout(void) {
+  static const std::string layout = [] {
+    std::string text = "size " + std::to_string(sizeof(coda_compile_options));
+#define CODA_DESCRIBE_FIELD(name)                                              \
+  text += ", " #name " " +                                                     \
+          std::to_string(offsetof(coda_compile_options, name)) + " " +         \
+          std::to_string(sizeof(coda_compile_options::name));
+    CODA_COMPILE_OPTIONS_FIELDS(CODA_DESCRIBE_FIELD)
+#undef CODA_DESCRIBE_FIELD
+    return text;
+  }();
+  return layout.c_str();
+}
 
 const char *coda_last_error(void) { return lastError.c_str(); }
 

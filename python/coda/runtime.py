@@ -51,6 +51,24 @@ class _Options(ctypes.Structure):
                 ("fast_activations", ctypes.c_int32), ("derive", ctypes.c_char_p)]
 
 
+def _options_layout(options=_Options):
+    """The layout of `options` as coda_compile_options_layout spells the C
+    struct's: "size S, NAME OFFSET SIZE, ..." in bytes."""
+    fields = [f"{name} {getattr(options, name).offset} {getattr(options, name).size}"
+              for name, _ in options._fields_]
+    return ", ".join([f"size {ctypes.sizeof(options)}"] + fields)
+
+
+def _check_options_layout(lib, options=_Options):
+    """Raises CodaError unless `options` mirrors the coda_compile_options of
+    the runtime library `lib` field for field."""
+    theirs, ours = lib.coda_compile_options_layout().decode(), _options_layout(options)
+    if theirs != ours:
+        raise CodaError(f"{lib._name}: its coda_compile_options ({theirs}) does not "
+                        f"match the python package's ({ours}); install the package "
+                        "and the library from the same build")
+
+
 def _is_epilogue(source):
     """Whether `source` is written in the epilogue DSL (it starts with EPILOGUE
     after comments) rather than in coda IR."""
@@ -110,6 +128,7 @@ def _library():
         P, I, C = ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p
         sig = {
             "coda_last_error": (C, []),
+            "coda_compile_options_layout": (C, []),
             "coda_runtime_create": (I, [ctypes.c_int, ctypes.POINTER(P)]),
             "coda_runtime_destroy": (None, [P]),
             "coda_program_load": (I, [P, C, ctypes.c_size_t, ctypes.POINTER(_Options),
@@ -136,7 +155,8 @@ def _library():
             "coda_program_launch_device_seed": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t,
                                                     ctypes.c_uint64, P]),
         }
-        _lib = _declare(lib, sig)
+        _check_options_layout(_declare(lib, sig))
+        _lib = lib
     return _lib
 
 

@@ -97,6 +97,11 @@ typedef struct coda_compile_options {
   const char *derive;
 } coda_compile_options;
 
+/* The layout of coda_compile_options in this library, for bindings that
+   mirror the struct to check theirs against: "size S" (sizeof), then for
+   each field, in order, ", NAME OFFSET SIZE" (in bytes). */
+const char *coda_compile_options_layout(void);
+
 /* The message of the last failed call on this thread ("" if none). */
 const char *coda_last_error(void);
 
