@@ -30,29 +30,36 @@ DeviceBuffer::~DeviceBuffer() {
   runtime->impl->driver->cuMemFree(pointer);
 }
 
-llvm::Error DeviceBuffer::upload(const void *data) {
+llvm::Error DeviceBuffer::run(
+    llvm::function_ref<int(const CudaDriver &)> call, const char *name,
+    const char *what) const {
   if (!bytes)
     return llvm::Error::success();
   const CudaDriver &driver = *runtime->impl->driver;
   ContextScope scope(driver, runtime->impl->context);
-  return driver.check(driver.cuMemcpyHtoD(pointer, data, bytes),
-                      "cuMemcpyHtoD", "copying to the GPU");
+  return driver.check(static_cast<CUresult>(call(driver)), name, what);
+}
+
+llvm::Error DeviceBuffer::upload(const void *data) {
+  return run(
+      [&](const CudaDriver &driver) {
+        return driver.cuMemcpyHtoD(pointer, data, bytes);
+      },
+      "cuMemcpyHtoD", "copying to the GPU");
 }
 
 llvm::Error DeviceBuffer::download(void *data) const {
-  if (!bytes)
-    return llvm::Error::success();
-  const CudaDriver &driver = *runtime->impl->driver;
-  ContextScope scope(driver, runtime->impl->context);
-  return driver.check(driver.cuMemcpyDtoH(data, pointer, bytes),
-                      "cuMemcpyDtoH", "copying from the GPU");
+  return run(
+      [&](const CudaDriver &driver) {
+        return driver.cuMemcpyDtoH(data, pointer, bytes);
+      },
+      "cuMemcpyDtoH", "copying from the GPU");
 }
 
 llvm::Error DeviceBuffer::fill(uint8_t value) {
-  if (!bytes)
-    return llvm::Error::success();
-  const CudaDriver &driver = *runtime->impl->driver;
-  ContextScope scope(driver, runtime->impl->context);
-  return driver.check(driver.cuMemsetD8(pointer, value, bytes), "cuMemsetD8",
-                      "filling GPU memory");
+  return run(
+      [&](const CudaDriver &driver) {
+        return driver.cuMemsetD8(pointer, value, bytes);
+      },
+      "cuMemsetD8", "filling GPU memory");
 }

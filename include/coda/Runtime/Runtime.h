@@ -21,6 +21,7 @@
 #include "coda/Conversion/CodaToGPU/KernelShape.h"
 #include "coda/Program/ProgramSignature.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
@@ -33,6 +34,7 @@
 namespace mlir::coda {
 
 namespace runtime {
+struct CudaDriver;
 struct Kernel;
 } // namespace runtime
 
@@ -226,6 +228,11 @@ public:
 private:
   DeviceBuffer(GpuRuntime &runtime, uint64_t pointer, size_t bytes)
       : runtime(&runtime), pointer(pointer), bytes(bytes) {}
+  /// Makes `call` (a driver call on the buffer, a CUresult) in the
+  /// runtime's context, unless the buffer is empty; its failure is reported
+  /// as `name` failing at `what`.
+  llvm::Error run(llvm::function_ref<int(const runtime::CudaDriver &)> call,
+                  const char *name, const char *what) const;
   GpuRuntime *runtime;
   uint64_t pointer;
   size_t bytes;
