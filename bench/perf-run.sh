@@ -1,17 +1,18 @@
 #!/bin/bash
-# One device call for kernel-shape work: correctness of every kernel shape
-# (test/Integration/GPU/fused_kernels.py through coda.Program), then coda's GEMM
-# and fused chain under several shapes next to cuBLAS and eager PyTorch
-# (bench/bench.py). Prepare on the host, from the worktree:
+# Kernel-shape work on a GPU machine, in one run: correctness of every kernel
+# shape (test/Integration/GPU/fused_kernels.py through coda.Program), then
+# coda's GEMM and fused chain under several shapes next to cuBLAS and eager
+# PyTorch (bench/bench.py). Prepare on the build host, from the worktree:
 #
 #   scripts/device-kit.sh
-#   P=<checkout that the device call ships>/.carry/perf
+#   P=<checkout copied to the GPU machine>/.carry/perf
 #   mkdir -p $P/tree/python/coda $P/tree/test/lib $P/tree/test/Integration/GPU $P/tree/bench
 #   cp .carry/kit.tar.xz bench/perf-run.sh $P/
 #   cp python/coda/*.py $P/tree/python/coda/ && cp test/lib/*.py $P/tree/test/lib/
 #   cp test/Integration/GPU/fused_kernels.py $P/tree/test/Integration/GPU/ && cp bench/bench.py $P/tree/bench/
 #
-# and run `bash .carry/perf/perf-run.sh` on the device with carry [".carry/perf"].
+# and run `bash .carry/perf/perf-run.sh` on the GPU machine, with .carry/perf
+# copied along.
 # CONFIGS (bench.py --configs) picks the shapes to time.
 cd "$(dirname "$0")/../.."
 P=.carry/perf

@@ -7,7 +7,8 @@
 // Then the same workload runs as long again with warpgroup 0 asleep. Printed
 // per workload: its loop iterations per warp per million cycles in both runs,
 // their ratio, and the tensor rate beside it (flops per cycle per SM; the
-// H200's peak is 4,096). docs/performance.md (eleventh session) has a run.
+// H200's peak is 4,096). docs/performance.md ("Why the epilogue does not
+// overlap the main loop") has its numbers on an H200.
 //
 //   nvcc -O3 -gencode arch=compute_90a,code=sm_90a bench/side_work.cu -o sw
 //   ./sw
