@@ -118,19 +118,37 @@ def _split(names):
     return names.split(",") if names else []
 
 
+def _signature(program):
+    """What _call reads of `program`'s signature, worked out at its first
+    call: its arguments by name, whether it draws a dropout mask, its output
+    names."""
+    signature = getattr(program, "_autograd_signature", None)
+    if signature is None:
+        signature = ({arg["name"]: arg for arg in program.arguments},
+                     any(_is_seed(arg) for arg in program.arguments),
+                     [output["name"] for output in program.outputs])
+        program._autograd_signature = signature
+    return signature
+
+
 def _call(program, a, b, tensors, names, scalars, scalar_names, seed):
     """Runs `program`, each tensor input converted to the type it declares;
     returns its outputs in order."""
-    declared = {arg["name"]: arg for arg in program.arguments}
+    declared, has_seed, outputs = _signature(program)
     named = {}
     for name, tensor in zip(_split(names), tensors):
         arg = declared.get(name)
-        named[name] = tensor.to(_type(program, a, arg)).contiguous() if arg else tensor
+        if arg:
+            dtype = _type(program, a, arg)
+            if tensor.dtype != dtype:
+                tensor = tensor.to(dtype)
+            tensor = tensor.contiguous()
+        named[name] = tensor
     named.update(zip(_split(scalar_names), scalars))
-    if any(_is_seed(arg) for arg in program.arguments):
+    if has_seed:
         named["seed"] = seed
     results = program(a, b, inputs=named)
-    return [results[output["name"]] for output in program.outputs]
+    return [results[name] for name in outputs]
 
 
 def _run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):

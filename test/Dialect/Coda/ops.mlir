@@ -93,13 +93,15 @@ func.func @batched(%a: tensor<4x?x?xf32>, %b: tensor<?x?xf32>, %v: tensor<4x?xf3
 // CHECK:         coda.activation gelu_erf
 // CHECK:         coda.activation silu
 // CHECK:         coda.activation sigmoid
+// CHECK:         coda.activation_derivative gelu_tanh
 func.func @activations(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
   %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
   ^bb0(%acc: f32):
     %1 = coda.activation gelu_erf %acc
     %2 = coda.activation silu %1
     %3 = coda.activation sigmoid %2
-    coda.yield %3 : f32
+    %4 = coda.activation_derivative gelu_tanh %3
+    coda.yield %4 : f32
   }
   return %0 : tensor<8x32xf32>
 }

@@ -39,9 +39,10 @@ def Coda_GemmOp : Coda_Op<"gemm", [
     input tensor at this `(b, m, n)` (broadcast along the dims it does not
     span, converted to f32), or the scalar input itself. The block holds
     scalar `arith`/`math` ops on f32 (and integer seeds), `coda.activation`,
-    `coda.dropout`, `coda.row_reduce` and `coda.col_reduce`, and ends with
-    `coda.yield` of one f32 per output; each output is converted to its
-    element type (round to nearest even) when it is written.
+    `coda.activation_derivative`, `coda.dropout`, `coda.row_reduce` and
+    `coda.col_reduce`, and ends with `coda.yield` of one f32 per output; each
+    output is converted to its element type (round to nearest even) when it
+    is written.
 
     Each input and output names the dims it spans (`#coda.dims`); an output
     may only receive a value that is uniform along the dims it does not span
