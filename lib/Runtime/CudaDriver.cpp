@@ -19,7 +19,8 @@ static llvm::Error load(CudaDriver &driver) {
   if (!library)
     return driverError(llvm::Twine("cannot load the CUDA driver (libcuda.so.1): ") +
                        dlerror() +
-                       "; --device cuda needs an NVIDIA GPU and its driver");
+                       "; running programs on the GPU needs an NVIDIA GPU and "
+                       "its driver (the CPU reference runs without them)");
   using DriverGetVersion = CUresult (*)(int *);
   auto getVersion = reinterpret_cast<DriverGetVersion>(
       dlsym(library, "cuDriverGetVersion"));

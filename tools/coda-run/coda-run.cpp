@@ -303,7 +303,8 @@ int main(int argc, char **argv) {
 #ifdef CODA_HAVE_CUDA
     auto runtime = GpuRuntime::create(0);
     if (!runtime)
-      return fail(runtime.takeError());
+      return fail("--device cuda: " + llvm::toString(runtime.takeError()) +
+                  " (--device cpu runs the CPU reference)");
     // The runtime compiles from text; locations keep pointing into the file.
     std::string source;
     llvm::raw_string_ostream os(source);
