@@ -16,6 +16,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringSet.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -58,6 +60,25 @@ struct Yielded {
   unsigned dims;
 };
 
+/// Fails, naming the clash, when two of a derived program's arguments (or
+/// two of its results) would have the same name: a forward input named
+/// `acc` gives a second `grad_acc`, an input `grad_y` beside an output `y`
+/// a second `grad_y`.
+LogicalResult checkUniqueNames(Forward &forward, StringRef program,
+                               ArrayRef<Slot> slots, StringRef what) {
+  llvm::StringSet<> seen;
+  for (const Slot &slot : slots)
+    if (!slot.name.empty() && !seen.insert(slot.name).second)
+      return forward.func.emitError()
+             << "cannot derive '@" << forward.func.getName() << "_" << program
+             << "': two of its " << what << " would be named '" << slot.name
+             << "'; rename the forward's input or output that it comes from "
+                "(the derived names are grad_<input>, grad_<output>, "
+             << BackwardNames::kGradAcc << " and " << BackwardNames::kSavedAcc
+             << ")";
+  return success();
+}
+
 /// Creates the function `name` after the last derived program whose body is
 /// the coda.gemm `build` creates from the function's arguments, returned in
 /// order.
@@ -75,6 +96,8 @@ createProgram(Forward &forward, StringRef name, ArrayRef<Slot> arguments,
     resultTypes.push_back(slot.type);
   auto func = func::FuncOp::create(b, after.getLoc(), name,
                                    b.getFunctionType(argTypes, resultTypes));
+  func->setAttr(BackwardNames::kDerivedFrom,
+                FlatSymbolRefAttr::get(forward.func));
   for (auto [i, slot] : llvm::enumerate(arguments))
     if (!slot.name.empty())
       func.setArgAttr(i, "coda.name", b.getStringAttr(slot.name));
@@ -288,6 +311,11 @@ FailureOr<func::FuncOp> buildRecomputeBackward(Forward &forward) {
   SmallVector<DimsAttr> resultDims;
   appendGradientResults(forward, results, resultDims);
 
+  if (failed(checkUniqueNames(forward, BackwardNames::kBackward, args,
+                              "arguments")) ||
+      failed(checkUniqueNames(forward, BackwardNames::kBackward, results,
+                              "results")))
+    return failure();
   GemmOp gemm;
   func::FuncOp func =
       createProgram(forward, derivedName(forward, BackwardNames::kBackward),
@@ -340,6 +368,9 @@ buildSavedBackward(Forward &forward) {
   results.push_back(
       {forward.spaceType(forward.elementType), BackwardNames::kSavedAcc});
   resultDims.push_back(DimsAttr::get(context, kSpace));
+  if (failed(checkUniqueNames(forward, BackwardNames::kSaving, results,
+                              "results")))
+    return failure();
   GemmOp savingGemm;
   func::FuncOp saving = createProgram(
       forward, derivedName(forward, BackwardNames::kSaving), args, results,
@@ -397,6 +428,13 @@ buildSavedBackward(Forward &forward) {
   SmallVector<Slot> bwdResults;
   SmallVector<DimsAttr> bwdResultDims;
   appendGradientResults(forward, bwdResults, bwdResultDims);
+  if (failed(checkUniqueNames(forward, BackwardNames::kBackwardSaved, bwdArgs,
+                              "arguments")) ||
+      failed(checkUniqueNames(forward, BackwardNames::kBackwardSaved,
+                              bwdResults, "results"))) {
+    saving.erase();
+    return failure();
+  }
   GemmOp gemm;
   func::FuncOp backward = createProgram(
       forward, derivedName(forward, BackwardNames::kBackwardSaved), bwdArgs,
@@ -464,6 +502,25 @@ func::FuncOp buildOperandGradient(Forward &forward, StringRef name,
 
 FailureOr<BackwardPrograms>
 mlir::coda::deriveBackward(func::FuncOp func, AccumulatorSource source) {
+  if (func->hasAttr(BackwardNames::kDerivedFrom))
+    return func.emitError()
+           << "'@" << func.getName()
+           << "' is itself a derived program: derive from its forward "
+           << func->getAttr(BackwardNames::kDerivedFrom);
+  SmallVector<StringRef> suffixes{BackwardNames::kGradA, BackwardNames::kGradB};
+  if (source == AccumulatorSource::Recompute)
+    suffixes.push_back(BackwardNames::kBackward);
+  else
+    suffixes.append({BackwardNames::kSaving, BackwardNames::kBackwardSaved});
+  for (StringRef suffix : suffixes) {
+    std::string name = (func.getName() + "_" + suffix).str();
+    if (SymbolTable::lookupNearestSymbolFrom(func, StringAttr::get(
+                                                       func.getContext(), name)))
+      return func.emitError()
+             << "cannot derive '@" << name << "' from '@" << func.getName()
+             << "': the module already has a symbol of that name (derive "
+                "each program once)";
+  }
   FailureOr<Forward> analyzed = analyze(func);
   if (failed(analyzed))
     return failure();

@@ -29,9 +29,11 @@ struct CodaDeriveBackward final
           << "'; expected recompute or saved";
       return signalPassFailure();
     }
+    // Programs derived by an earlier run are not derived from again.
     SmallVector<func::FuncOp> programs;
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isExternal() && !func.getOps<GemmOp>().empty())
+      if (!func.isExternal() && !func.getOps<GemmOp>().empty() &&
+          !func->hasAttr(BackwardNames::kDerivedFrom))
         programs.push_back(func);
     for (func::FuncOp func : programs)
       if (failed(deriveBackward(func, source)))

@@ -20,6 +20,8 @@ func::FuncOp mlir::coda::deriveInference(func::FuncOp forward) {
   auto inference = cast<func::FuncOp>(b.clone(*forward));
   inference.setSymName(
       (forward.getName() + "_" + BackwardNames::kInference).str());
+  inference->setAttr(BackwardNames::kDerivedFrom,
+                     FlatSymbolRefAttr::get(forward));
   SmallVector<DropoutOp> dropouts;
   inference.walk([&](DropoutOp op) { dropouts.push_back(op); });
   for (DropoutOp op : dropouts) {

@@ -83,3 +83,45 @@ func.func @no_space_output(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>) -> te
   }
   return %0 : tensor<256xf32>
 }
+
+// -----
+
+// Derived names must not clash: an input named acc would give a second
+// grad_acc result.
+// expected-error @+1 {{cannot derive '@input_acc_backward': two of its results would be named 'grad_acc'; rename the forward's input or output that it comes from (the derived names are grad_<input>, grad_<output>, grad_acc and saved_acc)}}
+func.func @input_acc(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>, %bias: tensor<256xf32> {coda.name = "acc"}) -> (tensor<?x256xbf16> {coda.name = "output"}) {
+  %0 = coda.gemm %a, %b ins(%bias : tensor<256xf32> [n]) : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    %1 = arith.addf %acc, %x : f32
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+
+// -----
+
+// An input named grad_output beside the output `output` would give a second
+// grad_output argument.
+// expected-error @+1 {{cannot derive '@input_grad_output_backward': two of its arguments would be named 'grad_output'}}
+func.func @input_grad_output(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>, %r: tensor<?x256xf32> {coda.name = "grad_output"}) -> (tensor<?x256xbf16> {coda.name = "output"}) {
+  %0 = coda.gemm %a, %b ins(%r : tensor<?x256xf32> [m, n]) : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    %1 = arith.mulf %acc, %x : f32
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+
+// -----
+
+// A derived program's name already taken (the pass ran before, or a
+// function has that name): an error, not a redefinition.
+// expected-error @+1 {{cannot derive '@taken_grad_a' from '@taken': the module already has a symbol of that name (derive each program once)}}
+func.func @taken(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<?x256xbf16> {
+  %0 = coda.gemm %a, %b : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+func.func private @taken_grad_a()

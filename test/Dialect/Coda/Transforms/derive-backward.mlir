@@ -105,7 +105,7 @@ func.func @row_scale(%x: tensor<512x768xbf16>, %w: tensor<3072x768xbf16>,
 // CHECK-LABEL: func.func @center_backward
 // CHECK-SAME:    (%{{[a-z0-9_]+}}: tensor<?x768xbf16>, %{{[a-z0-9_]+}}: tensor<768x3072xbf16>,
 // CHECK-SAME:     %{{[a-z0-9_]+}}: tensor<?x3072xf32> {coda.name = "grad_output"})
-// CHECK-SAME:    -> (tensor<?x3072xbf16> {coda.name = "grad_acc"}) {
+// CHECK-SAME:    -> (tensor<?x3072xbf16> {coda.name = "grad_acc"}) attributes {coda.derived_from = @center} {
 // CHECK:         ^bb0(%[[ACC:.*]]: f32, %[[G:.*]]: f32):
 // CHECK:           %[[NEG:.*]] = arith.negf %[[G]] : f32
 // CHECK:           %[[MEAN:.*]] = coda.row_reduce mean %[[NEG]]
@@ -323,4 +323,32 @@ func.func @scaled(%x: tensor<?x768xbf16>, %w: tensor<3072x768xbf16>, %alpha: f32
     coda.yield %1 : f32
   }
   return %0 : tensor<?x3072xbf16>
+}
+
+// -----
+
+// A derived program names its forward (coda.derived_from), and the pass
+// derives nothing from a program that has it: the output of one run can be
+// compiled, but derives no derivatives of derivatives.
+// CHECK-LABEL: func.func @plain_backward
+// CHECK-SAME:    attributes {coda.derived_from = @plain}
+// CHECK-LABEL: func.func @plain_grad_b
+// CHECK-SAME:    attributes {coda.derived_from = @plain}
+// CHECK-LABEL: func.func @earlier_backward
+// CHECK-SAME:    attributes {coda.derived_from = @earlier}
+// CHECK-NOT:     func.func @earlier_backward_
+func.func @plain(%x: tensor<?x64xbf16>, %w: tensor<64x256xbf16>) -> tensor<?x256xbf16> {
+  %0 = coda.gemm %x, %w : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+func.func @earlier_backward(%x: tensor<?x64xbf16>, %w: tensor<64x256xbf16>) -> tensor<?x256xbf16> attributes {coda.derived_from = @earlier} {
+  %0 = coda.gemm %x, %w : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    %1 = coda.activation_derivative gelu_tanh %acc
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<?x256xbf16>
 }

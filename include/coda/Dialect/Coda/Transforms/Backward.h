@@ -58,6 +58,8 @@ struct BackwardNames {
   static constexpr const char *kSavedAcc = "saved_acc";
   /// The gradient of the accumulator.
   static constexpr const char *kGradAcc = "grad_acc";
+  /// The attribute of a derived program: the symbol of its forward.
+  static constexpr const char *kDerivedFrom = "coda.derived_from";
 };
 
 /// The programs derived from one forward program `@f`, inserted after it.
