@@ -12,6 +12,7 @@
 
 #include "coda/Conversion/CodaToGPU/KernelABI.h"
 #include "coda/Conversion/Passes.h"
+#include "coda/Dialect/Coda/Utils/EpilogueMath.h"
 
 #include "KernelBuilder.h"
 #include "KernelPlan.h"
@@ -20,8 +21,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/SymbolTable.h"
-
-#include <limits>
 
 namespace mlir::coda {
 #define GEN_PASS_DEF_CONVERTCODATOGPU
@@ -140,9 +139,7 @@ SmallVector<Type> addParams(const KernelPlan &plan, KernelABI &abi) {
         reduce ? KernelParamKind::AtomicPtr : KernelParamKind::GlobalPtr,
         KernelParamRole::Output, result.getResultNumber());
     if (reduce)
-      abi.params.back().fill = reduce.getKind() == ReductionKind::Max
-                                   ? -std::numeric_limits<double>::infinity()
-                                   : 0.0;
+      abi.params.back().fill = getReductionIdentity(reduce.getKind());
   }
   for (KernelParamRole role : {KernelParamRole::M, KernelParamRole::N,
                                KernelParamRole::K, KernelParamRole::Batch})

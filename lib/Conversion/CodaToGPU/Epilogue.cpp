@@ -53,8 +53,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
 
-#include <limits>
-
 using namespace mlir;
 using namespace mlir::coda;
 
@@ -672,13 +670,9 @@ void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
 void EpilogueBuilder::accumulateColumn(ColReduceOp reduce, Value pointer,
                                        unsigned mask, int64_t c) {
   ReductionKind kind = reduce.getKind();
-  bool isMax = kind == ReductionKind::Max;
-  Value identity =
-      b.f32(isMax ? -std::numeric_limits<double>::infinity() : 0.0);
-  auto combine = [&](Value x, Value y) -> Value {
-    if (isMax)
-      return arith::MaximumFOp::create(b, x, y);
-    return arith::AddFOp::create(b, x, y);
+  Value identity = b.f32(getReductionIdentity(kind));
+  auto combine = [&](Value x, Value y) {
+    return buildReductionCombine(b, b.getLoc(), kind, x, y);
   };
   // The thread's rows, then the 8 lanes l ^ 4k that hold the warp's other
   // rows of this column.
@@ -693,17 +687,16 @@ void EpilogueBuilder::accumulateColumn(ColReduceOp reduce, Value pointer,
                                                   gpu::ShuffleMode::XOR)
                                .getShuffleResult());
   // A mean sums each element divided by M.
-  if (kind == ReductionKind::Mean)
+  if (reductionDividesByCount(kind))
     total = arith::DivFOp::create(
         b, total, arith::UIToFPOp::create(b, b.getF32Type(), values.m));
   Value writes = b.ult(values.lane, b.i32(4));
   if (Value inside = inBounds(DimsAttr::kN, 0, c))
     writes = b.andi(writes, inside);
   b.ifThen(writes, [&] {
-    LLVM::AtomicRMWOp::create(
-        b, isMax ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::fadd,
-        slotAddress(pointer, b.getF32Type(), 0, c), total,
-        LLVM::AtomicOrdering::monotonic);
+    LLVM::AtomicRMWOp::create(b, getReductionAtomicOp(kind),
+                              slotAddress(pointer, b.getF32Type(), 0, c), total,
+                              LLVM::AtomicOrdering::monotonic);
   });
 }
 
@@ -763,16 +756,13 @@ Value EpilogueBuilder::computeRowReduce(RowReduceOp reduce, int64_t h) {
     // Uniform along the row: the max and mean are the value, the sum is the
     // value times N.
     Value x = at(input, h, 0);
-    return kind == ReductionKind::Sum ? arith::MulFOp::create(b, x, n) : x;
+    return reductionScalesUniformValue(kind) ? arith::MulFOp::create(b, x, n)
+                                             : x;
   }
-  auto combine = [&](Value x, Value y) -> Value {
-    if (kind == ReductionKind::Max)
-      return arith::MaximumFOp::create(b, x, y);
-    return arith::AddFOp::create(b, x, y);
+  auto combine = [&](Value x, Value y) {
+    return buildReductionCombine(b, b.getLoc(), kind, x, y);
   };
-  Value identity = b.f32(kind == ReductionKind::Max
-                             ? -std::numeric_limits<double>::infinity()
-                             : 0.0);
+  Value identity = b.f32(getReductionIdentity(kind));
   Value total;
   for (int64_t c = 0; c < numColSlots(); ++c) {
     Value x = selectInBounds(DimsAttr::kN, h, c, at(input, h, c), identity);
@@ -783,7 +773,7 @@ Value EpilogueBuilder::computeRowReduce(RowReduceOp reduce, int64_t h) {
     total = combine(total, gpu::ShuffleOp::create(b, total, offset, 32,
                                                   gpu::ShuffleMode::XOR)
                                .getShuffleResult());
-  if (kind == ReductionKind::Mean)
+  if (reductionDividesByCount(kind))
     total = arith::DivFOp::create(b, total, n);
   return total;
 }

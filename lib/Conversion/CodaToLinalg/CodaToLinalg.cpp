@@ -279,16 +279,13 @@ Materialized GemmLowering::lowerReduction(ReductionKind kind,
   if (!(input.mask & reducedBit)) {
     // The value is uniform along the reduced dim: the max and the mean are the
     // value itself, the sum is the value times the extent.
-    if (kind != ReductionKind::Sum)
+    if (!reductionScalesUniformValue(kind))
       return input;
     return withScalar<arith::MulFOp>(input, sizeAsF32(reducedBit));
   }
 
-  double identity = kind == ReductionKind::Max
-                        ? -std::numeric_limits<double>::infinity()
-                        : 0.0;
   Value identityValue = arith::ConstantOp::create(
-      rewriter, loc, rewriter.getFloatAttr(f32, identity));
+      rewriter, loc, rewriter.getFloatAttr(f32, getReductionIdentity(kind)));
   Value init = linalg::FillOp::create(rewriter, loc, identityValue,
                                       emptyTensor(outMask, f32))
                    .getResult(0);
@@ -303,17 +300,14 @@ Materialized GemmLowering::lowerReduction(ReductionKind kind,
       ArrayRef<AffineMap>{operandMap(input.mask, input.mask),
                           operandMap(input.mask, outMask)},
       iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-        Value combined =
-            kind == ReductionKind::Max
-                ? arith::MaximumFOp::create(b, l, args[0], args[1]).getResult()
-                : arith::AddFOp::create(b, l, args[0], args[1]).getResult();
-        linalg::YieldOp::create(b, l, combined);
+        linalg::YieldOp::create(
+            b, l, buildReductionCombine(b, l, kind, args[0], args[1]));
       });
   Materialized result{generic.getResult(0), outMask};
   if (outMask == 0)
     result.value = tensor::ExtractOp::create(rewriter, loc, result.value,
                                              ValueRange{});
-  if (kind != ReductionKind::Mean)
+  if (!reductionDividesByCount(kind))
     return result;
   return withScalar<arith::DivFOp>(result, sizeAsF32(reducedBit));
 }

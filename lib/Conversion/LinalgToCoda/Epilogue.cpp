@@ -18,6 +18,7 @@
 #include "Raising.h"
 
 #include "coda/Conversion/LinalgToCoda/LinalgToCoda.h"
+#include "coda/Dialect/Coda/Utils/EpilogueMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -99,8 +100,11 @@ static std::optional<UniformFill> getUniformFill(Value tensor) {
 
 /// Whether `value` leaves a reduction of `kind` unchanged.
 static bool isIdentity(ReductionKind kind, const APFloat &value) {
-  return kind == ReductionKind::Sum ? value.isZero()
-                                    : value.isInfinity() && value.isNegative();
+  APFloat identity(getReductionIdentity(kind));
+  bool losesInfo;
+  identity.convert(value.getSemantics(), APFloat::rmNearestTiesToEven,
+                   &losesInfo);
+  return value.compare(identity) == APFloat::cmpEqual;
 }
 
 /// The dim that `use` asks the size of, if it is a tensor.dim by a constant.
@@ -490,17 +494,24 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
       BlockArgument acc = op.getMatchingBlockArgument(&init);
       Operation *combiner =
           op.getMatchingYieldValue(&init)->get().getDefiningOp();
+      // The kinds whose result is the combination itself; a mean is raised
+      // as a sum and a division.
+      std::optional<ReductionKind> kind;
+      for (uint32_t i = 0;
+           combiner && !kind && i <= getMaxEnumValForReductionKind(); ++i) {
+        auto candidate = static_cast<ReductionKind>(i);
+        if (!reductionDividesByCount(candidate) &&
+            isReductionCombine(candidate, combiner))
+          kind = candidate;
+      }
       if (!combiner || combiner->getBlock() != &body || !acc.hasOneUse() ||
-          *acc.getUsers().begin() != combiner ||
-          !isa<arith::AddFOp, arith::MaximumFOp>(combiner))
+          *acc.getUsers().begin() != combiner || !kind)
         return fail("is not a sum (arith.addf) or maximum (arith.maximumf) "
                     "reduction");
       if (!options.lowPrecisionEpilogue && !acc.getType().isF32())
         return fail(Twine("reduces in ") + print(acc.getType()) +
                     "; the epilogue reduces in f32");
-      combiners.push_back({combiner, isa<arith::AddFOp>(combiner)
-                                         ? ReductionKind::Sum
-                                         : ReductionKind::Max});
+      combiners.push_back({combiner, *kind});
     }
   }
   DenseMap<Value, Translated> values;
@@ -573,11 +584,7 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
           readOperand(resolved[op.getNumDpsInputs() + i], resultLoops);
       if (failed(start))
         return failure();
-      reduced =
-          kind == ReductionKind::Sum
-              ? arith::AddFOp::create(builder, loc, *start, reduced).getResult()
-              : arith::MaximumFOp::create(builder, loc, *start, reduced)
-                    .getResult();
+      reduced = buildReductionCombine(builder, loc, kind, *start, reduced);
     }
     results.push_back({reduced, false});
   }

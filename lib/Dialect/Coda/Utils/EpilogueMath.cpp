@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::coda;
 
@@ -289,4 +291,75 @@ Value mlir::coda::buildDropoutApplyAdd(OpBuilder &b, Location loc, Value x,
                                        Value bits, uint32_t threshold,
                                        Value y) {
   return selectKept(b, loc, x, bits, threshold, y, y);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+double mlir::coda::getReductionIdentity(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Sum:
+  case ReductionKind::Mean:
+    return 0.0;
+  case ReductionKind::Max:
+    return -std::numeric_limits<double>::infinity();
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+Value mlir::coda::buildReductionCombine(OpBuilder &b, Location loc,
+                                        ReductionKind kind, Value x, Value y) {
+  switch (kind) {
+  case ReductionKind::Sum:
+  case ReductionKind::Mean:
+    return arith::AddFOp::create(b, loc, x, y);
+  case ReductionKind::Max:
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+bool mlir::coda::isReductionCombine(ReductionKind kind, Operation *op) {
+  switch (kind) {
+  case ReductionKind::Sum:
+  case ReductionKind::Mean:
+    return isa<arith::AddFOp>(op);
+  case ReductionKind::Max:
+    return isa<arith::MaximumFOp>(op);
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+LLVM::AtomicBinOp mlir::coda::getReductionAtomicOp(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Sum:
+  case ReductionKind::Mean:
+    return LLVM::AtomicBinOp::fadd;
+  case ReductionKind::Max:
+    return LLVM::AtomicBinOp::fmax;
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+bool mlir::coda::reductionDividesByCount(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Sum:
+  case ReductionKind::Max:
+    return false;
+  case ReductionKind::Mean:
+    return true;
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+bool mlir::coda::reductionScalesUniformValue(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Sum:
+    return true;
+  case ReductionKind::Max:
+  case ReductionKind::Mean:
+    return false;
+  }
+  llvm_unreachable("unknown reduction kind");
 }

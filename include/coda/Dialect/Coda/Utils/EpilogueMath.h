@@ -1,8 +1,10 @@
 //===- EpilogueMath.h - arith/math expansions of epilogue ops ---*- C++ -*-===//
 //
-// The scalar arithmetic that defines coda's activations and dropout. Every
-// lowering (the CPU reference through linalg, the GPU kernels) builds these
-// ops through the functions here, so all targets compute the same function.
+// The scalar arithmetic that defines coda's activations, reductions and
+// dropout. Every lowering (the CPU reference through linalg, the GPU kernels)
+// builds these ops through the functions here, and the raising from linalg
+// recognises them by the same definitions, so all targets compute the same
+// function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,7 @@
 #define CODA_DIALECT_CODA_UTILS_EPILOGUEMATH_H
 
 #include "coda/Dialect/Coda/IR/CodaAttrs.h"
+#include "mlir/Dialect/LLVMIR/LLVMAttrs.h"
 #include "mlir/IR/Builders.h"
 
 #include <array>
@@ -17,9 +20,11 @@
 
 namespace mlir::coda {
 
-/// The exponential and the division the activations are made of. A target
-/// may build faster equivalents (the GPU's ex2.approx and div.approx, each
-/// within 2 ulp); exact() builds math.exp2 and arith.divf.
+/// The primitives the activations are made of besides plain arithmetic: an
+/// exponential, a division and optionally a fast tanh. A target may build
+/// faster equivalents (the GPU's ex2.approx and div.approx, each within 2
+/// ulp); exact() builds math.exp2 and arith.divf. Other math ops in a
+/// formula (math.erf for gelu_erf) are the same on every target.
 struct ActivationPrimitives {
   /// 2^t.
   std::function<Value(OpBuilder &, Location, Value t)> exp2;
@@ -44,6 +49,45 @@ Value buildActivation(
 Value buildActivationDerivative(
     OpBuilder &b, Location loc, ActivationKind kind, Value x,
     const ActivationPrimitives &primitives = ActivationPrimitives::exact());
+
+//===----------------------------------------------------------------------===//
+// Reductions (coda.row_reduce, coda.col_reduce)
+//===----------------------------------------------------------------------===//
+//
+// A reduction of `kind` combines the elements along the reduced dim, starting
+// from its identity, with buildReductionCombine; a mean then divides the
+// combination by the number of elements. Each target builds its own loops,
+// shuffles or atomics around these pieces.
+
+/// The value that leaves a reduction of `kind` unchanged: 0 for sum and mean,
+/// -inf for max. It pads lanes out of bounds and initializes column outputs.
+double getReductionIdentity(ReductionKind kind);
+
+/// Builds the combination of two partial values of a reduction of `kind`:
+/// arith.addf for sum and mean, arith.maximumf for max.
+Value buildReductionCombine(OpBuilder &b, Location loc, ReductionKind kind,
+                            Value x, Value y);
+
+/// Whether `op` is the combination buildReductionCombine builds for `kind`.
+bool isReductionCombine(ReductionKind kind, Operation *op);
+
+/// The atomicrmw operation that combines a block's partial value of a
+/// reduction of `kind` into memory: fadd for sum and mean (each part already
+/// divided by the count), fmax for max.
+LLVM::AtomicBinOp getReductionAtomicOp(ReductionKind kind);
+
+/// Whether a reduction of `kind` divides the combination of its elements by
+/// their number (mean).
+bool reductionDividesByCount(ReductionKind kind);
+
+/// Whether a reduction of `kind` of a value that is uniform along the reduced
+/// dim is that value times the number of elements (sum). Otherwise it is the
+/// value itself (max, mean).
+bool reductionScalesUniformValue(ReductionKind kind);
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
 
 /// Builds Philox-4x32-10 on a counter of four i32 values and a key of two i32
 /// values, returning its four i32 output words.
