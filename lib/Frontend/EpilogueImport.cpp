@@ -27,34 +27,6 @@ using dsl::Node;
 static_assert(dsl::kN == DimsAttr::kN && dsl::kM == DimsAttr::kM,
               "the front-end's dims are the dialect's");
 
-static ActivationKind convert(dsl::Activation activation) {
-  switch (activation) {
-  case dsl::Activation::GeluTanh:
-    return ActivationKind::GeluTanh;
-  case dsl::Activation::GeluErf:
-    return ActivationKind::GeluErf;
-  case dsl::Activation::Relu:
-    return ActivationKind::Relu;
-  case dsl::Activation::Silu:
-    return ActivationKind::Silu;
-  case dsl::Activation::Sigmoid:
-    return ActivationKind::Sigmoid;
-  }
-  llvm_unreachable("unknown activation");
-}
-
-static ReductionKind convert(dsl::Reduction reduction) {
-  switch (reduction) {
-  case dsl::Reduction::Sum:
-    return ReductionKind::Sum;
-  case dsl::Reduction::Max:
-    return ReductionKind::Max;
-  case dsl::Reduction::Mean:
-    return ReductionKind::Mean;
-  }
-  llvm_unreachable("unknown reduction");
-}
-
 namespace {
 
 /// Builds the module of one program.
@@ -160,8 +132,7 @@ Value ModuleBuilder::buildNode(OpBuilder &body, GemmOp gemm, const Node &node,
   case Node::Kind::Abs:
     return math::AbsFOp::create(body, loc, operand(0));
   case Node::Kind::Activation:
-    return ActivationOp::create(body, loc, f32, convert(node.activation),
-                                operand(0));
+    return ActivationOp::create(body, loc, f32, *node.activation, operand(0));
   case Node::Kind::Dropout: {
     // The seed is the last epilogue input.
     Value seed = gemm.getInputArg(gemm.getInputs().size() - 1);
@@ -169,11 +140,9 @@ Value ModuleBuilder::buildNode(OpBuilder &body, GemmOp gemm, const Node &node,
                              llvm::APFloat(node.constant), node.index);
   }
   case Node::Kind::RowReduce:
-    return RowReduceOp::create(body, loc, f32, convert(node.reduction),
-                               operand(0));
+    return RowReduceOp::create(body, loc, f32, *node.reduction, operand(0));
   case Node::Kind::ColReduce:
-    return ColReduceOp::create(body, loc, f32, convert(node.reduction),
-                               operand(0));
+    return ColReduceOp::create(body, loc, f32, *node.reduction, operand(0));
   }
   llvm_unreachable("unknown node kind");
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "coda/Frontend/Sema.h"
+#include "coda/Frontend/Builtins.h"
 #include "coda/Frontend/Parser.h"
 
 #include "llvm/ADT/APFloat.h"
@@ -29,76 +30,6 @@ using llvm::SMRange;
 using llvm::StringRef;
 using llvm::success;
 using NodeKind = Node::Kind;
-
-//===----------------------------------------------------------------------===//
-// Built-in functions
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// How a call to a built-in function becomes nodes.
-enum class Lowering {
-  /// One node of `kind` on the arguments.
-  Direct,
-  /// min(max(x, lo), hi).
-  Clamp,
-  /// Multiplications for small integer exponents, else a Pow node.
-  Pow,
-  /// A Dropout node with the next stream.
-  Dropout,
-  /// A ColReduce node, only as the value of an output declared [N].
-  ColSum,
-};
-
-struct Builtin {
-  StringRef name;
-  /// The call as the documentation spells it: "clamp(x, lo, hi)".
-  StringRef signature;
-  unsigned arity;
-  Lowering lowering;
-  NodeKind kind;
-  Activation activation = Activation::Relu;
-  Reduction reduction = Reduction::Sum;
-};
-} // namespace
-
-static const Builtin kBuiltins[] = {
-    {"gelu", "gelu(x)", 1, Lowering::Direct, NodeKind::Activation,
-     Activation::GeluTanh},
-    {"gelu_erf", "gelu_erf(x)", 1, Lowering::Direct, NodeKind::Activation,
-     Activation::GeluErf},
-    {"relu", "relu(x)", 1, Lowering::Direct, NodeKind::Activation,
-     Activation::Relu},
-    {"silu", "silu(x)", 1, Lowering::Direct, NodeKind::Activation,
-     Activation::Silu},
-    {"sigmoid", "sigmoid(x)", 1, Lowering::Direct, NodeKind::Activation,
-     Activation::Sigmoid},
-    {"tanh", "tanh(x)", 1, Lowering::Direct, NodeKind::Tanh},
-    {"exp", "exp(x)", 1, Lowering::Direct, NodeKind::Exp},
-    {"log", "log(x)", 1, Lowering::Direct, NodeKind::Log},
-    {"sqrt", "sqrt(x)", 1, Lowering::Direct, NodeKind::Sqrt},
-    {"rsqrt", "rsqrt(x)", 1, Lowering::Direct, NodeKind::Rsqrt},
-    {"abs", "abs(x)", 1, Lowering::Direct, NodeKind::Abs},
-    {"min", "min(a, b)", 2, Lowering::Direct, NodeKind::Minimum},
-    {"max", "max(a, b)", 2, Lowering::Direct, NodeKind::Maximum},
-    {"clamp", "clamp(x, lo, hi)", 3, Lowering::Clamp, NodeKind::Maximum},
-    {"pow", "pow(x, c)", 2, Lowering::Pow, NodeKind::Pow},
-    {"dropout", "dropout(x, p)", 2, Lowering::Dropout, NodeKind::Dropout},
-    {"row_sum", "row_sum(x)", 1, Lowering::Direct, NodeKind::RowReduce,
-     Activation::Relu, Reduction::Sum},
-    {"row_max", "row_max(x)", 1, Lowering::Direct, NodeKind::RowReduce,
-     Activation::Relu, Reduction::Max},
-    {"row_mean", "row_mean(x)", 1, Lowering::Direct, NodeKind::RowReduce,
-     Activation::Relu, Reduction::Mean},
-    {"col_sum", "col_sum(x)", 1, Lowering::ColSum, NodeKind::ColReduce,
-     Activation::Relu, Reduction::Sum},
-};
-
-static const Builtin *lookupBuiltin(StringRef name) {
-  for (const Builtin &builtin : kBuiltins)
-    if (builtin.name == name)
-      return &builtin;
-  return nullptr;
-}
 
 /// The largest |c| for which pow(x, c) is expanded into multiplications.
 constexpr float kMaxExpandedExponent = 4;
@@ -579,8 +510,8 @@ FailureOr<unsigned> Analyzer::analyzeCall(const Expr &expr,
   const Builtin *builtin = lookupBuiltin(expr.name);
   if (!builtin) {
     std::string known;
-    for (const Builtin &candidate : kBuiltins)
-      known += (known.empty() ? "" : ", ") + candidate.name.str();
+    for (const Builtin &candidate : getBuiltins())
+      known += (known.empty() ? "" : ", ") + candidate.name;
     return emitError(
         expr.loc,
         "unknown function '" + expr.name + "'; the functions are " + known,
@@ -724,7 +655,7 @@ FailureOr<unsigned> Analyzer::analyzeColSum(const Expr &expr, unsigned argument,
   node.kind = NodeKind::ColReduce;
   node.loc = expr.loc;
   node.operands = {argument};
-  node.reduction = Reduction::Sum;
+  node.reduction = lookupBuiltin(expr.name)->reduction;
   return addNode(std::move(node));
 }
 

@@ -2,7 +2,9 @@
 //
 // `coda-translate --import-epilogue prog.coda` prints the coda program of an
 // epilogue written in the DSL (docs/dsl.md). The options set up the GEMM
-// around it as coda-run does.
+// around it as coda-run does. `coda-translate --list-epilogue-builtins`
+// prints the DSL's built-in functions (test/Frontend/builtins.test compares
+// them with docs/dsl.md and the fuzzer's dictionary).
 //
 // A small main rather than mlir-translate's: its --split-input-file keeps the
 // file's line numbers in diagnostics (mlir-translate renumbers each part),
@@ -10,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "coda/Frontend/Builtins.h"
 #include "coda/Frontend/EpilogueImport.h"
 
 #include "mlir/IR/AsmState.h"
@@ -34,6 +37,10 @@ static cl::opt<bool>
     importEpilogueFlag("import-epilogue",
                        cl::desc("Translate an epilogue written in the coda "
                                 "DSL into a coda program"));
+static cl::opt<bool> listEpilogueBuiltins(
+    "list-epilogue-builtins", cl::Hidden,
+    cl::desc("Print the functions the epilogue DSL knows, one a line: name, "
+             "family, signature"));
 static cl::opt<std::string>
     inputFilename(cl::Positional, cl::desc("<input file>"), cl::init("-"));
 static cl::opt<std::string> outputFilename("o", cl::desc("Output filename"),
@@ -99,6 +106,10 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   cl::ParseCommandLineOptions(argc, argv, "coda translation tool\n");
 
+  if (listEpilogueBuiltins) {
+    coda::dsl::printBuiltins(llvm::outs());
+    return 0;
+  }
   if (!importEpilogueFlag) {
     llvm::errs() << "coda-translate: no translation requested; pass "
                     "--import-epilogue\n";

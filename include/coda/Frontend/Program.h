@@ -5,24 +5,20 @@
 // reading earlier nodes by index. Names are resolved, function calls checked,
 // constants folded, `clamp` and small integer `pow` expanded and dropout
 // streams numbered, so that building IR from a program is a one-to-one map
-// from nodes to operations. This layer does not depend on MLIR.
+// from nodes to operations. This layer uses MLIR only for the dialect's enums
+// (CodaEnums.h), not its IR.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CODA_FRONTEND_PROGRAM_H
 #define CODA_FRONTEND_PROGRAM_H
 
+#include "coda/Dialect/Coda/IR/CodaEnums.h"
 #include "coda/Frontend/AST.h"
 
 #include "llvm/ADT/SmallVector.h"
 
 namespace mlir::coda::dsl {
-
-/// An activation function (coda.activation).
-enum class Activation { GeluTanh, GeluErf, Relu, Silu, Sigmoid };
-
-/// A reduction (coda.row_reduce, coda.col_reduce).
-enum class Reduction { Sum, Max, Mean };
 
 /// One f32 value of the epilogue.
 struct Node {
@@ -67,8 +63,10 @@ struct Node {
   unsigned dims = kScalar;
   float constant = 0;
   unsigned index = 0;
-  Activation activation = Activation::Relu;
-  Reduction reduction = Reduction::Sum;
+  /// The kind of an Activation node.
+  std::optional<ActivationKind> activation;
+  /// The kind of a RowReduce or ColReduce node.
+  std::optional<ReductionKind> reduction;
 };
 
 /// An operand or output of the epilogue.

@@ -11,8 +11,6 @@
 using namespace mlir;
 using namespace mlir::coda;
 
-#include "coda/Dialect/Coda/IR/CodaEnums.cpp.inc"
-
 #define GET_ATTRDEF_CLASSES
 #include "coda/Dialect/Coda/IR/CodaAttrs.cpp.inc"
 

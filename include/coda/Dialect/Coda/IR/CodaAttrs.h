@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "coda/Dialect/Coda/IR/CodaEnums.h.inc"
+#include "coda/Dialect/Coda/IR/CodaEnums.h"
 
 #define GET_ATTRDEF_CLASSES
 #include "coda/Dialect/Coda/IR/CodaAttrs.h.inc"
