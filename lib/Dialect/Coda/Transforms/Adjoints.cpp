@@ -82,11 +82,42 @@ Value rowReduceAdjoint(OpBuilder &b, Location loc, Arith &a,
   }
   llvm_unreachable("unknown reduction kind");
 }
+
+/// A list of op classes.
+template <typename... OpTys>
+struct OpList {
+  static bool contains(Operation *op) { return isa<OpTys...>(op); }
+  /// The op names, as "arith.addf, arith.subf and coda.row_reduce".
+  static std::string spell() {
+    SmallVector<StringRef> names = {OpTys::getOperationName()...};
+    std::string text;
+    for (auto [i, name] : llvm::enumerate(names)) {
+      if (i)
+        text += i + 1 == names.size() ? " and " : ", ";
+      text += name.str();
+    }
+    return text;
+  }
+};
+
+/// The ops buildAdjoint differentiates: each has a case in its TypeSwitch,
+/// and the "has no derivative" message lists them.
+using DifferentiableOps =
+    OpList<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+           arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp,
+           arith::SelectOp, math::ExpOp, math::LogOp, math::SqrtOp,
+           math::RsqrtOp, math::TanhOp, math::AbsFOp, math::PowFOp,
+           ActivationOp, DropoutOp, RowReduceOp>;
 } // namespace
 
 FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
                                                        Operation *op,
                                                        Value g) {
+  if (!DifferentiableOps::contains(op))
+    return op->emitOpError()
+           << "has no derivative: the backward of an epilogue can be derived "
+              "through "
+           << DifferentiableOps::spell();
   Location loc = op->getLoc();
   Arith a{b, loc, g.getType()};
   auto operand = [&](unsigned i) { return op->getOperand(i); };
@@ -179,11 +210,6 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
                 b, loc, a, reduce.getKind(), reduce.getInput(), result(), g)};
           })
           .Default([](Operation *) { return Adjoints(); });
-  if (!adjoints)
-    return op->emitOpError()
-           << "has no derivative: the backward of an epilogue can be derived "
-              "through arith add/sub/mul/div/neg/maximum/minimum/select, math "
-              "exp/log/sqrt/rsqrt/tanh/absf/powf, coda.activation, "
-              "coda.dropout and coda.row_reduce";
+  assert(adjoints && "a differentiable op without a case");
   return *adjoints;
 }

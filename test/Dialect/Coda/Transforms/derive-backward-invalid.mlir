@@ -33,7 +33,7 @@ func.func @c_operand(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>, %c: tensor<
 func.func @sin(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<?x256xbf16> {
   %0 = coda.gemm %a, %b : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
   ^bb0(%acc: f32):
-    // expected-error @+1 {{'math.sin' op has no derivative: the backward of an epilogue can be derived through arith add/sub/mul/div/neg/maximum/minimum/select, math exp/log/sqrt/rsqrt/tanh/absf/powf, coda.activation, coda.dropout and coda.row_reduce}}
+    // expected-error @+1 {{'math.sin' op has no derivative: the backward of an epilogue can be derived through arith.addf, arith.subf, arith.mulf, arith.divf, arith.negf, arith.maximumf, arith.minimumf, arith.select, math.exp, math.log, math.sqrt, math.rsqrt, math.tanh, math.absf, math.powf, coda.activation, coda.dropout and coda.row_reduce}}
     %1 = math.sin %acc : f32
     coda.yield %1 : f32
   }
