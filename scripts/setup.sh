@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine to build and test coda, idempotently:
-#  - installs the Debian packages coda builds with (LLVM/MLIR 22.1.8, cmake, ninja, g++),
+#  - installs the Debian packages coda builds with (LLVM/MLIR 22.1.8, cmake, ninja, g++)
+#    and clang-format (the formatting check),
 #  - creates .venv with numpy (the end-to-end tests compare against numpy),
 #    setuptools (pip install ./python, tested),
 #    and torch (the python package's autograd tests),
@@ -10,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ python3 python3-venv zlib1g-dev libzstd-dev
-          llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools)
+          llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

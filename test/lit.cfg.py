@@ -70,6 +70,10 @@ if subprocess.call([sys.executable, "-c", "import numpy"],
 if importlib.util.find_spec("torch"):
     config.available_features.add("torch")
 
+# clang-format: the sources' formatting is checked (test/format.test).
+if shutil.which("clang-format"):
+    config.available_features.add("clang-format")
+
 # ptxas: PTX produced by the GPU pipeline is assembled for sm_90a.
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
     config.available_features.add("ptxas")
