@@ -42,8 +42,7 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
       if (func)
         return candidate.emitError()
                << "several functions hold a coda.gemm ('" << func.getName()
-               << "', '" << candidate.getName()
-               << "'); name the one to run";
+               << "', '" << candidate.getName() << "'); name the one to run";
       func = candidate;
     }
     if (!func)
@@ -51,8 +50,8 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
   }
 
   auto notProgram = [&](const Twine &why) {
-    return func.emitError() << "'" << func.getName()
-                            << "' is not a coda program: " << why;
+    return func.emitError()
+           << "'" << func.getName() << "' is not a coda program: " << why;
   };
   if (func.isExternal())
     return notProgram("it has no body");
@@ -90,8 +89,8 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
     entry.role = role;
     entry.type = arg.getType();
     entry.dims = dims;
-    if (auto attr = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                      "coda.name"))
+    if (auto attr =
+            func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "coda.name"))
       entry.name = attr.str();
     else if (role != ArgumentRole::Input)
       entry.name = stringifyArgumentRole(role).str();
@@ -107,12 +106,13 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
       (gemm.getBeta() && failed(bind(gemm.getBeta(), ArgumentRole::Beta, 0))))
     return failure();
   for (auto [i, input] : llvm::enumerate(gemm.getInputs()))
-    if (failed(bind(input, ArgumentRole::Input,
-                    gemm.getInputDimsAt(i).getMask())))
+    if (failed(
+            bind(input, ArgumentRole::Input, gemm.getInputDimsAt(i).getMask())))
       return failure();
   for (auto [i, isBound] : llvm::enumerate(bound))
     if (!isBound)
-      return notProgram("argument #" + Twine(i) + " is not used by the coda.gemm");
+      return notProgram("argument #" + Twine(i) +
+                        " is not used by the coda.gemm");
 
   for (auto [i, result] : llvm::enumerate(gemm.getResults())) {
     ProgramOutput output;
@@ -164,7 +164,8 @@ int ProgramSignature::findSeed() const {
 }
 
 /// The sizes of a tensor spanning `dims` for `problem`, in b, m, n order.
-static SmallVector<int64_t> shapeFor(unsigned dims, const ProblemShape &problem) {
+static SmallVector<int64_t> shapeFor(unsigned dims,
+                                     const ProblemShape &problem) {
   SmallVector<int64_t> shape;
   if (dims & DimsAttr::kB)
     shape.push_back(problem.batch);
@@ -196,9 +197,8 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
     ArrayRef<int64_t> shape = shapes[i];
     if (static_cast<int64_t>(shape.size()) != type.getRank())
       return error("'" + arg.name + "' has shape " + shapeString(shape) +
-                   ", but the program expects a rank-" +
-                   Twine(type.getRank()) + " tensor (" +
-                   Twine(shapeString(type.getShape())) + ")");
+                   ", but the program expects a rank-" + Twine(type.getRank()) +
+                   " tensor (" + Twine(shapeString(type.getShape())) + ")");
     for (auto [d, expected] : llvm::enumerate(type.getShape()))
       if (!ShapedType::isDynamic(expected) && expected != shape[d])
         return error("'" + arg.name + "' has shape " + shapeString(shape) +

@@ -34,8 +34,8 @@ CpuExecutable::CpuExecutable(std::unique_ptr<ExecutionEngine> engine,
 CpuExecutable::~CpuExecutable() = default;
 
 llvm::Expected<std::unique_ptr<CpuExecutable>>
-CpuExecutable::create(OwningOpRef<ModuleOp> module,
-                      ProgramSignature signature, bool widenToF64) {
+CpuExecutable::create(OwningOpRef<ModuleOp> module, ProgramSignature signature,
+                      bool widenToF64) {
   auto error = [](const Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
@@ -133,17 +133,18 @@ CpuExecutable::run(ArrayRef<ArgumentValue> args) const {
     outputs.emplace_back(*getHostElementType(output.type.getElementType()),
                          signature.getOutputShape(i, *problem));
   for (HostArray &array : outputs)
-    buffers.push_back(BufferRef{array.data.data(),
-                                SmallVector<int64_t>(array.shape.begin(),
-                                                     array.shape.end())});
+    buffers.push_back(
+        BufferRef{array.data.data(), SmallVector<int64_t>(array.shape.begin(),
+                                                          array.shape.end())});
   if (llvm::Error error = runInto(refs, buffers))
     return std::move(error);
   return outputs;
 }
 
 unsigned CpuExecutable::getElementBytes(Type type) const {
-  return widenedToF64 && isa<FloatType>(type) ? 8
-                                              : type.getIntOrFloatBitWidth() / 8;
+  return widenedToF64 && isa<FloatType>(type)
+             ? 8
+             : type.getIntOrFloatBitWidth() / 8;
 }
 
 llvm::Error CpuExecutable::checkFits(const ProblemShape &problem) const {
@@ -177,13 +178,12 @@ llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
   };
   if (args.size() != signature.arguments.size() ||
       outputs.size() != signature.outputs.size())
-    return error(llvm::formatv("'{0}' takes {1} arguments and {2} outputs, "
-                               "got {3} and {4}",
-                               signature.functionName,
-                               signature.arguments.size(),
-                               signature.outputs.size(), args.size(),
-                               outputs.size())
-                     .str());
+    return error(
+        llvm::formatv("'{0}' takes {1} arguments and {2} outputs, "
+                      "got {3} and {4}",
+                      signature.functionName, signature.arguments.size(),
+                      signature.outputs.size(), args.size(), outputs.size())
+            .str());
   SmallVector<SmallVector<int64_t>> shapes;
   for (const ArgumentRef &value : args)
     shapes.push_back(value.buffer.shape);
@@ -193,9 +193,12 @@ llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
   for (auto [i, output] : llvm::enumerate(signature.outputs)) {
     SmallVector<int64_t> shape = signature.getOutputShape(i, *problem);
     auto spell = [](ArrayRef<int64_t> sizes) {
-      return "[" + llvm::join(llvm::map_range(sizes, [](int64_t size) {
-               return std::to_string(size);
-             }), ", ") + "]";
+      return "[" +
+             llvm::join(
+                 llvm::map_range(
+                     sizes, [](int64_t size) { return std::to_string(size); }),
+                 ", ") +
+             "]";
     };
     if (ArrayRef<int64_t>(shape) != ArrayRef<int64_t>(outputs[i].shape))
       return error("output '" + output.name + "' must have shape " +
@@ -261,8 +264,8 @@ llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
       int64_t source = offset;
       for (int64_t d = 0; d < rank; ++d)
         source += index[d] * strides[d];
-      std::memcpy(target + linear * elementSize,
-                  aligned + source * elementSize, elementSize);
+      std::memcpy(target + linear * elementSize, aligned + source * elementSize,
+                  elementSize);
       for (int64_t d = rank - 1; d >= 0 && ++index[d] == sizes[d]; --d)
         index[d] = 0;
     }

@@ -1,10 +1,10 @@
 //===- ReferenceCApi.cpp - the C API of coda's CPU reference --------------===//
 
-#include "coda/Runner/coda_reference.h"
 #include "coda/Dialect/Coda/Transforms/Backward.h"
 #include "coda/Frontend/EpilogueImport.h"
 #include "coda/Registration/Registration.h"
 #include "coda/Runner/CpuRunner.h"
+#include "coda/Runner/coda_reference.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
@@ -44,23 +44,24 @@ static std::string typeName(Type type, bool widened) {
 static std::string describe(const ProgramSignature &signature, bool widened) {
   llvm::json::Array arguments, outputs;
   for (const ProgramArgument &arg : signature.arguments)
-    arguments.push_back(llvm::json::Object{
-        {"name", arg.name},
-        {"role", stringifyArgumentRole(arg.role)},
-        {"type", typeName(arg.type, widened)},
-        {"dims", arg.dims},
-        {"tensor", isa<RankedTensorType>(arg.type)}});
+    arguments.push_back(
+        llvm::json::Object{{"name", arg.name},
+                           {"role", stringifyArgumentRole(arg.role)},
+                           {"type", typeName(arg.type, widened)},
+                           {"dims", arg.dims},
+                           {"tensor", isa<RankedTensorType>(arg.type)}});
   for (const ProgramOutput &output : signature.outputs)
-    outputs.push_back(llvm::json::Object{{"name", output.name},
-                                         {"type", typeName(output.type, widened)},
-                                         {"dims", output.dims}});
+    outputs.push_back(
+        llvm::json::Object{{"name", output.name},
+                           {"type", typeName(output.type, widened)},
+                           {"dims", output.dims}});
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::json::Value(llvm::json::Object{
-      {"arguments", std::move(arguments)},
-      {"outputs", std::move(outputs)},
-      {"transpose_a", signature.transposeA},
-      {"transpose_b", signature.transposeB}});
+  os << llvm::json::Value(
+      llvm::json::Object{{"arguments", std::move(arguments)},
+                         {"outputs", std::move(outputs)},
+                         {"transpose_a", signature.transposeA},
+                         {"transpose_b", signature.transposeB}});
   return text;
 }
 
@@ -116,8 +117,7 @@ coda_status coda_reference_load(const char *source, size_t length,
     return fail(diagnostics);
   std::string function = orDefault(o.function, "").str();
   if (o.derive) {
-    FailureOr<std::string> derived =
-        deriveProgram(*module, function, o.derive);
+    FailureOr<std::string> derived = deriveProgram(*module, function, o.derive);
     if (failed(derived))
       return fail(diagnostics);
     function = *derived;
@@ -127,8 +127,8 @@ coda_status coda_reference_load(const char *source, size_t length,
   if (failed(signature))
     return fail(diagnostics);
   std::string description = describe(*signature, widen_to_f64 != 0);
-  auto executable = CpuExecutable::create(std::move(module), *signature,
-                                          widen_to_f64 != 0);
+  auto executable =
+      CpuExecutable::create(std::move(module), *signature, widen_to_f64 != 0);
   if (!executable)
     return fail(diagnostics + llvm::toString(executable.takeError()));
   *program = new coda_reference_program{
@@ -136,9 +136,7 @@ coda_status coda_reference_load(const char *source, size_t length,
   return CODA_OK;
 }
 
-void coda_reference_destroy(coda_reference_program *program) {
-  delete program;
-}
+void coda_reference_destroy(coda_reference_program *program) { delete program; }
 
 const char *coda_reference_describe(const coda_reference_program *program) {
   return program ? program->description.c_str() : "";
@@ -146,8 +144,7 @@ const char *coda_reference_describe(const coda_reference_program *program) {
 
 coda_status coda_reference_run(const coda_reference_program *program,
                                const coda_value *arguments,
-                               size_t num_arguments,
-                               const coda_tensor *outputs,
+                               size_t num_arguments, const coda_tensor *outputs,
                                size_t num_outputs) {
   if (!program || (num_arguments && !arguments) || (num_outputs && !outputs))
     return fail("coda_reference_run: null argument");
@@ -156,9 +153,9 @@ coda_status coda_reference_run(const coda_reference_program *program,
       return llvm::createStringError("a tensor has rank " +
                                      std::to_string(tensor.rank) +
                                      "; coda tensors have rank 0 to 3");
-    return BufferRef{reinterpret_cast<void *>(tensor.data),
-                     SmallVector<int64_t>(tensor.shape,
-                                          tensor.shape + tensor.rank)};
+    return BufferRef{
+        reinterpret_cast<void *>(tensor.data),
+        SmallVector<int64_t>(tensor.shape, tensor.shape + tensor.rank)};
   };
   SmallVector<ArgumentRef> args;
   for (size_t i = 0; i < num_arguments; ++i) {

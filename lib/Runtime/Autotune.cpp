@@ -53,9 +53,10 @@ llvm::Expected<KernelShape> GpuProgram::tuneShape(
   // The choice on disk is also keyed by the SM count, which the tile rule
   // and the timings depend on.
   llvm::SmallString<256> choicePath(runtime.cacheDirectory);
-  llvm::sys::path::append(
-      choicePath, getProgramKey() + "-" + problemKey + "-" +
-                      std::to_string(runtime.impl->multiprocessors) + "sm.tune");
+  llvm::sys::path::append(choicePath,
+                          getProgramKey() + "-" + problemKey + "-" +
+                              std::to_string(runtime.impl->multiprocessors) +
+                              "sm.tune");
   // A choice on disk counts only if it names one of the candidates (a
   // damaged file is tuned again, and overwritten).
   SmallVector<KernelShape> candidates =

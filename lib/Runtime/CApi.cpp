@@ -1,7 +1,7 @@
 //===- CApi.cpp - the C API of coda's GPU runtime -------------------------===//
 
-#include "coda/Runtime/coda_runtime.h"
 #include "coda/Runtime/Runtime.h"
+#include "coda/Runtime/coda_runtime.h"
 #include "coda/Support/HostValue.h"
 
 #include "mlir/IR/TypeUtilities.h"
@@ -94,10 +94,12 @@ getCompileOptions(const coda_compile_options &o) {
 }
 
 /// Every field of coda_compile_options, in order.
+// clang-format off
 #define CODA_COMPILE_OPTIONS_FIELDS(X)                                         \
-  X(tile_n) X(stages) X(function) X(epilogue) X(dtype) X(layout_a)            \
-      X(layout_b) X(with_c) X(with_alpha) X(tile_m) X(schedule) X(autotune)   \
-          X(cluster_m) X(group_rows) X(fast_activations) X(derive)
+  X(tile_n) X(stages) X(function) X(epilogue) X(dtype) X(layout_a)             \
+  X(layout_b) X(with_c) X(with_alpha) X(tile_m) X(schedule) X(autotune)        \
+  X(cluster_m) X(group_rows) X(fast_activations) X(derive)
+// clang-format on
 
 // A field added after the last one listed must be listed too.
 static_assert(offsetof(coda_compile_options, derive) +
@@ -149,16 +151,15 @@ coda_status coda_program_load(coda_runtime *runtime, const char *source,
   auto orDefault = [](const char *value, const char *fallback) {
     return StringRef(value ? value : fallback);
   };
-  auto loaded =
-      o.epilogue
-          ? runtime->runtime->loadEpilogue(
-                StringRef(source, length), orDefault(o.dtype, "bf16"),
-                orDefault(o.layout_a, "mk"), orDefault(o.layout_b, "nk"),
-                o.with_c, o.with_alpha, *compile, "epilogue",
-                orDefault(o.derive, ""))
-          : runtime->runtime->loadProgram(StringRef(source, length),
-                                          orDefault(o.function, ""), *compile,
-                                          "program", orDefault(o.derive, ""));
+  auto loaded = o.epilogue
+                    ? runtime->runtime->loadEpilogue(
+                          StringRef(source, length), orDefault(o.dtype, "bf16"),
+                          orDefault(o.layout_a, "mk"),
+                          orDefault(o.layout_b, "nk"), o.with_c, o.with_alpha,
+                          *compile, "epilogue", orDefault(o.derive, ""))
+                    : runtime->runtime->loadProgram(
+                          StringRef(source, length), orDefault(o.function, ""),
+                          *compile, "program", orDefault(o.derive, ""));
   if (!loaded)
     return status(loaded.takeError());
   *program = new coda_program{runtime->runtime, std::move(*loaded)};
@@ -206,8 +207,7 @@ const char *coda_program_argument_type(const coda_program *program,
   return argument ? typeName(argument->type) : nullptr;
 }
 
-int32_t coda_program_argument_dims(const coda_program *program,
-                                   int32_t index) {
+int32_t coda_program_argument_dims(const coda_program *program, int32_t index) {
   const ProgramArgument *argument = getArgument(program, index);
   return argument ? argument->dims : 0;
 }

@@ -17,29 +17,31 @@ static llvm::Error driverError(const llvm::Twine &message) {
 static llvm::Error load(CudaDriver &driver) {
   void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (!library)
-    return driverError(llvm::Twine("cannot load the CUDA driver (libcuda.so.1): ") +
-                       dlerror() +
-                       "; running programs on the GPU needs an NVIDIA GPU and "
-                       "its driver (the CPU reference runs without them)");
+    return driverError(
+        llvm::Twine("cannot load the CUDA driver (libcuda.so.1): ") +
+        dlerror() +
+        "; running programs on the GPU needs an NVIDIA GPU and "
+        "its driver (the CPU reference runs without them)");
   using DriverGetVersion = CUresult (*)(int *);
-  auto getVersion = reinterpret_cast<DriverGetVersion>(
-      dlsym(library, "cuDriverGetVersion"));
+  auto getVersion =
+      reinterpret_cast<DriverGetVersion>(dlsym(library, "cuDriverGetVersion"));
   int version = 0;
   if (!getVersion || getVersion(&version) != CUDA_SUCCESS || version < 12000)
     return driverError("the CUDA driver is too old: coda needs a driver for "
                        "CUDA 12.0 or newer (found " +
                        llvm::Twine(version / 1000) + "." +
                        llvm::Twine(version % 1000 / 10) + ")");
-  // Look up each entry point under the name cuda.h binds it to (cuMemAlloc is
-  // cuMemAlloc_v2), so that its signature is the one this code calls.
+    // Look up each entry point under the name cuda.h binds it to (cuMemAlloc is
+    // cuMemAlloc_v2), so that its signature is the one this code calls.
 #define CODA_SYMBOL_NAME(name) #name
 #define CODA_BOUND_NAME(name) CODA_SYMBOL_NAME(name)
 #define CODA_LOAD_ENTRY(name)                                                  \
   {                                                                            \
     void *pointer = dlsym(library, CODA_BOUND_NAME(name));                     \
     if (!pointer)                                                              \
-      return driverError("the CUDA driver has no entry point " CODA_BOUND_NAME( \
-          name) "; it may be too old");                                        \
+      return driverError(                                                      \
+          "the CUDA driver has no entry point " CODA_BOUND_NAME(               \
+              name) "; it may be too old");                                    \
     driver.name = reinterpret_cast<decltype(driver.name)>(pointer);            \
   }
   CODA_CUDA_DRIVER_FUNCTIONS(CODA_LOAD_ENTRY)

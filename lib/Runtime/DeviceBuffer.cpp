@@ -30,9 +30,8 @@ DeviceBuffer::~DeviceBuffer() {
   runtime->impl->driver->cuMemFree(pointer);
 }
 
-llvm::Error DeviceBuffer::run(
-    llvm::function_ref<int(const CudaDriver &)> call, const char *name,
-    const char *what) const {
+llvm::Error DeviceBuffer::run(llvm::function_ref<int(const CudaDriver &)> call,
+                              const char *name, const char *what) const {
   if (!bytes)
     return llvm::Error::success();
   const CudaDriver &driver = *runtime->impl->driver;

@@ -95,8 +95,9 @@ void runtime::removeCache(StringRef directory, StringRef key) {
   llvm::sys::fs::remove(abiPath);
 }
 
-bool runtime::readCache(MLIRContext &context, StringRef directory, StringRef key,
-                      const ProgramSignature &signature, Kernel &kernel) {
+bool runtime::readCache(MLIRContext &context, StringRef directory,
+                        StringRef key, const ProgramSignature &signature,
+                        Kernel &kernel) {
   if (directory.empty())
     return false;
   auto [ptxPath, abiPath] = cachePaths(directory, key);
@@ -143,8 +144,8 @@ void runtime::writeAtomically(const Twine &path, StringRef contents) {
     llvm::sys::fs::remove(temporary);
 }
 
-void runtime::writeCache(MLIRContext &context, StringRef directory, StringRef key,
-                       const Kernel &kernel) {
+void runtime::writeCache(MLIRContext &context, StringRef directory,
+                         StringRef key, const Kernel &kernel) {
   if (directory.empty())
     return;
   auto [ptxPath, abiPath] = cachePaths(directory, key);

@@ -14,8 +14,8 @@ using namespace mlir::coda;
 using namespace mlir::coda::runtime;
 
 CUlaunchConfig runtime::getLaunchConfig(const Kernel &kernel, int64_t grid,
-                                      CUstream stream,
-                                      CUlaunchAttribute &attribute) {
+                                        CUstream stream,
+                                        CUlaunchAttribute &attribute) {
   const KernelABI &abi = kernel.abi;
   attribute = {};
   attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -79,15 +79,15 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   for (auto [i, output] : llvm::enumerate(outputs)) {
     SmallVector<int64_t> expected = signature.getOutputShape(i, *problem);
     if (ArrayRef<int64_t>(output.shape) != ArrayRef<int64_t>(expected))
-      return error("output '" + signature.outputs[i].name + "' must have " +
-                   Twine(expected.size()) + " dims of sizes " +
-                   llvm::join(llvm::map_range(expected,
-                                              [](int64_t d) {
-                                                return std::to_string(d);
-                                              }),
-                              ", "));
+      return error(
+          "output '" + signature.outputs[i].name + "' must have " +
+          Twine(expected.size()) + " dims of sizes " +
+          llvm::join(llvm::map_range(
+                         expected, [](int64_t d) { return std::to_string(d); }),
+                     ", "));
     if (!output.pointer && problem->m && problem->n && problem->batch)
-      return error("output '" + signature.outputs[i].name + "' is a null pointer");
+      return error("output '" + signature.outputs[i].name +
+                   "' is a null pointer");
   }
   for (auto [arg, value] : llvm::zip(signature.arguments, arguments))
     if (isa<RankedTensorType>(arg.type) && !value.tensor.pointer &&
@@ -141,10 +141,11 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
   const Kernel &kernel = **prepared;
   const KernelABI &abi = kernel.abi;
   if (abi.maxN && problem.n > abi.maxN)
-    return error("'" + name + "' reduces rows over N = " + Twine(problem.n) +
-                 ", but its GPU kernel holds at most " + Twine(abi.maxN) +
-                 " columns per row: rows longer than one tile are not supported "
-                 "yet");
+    return error(
+        "'" + name + "' reduces rows over N = " + Twine(problem.n) +
+        ", but its GPU kernel holds at most " + Twine(abi.maxN) +
+        " columns per row: rows longer than one tile are not supported "
+        "yet");
   for (int64_t size : {problem.m, problem.n, problem.k, problem.batch,
                        abi.getNumTiles(problem.m, problem.n, problem.batch)})
     if (size > INT32_MAX)
@@ -240,10 +241,11 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
     size_t count = 1;
     for (int64_t size : output->shape)
       count *= size;
-    if (auto e = driver.check(
-            driver.cuMemsetD32Async(output->pointer, bits, count,
-                                    static_cast<CUstream>(stream)),
-            "cuMemsetD32Async", "initializing a reduced output of '" + name + "'"))
+    if (auto e =
+            driver.check(driver.cuMemsetD32Async(output->pointer, bits, count,
+                                                 static_cast<CUstream>(stream)),
+                         "cuMemsetD32Async",
+                         "initializing a reduced output of '" + name + "'"))
       return e;
   }
 

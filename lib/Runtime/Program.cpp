@@ -82,16 +82,16 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
                                                       nullptr, nullptr),
                             "cuModuleLoadDataEx", what))
     return e;
-  llvm::Error error = driver.check(
-      driver.cuModuleGetFunction(&kernel.function, kernel.module,
-                                 kernel.abi.kernel.c_str()),
-      "cuModuleGetFunction", what);
+  llvm::Error error =
+      driver.check(driver.cuModuleGetFunction(&kernel.function, kernel.module,
+                                              kernel.abi.kernel.c_str()),
+                   "cuModuleGetFunction", what);
   if (!error && kernel.abi.sharedMemoryBytes > 48 * 1024)
-    error = driver.check(
-        driver.cuFuncSetAttribute(
-            kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            static_cast<int>(kernel.abi.sharedMemoryBytes)),
-        "cuFuncSetAttribute", what);
+    error = driver.check(driver.cuFuncSetAttribute(
+                             kernel.function,
+                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(kernel.abi.sharedMemoryBytes)),
+                         "cuFuncSetAttribute", what);
   if (!error && kernel.abi.clusterM > 1) {
     CUlaunchAttribute attribute;
     CUlaunchConfig config = getLaunchConfig(

@@ -38,7 +38,8 @@ GpuRuntime::GpuRuntime() : impl(std::make_unique<Impl>()) {}
 GpuRuntime::~GpuRuntime() = default;
 
 static std::string defaultCacheDirectory() {
-  if (std::optional<std::string> dir = llvm::sys::Process::GetEnv("CODA_CACHE_DIR"))
+  if (std::optional<std::string> dir =
+          llvm::sys::Process::GetEnv("CODA_CACHE_DIR"))
     return *dir;
   llvm::SmallString<256> path;
   if (std::optional<std::string> xdg =
@@ -158,8 +159,8 @@ GpuRuntime::loadEpilogue(llvm::StringRef dslSource, llvm::StringRef dtype,
   {
     std::lock_guard<std::mutex> lock(impl->mutex);
     EpilogueImportOptions import;
-    if (auto e = setImportOptions(impl->mlir.get(), dtype, layoutA, layoutB,
-                                  import))
+    if (auto e =
+            setImportOptions(impl->mlir.get(), dtype, layoutA, layoutB, import))
       return std::move(e);
     import.withC = withC;
     import.withAlpha = withAlpha;

@@ -93,10 +93,9 @@ mlir::coda::getTuningCandidates(const KernelShape &ruleShape) {
   SmallVector<KernelShape> candidates = {ruleShape};
   for (const KernelShape &other :
        {getCooperativeShape(256), getCooperativeShape(192),
-        getCooperativeShape(128),
-        shape(256, 128, Schedule::Cooperative),
-        shape(128, 128, Schedule::Pingpong),
-        clustered(ruleShape), grouped(ruleShape)})
+        getCooperativeShape(128), shape(256, 128, Schedule::Cooperative),
+        shape(128, 128, Schedule::Pingpong), clustered(ruleShape),
+        grouped(ruleShape)})
     if (other.describe() != ruleShape.describe())
       candidates.push_back(other);
   return candidates;

@@ -65,8 +65,8 @@ void HostArray::setFromFloat(int64_t i, float value) {
     std::memcpy(data.data() + 4 * i, &value, 4);
     return;
   }
-  uint16_t bits = elementType == ElementType::F16 ? floatToF16(value)
-                                                  : floatToBF16(value);
+  uint16_t bits =
+      elementType == ElementType::F16 ? floatToF16(value) : floatToBF16(value);
   std::memcpy(data.data() + 2 * i, &bits, 2);
 }
 
@@ -103,8 +103,9 @@ llvm::Expected<HostArray> mlir::coda::readNpy(StringRef path) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + message);
   };
-  auto bufferOrError = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                                   /*RequiresNullTerminator=*/false);
+  auto bufferOrError =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
   if (!bufferOrError)
     return fail("cannot read: " + bufferOrError.getError().message());
   StringRef bytes = (*bufferOrError)->getBuffer();
@@ -114,8 +115,8 @@ llvm::Expected<HostArray> mlir::coda::readNpy(StringRef path) {
   bytes = bytes.drop_front(2);
   size_t headerLength;
   if (major == 1) {
-    headerLength = static_cast<uint8_t>(bytes[0]) |
-                   (static_cast<uint8_t>(bytes[1]) << 8);
+    headerLength =
+        static_cast<uint8_t>(bytes[0]) | (static_cast<uint8_t>(bytes[1]) << 8);
     bytes = bytes.drop_front(2);
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 4)
@@ -202,7 +203,8 @@ llvm::Error mlir::coda::writeNpy(StringRef path, const HostArray &array) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
-    return llvm::createStringError(ec, path + ": cannot write: " + ec.message());
+    return llvm::createStringError(ec,
+                                   path + ": cannot write: " + ec.message());
   os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xFF)
      << char((header.size() >> 8) & 0xFF) << header;
   os.write(reinterpret_cast<const char *>(out.data.data()), out.data.size());

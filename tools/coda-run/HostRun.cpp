@@ -42,8 +42,9 @@ mlir::coda::runOnHost(GpuRuntime &runtime, GpuProgram &program,
       return buffer.takeError();
     if (auto e = buffer->fill(0xFF))
       return std::move(e);
-    outputs.push_back({buffer->get(), SmallVector<int64_t, 3>(array.shape.begin(),
-                                                               array.shape.end())});
+    outputs.push_back(
+        {buffer->get(),
+         SmallVector<int64_t, 3>(array.shape.begin(), array.shape.end())});
     result.outputs.push_back(std::move(array));
     buffers.push_back(std::move(*buffer));
   }

@@ -24,8 +24,8 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
@@ -66,7 +66,7 @@ cl::opt<std::string> beta("beta",
                           cl::value_desc("number"), cl::cat(category));
 cl::opt<uint64_t> seed("seed",
                        cl::desc("dropout seed, a 64-bit value (default 0)"),
-                      cl::cat(category));
+                       cl::cat(category));
 cl::list<std::string> args("arg",
                            cl::desc("an epilogue input: NAME=FILE.npy or, "
                                     "for a scalar, NAME=NUMBER"),
@@ -138,8 +138,7 @@ int fail(llvm::Error error) {
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
 
@@ -225,8 +224,10 @@ int main(int argc, char **argv) {
     std::string actual;
     llvm::raw_string_ostream(actual) << signature->operandType;
     if (!dtype.empty() && dtype != actual)
-      return fail("--dtype " + dtype + " does not match the program, whose "
-                  "operands are " + actual);
+      return fail("--dtype " + dtype +
+                  " does not match the program, whose "
+                  "operands are " +
+                  actual);
     if (!layoutA.empty() && (layoutA == "km") != signature->transposeA)
       return fail("--layout-a " + layoutA + " does not match the program");
     if (!layoutB.empty() && (layoutB == "nk") != signature->transposeB)
@@ -318,8 +319,8 @@ int main(int argc, char **argv) {
       if (llvm::Error error = (*program)->prepare(bound->problem))
         return fail(std::move(error));
     auto start = std::chrono::steady_clock::now();
-    llvm::Expected<HostRunResult> run = runOnHost(
-        **runtime, **program, bound->values, bound->problem, bench);
+    llvm::Expected<HostRunResult> run =
+        runOnHost(**runtime, **program, bound->values, bound->problem, bench);
     if (!run)
       return fail(run.takeError());
     runSeconds = secondsSince(start);
@@ -327,7 +328,8 @@ int main(int argc, char **argv) {
     timing = llvm::formatv(
         "{0}: {1}x{2} tiles{6}, groups of {7} row blocks, {3}, load {4:f3} "
         "s, run {5:f3} s",
-        (*runtime)->getDeviceDescription(), stats.shape.tileM, stats.shape.tileN,
+        (*runtime)->getDeviceDescription(), stats.shape.tileM,
+        stats.shape.tileN,
         stats.fromDiskCache
             ? std::string("kernel from the disk cache")
             : llvm::formatv("compile {0:f3} s", stats.compileSeconds).str(),
@@ -368,8 +370,8 @@ int main(int argc, char **argv) {
   llvm::outs() << "  " << timing << "\n";
   bool checkFailed = false;
   for (auto [i, output, array] : llvm::enumerate(signature->outputs, results)) {
-    llvm::outs() << "  " << output.name << " " << array.getShapeString()
-                 << " " << getElementTypeName(array.elementType);
+    llvm::outs() << "  " << output.name << " " << array.getShapeString() << " "
+                 << getElementTypeName(array.elementType);
     if (check) {
       double error = relativeError(array, reference[i]);
       bool ok = error <= tolerance(array.elementType);
@@ -381,8 +383,7 @@ int main(int argc, char **argv) {
     for (const auto &[name, file] : outputFiles) {
       if (name != output.name)
         continue;
-      if (llvm::Error error =
-              writeNpy(file, array.convertTo(ElementType::F32)))
+      if (llvm::Error error = writeNpy(file, array.convertTo(ElementType::F32)))
         return fail(std::move(error));
       llvm::outs() << " -> " << file;
     }

@@ -47,8 +47,8 @@ const char *coda_reference_describe(const coda_reference_program *program);
    `outputs[i]`, which must have the shape the problem gives it. */
 coda_status coda_reference_run(const coda_reference_program *program,
                                const coda_value *arguments,
-                               size_t num_arguments,
-                               const coda_tensor *outputs, size_t num_outputs);
+                               size_t num_arguments, const coda_tensor *outputs,
+                               size_t num_outputs);
 
 #ifdef __cplusplus
 }

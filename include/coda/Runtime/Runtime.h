@@ -172,12 +172,12 @@ private:
   KernelShape chooseShape(const ProblemShape &problem) const;
   /// The autotuned kernel shape of `problem`: known, from the disk cache, or
   /// timed now on `arguments`, once `stream` has caught up.
-  llvm::Expected<KernelShape>
-  tuneShape(const ProblemShape &problem, ArrayRef<DeviceValue> arguments,
-            ArrayRef<DeviceTensor> outputs, void *stream, uint64_t seedAddress);
+  llvm::Expected<KernelShape> tuneShape(const ProblemShape &problem,
+                                        ArrayRef<DeviceValue> arguments,
+                                        ArrayRef<DeviceTensor> outputs,
+                                        void *stream, uint64_t seedAddress);
   /// Launches the kernel of `shape` (launch() has checked the arguments).
-  llvm::Error launchShape(const KernelShape &shape,
-                          const ProblemShape &problem,
+  llvm::Error launchShape(const KernelShape &shape, const ProblemShape &problem,
                           ArrayRef<DeviceValue> arguments,
                           ArrayRef<DeviceTensor> outputs, void *stream,
                           uint64_t seedAddress);

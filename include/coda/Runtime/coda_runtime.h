@@ -5,7 +5,8 @@
 |* coda_last_error() then describes the failure (per thread).                *|
 |*                                                                            *|
 |*   coda_runtime *rt;        coda_runtime_create(0, &rt);                    *|
-|*   coda_program *program;   coda_program_load(rt, text, len, NULL, &program);*|
+|*   coda_program *program;   coda_program_load(rt, text, len, NULL,
+&program);*|
 |*   coda_program_launch(program, args, nargs, outs, nouts, stream);         *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/

@@ -93,8 +93,7 @@ private:
   Value slotAddress(Value pointer, Type elementType, int64_t h, int64_t c);
   /// The address of this lane's 16-byte chunk of column group `group` (the
   /// columns it writes after the quad transpose) at row slot h.
-  Value chunkAddress(Value pointer, Type elementType, int64_t h,
-                     int64_t group);
+  Value chunkAddress(Value pointer, Type elementType, int64_t h, int64_t group);
   /// Loads the slot of a tensor spanning `mask` as f32 (zero outside the
   /// output).
   Value loadSlot(Value pointer, Type elementType, unsigned mask, int64_t h,
@@ -283,8 +282,8 @@ static Value isMultipleOf(KernelBuilder &b, Value x, int64_t k) {
 
 /// Whether `pointer` is aligned to `bytes` (a power of 2).
 static Value isAlignedTo(KernelBuilder &b, Value pointer, int64_t bytes) {
-  return isMultipleOf(
-      b, LLVM::PtrToIntOp::create(b, b.getI64Type(), pointer), bytes);
+  return isMultipleOf(b, LLVM::PtrToIntOp::create(b, b.getI64Type(), pointer),
+                      bytes);
 }
 
 Value EpilogueBuilder::isInterior(KernelBuilder &b, const KernelPlan &plan,
@@ -658,8 +657,7 @@ void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
     Value element = value;
     if (elementType != element.getType())
       element = arith::TruncFOp::create(b, elementType, element);
-    LLVM::StoreOp::create(b, element,
-                          slotAddress(pointer, elementType, h, c));
+    LLVM::StoreOp::create(b, element, slotAddress(pointer, elementType, h, c));
   };
   if (cond)
     b.ifThen(cond, store);
@@ -780,8 +778,7 @@ Value EpilogueBuilder::computeRowReduce(RowReduceOp reduce, int64_t h) {
 
 Value EpilogueBuilder::computeDropout(DropoutOp dropout, int64_t h, int64_t c) {
   return buildDropoutApply(b, b.getLoc(), at(dropout.getInput(), h, c),
-                           dropoutBits(dropout, h, c),
-                           dropout.getThreshold());
+                           dropoutBits(dropout, h, c), dropout.getThreshold());
 }
 
 Value EpilogueBuilder::dropoutBits(DropoutOp dropout, int64_t h, int64_t c) {
@@ -835,8 +832,7 @@ static ActivationPrimitives buildGpuActivationPrimitives(bool fast) {
 
 /// The GPU's activation primitives (buildGpuActivationPrimitives), built once.
 static const ActivationPrimitives &getGpuActivationPrimitives(bool fast) {
-  static const ActivationPrimitives exact =
-      buildGpuActivationPrimitives(false);
+  static const ActivationPrimitives exact = buildGpuActivationPrimitives(false);
   static const ActivationPrimitives fastTanh =
       buildGpuActivationPrimitives(true);
   return fast ? fastTanh : exact;
@@ -949,13 +945,13 @@ static SmallVector<Value> hideFromHoisting(KernelBuilder &b,
     }
     for (int64_t i = 0; i < size; ++i)
       constraints += std::to_string(i) + (i + 1 < size ? "," : "");
-    hidden.push_back(
-        LLVM::InlineAsmOp::create(
-            b, type, elements, b.getStringAttr(""),
-            b.getStringAttr(constraints), /*has_side_effects=*/nullptr,
-            /*is_align_stack=*/nullptr, LLVM::TailCallKindAttr(),
-            /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr)
-            .getResult(0));
+    hidden.push_back(LLVM::InlineAsmOp::create(
+                         b, type, elements, b.getStringAttr(""),
+                         b.getStringAttr(constraints),
+                         /*has_side_effects=*/nullptr,
+                         /*is_align_stack=*/nullptr, LLVM::TailCallKindAttr(),
+                         /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr)
+                         .getResult(0));
   }
   return hidden;
 }
@@ -967,8 +963,8 @@ void mlir::coda::buildEpilogue(OpBuilder &builder, Location loc,
   KernelBuilder b(loc, builder);
   // Interior tiles (all but the last row and column of tiles, for aligned
   // tensors) run a copy of the epilogue without bounds or alignment checks.
-  auto ifOp = scf::IfOp::create(
-      b, EpilogueBuilder::isInterior(b, plan, values), /*withElseRegion=*/true);
+  auto ifOp = scf::IfOp::create(b, EpilogueBuilder::isInterior(b, plan, values),
+                                /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   EpilogueBuilder(b, plan, values, accumulators, /*interior=*/true).build();
@@ -1064,17 +1060,16 @@ void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,
       Value rowInTile = b.divu(task, b.i32(linesPerRow));
       Value lineBytes = b.mul(b.remu(task, b.i32(linesPerRow)), b.i32(128));
       Value row = b.add(values.rowBase, rowInTile);
-      Value inside =
-          b.andi(b.ult(row, values.m),
-                 b.ult(lineBytes, b.mul(cols, b.i32(bytes))));
+      Value inside = b.andi(b.ult(row, values.m),
+                            b.ult(lineBytes, b.mul(cols, b.i32(bytes))));
       if (first + 128 > lines)
         inside = b.andi(inside, b.ult(task, b.i32(lines)));
       b.ifThen(inside, [&] {
-        Value address = b.gep(
-            b.gep(tensor.pointer, tensor.elementType,
-                  getLinearIndex(b, values, tensor.mask, values.batch, row,
-                                 values.colBase)),
-            b.getI8Type(), b.wide(lineBytes));
+        Value address =
+            b.gep(b.gep(tensor.pointer, tensor.elementType,
+                        getLinearIndex(b, values, tensor.mask, values.batch,
+                                       row, values.colBase)),
+                  b.getI8Type(), b.wide(lineBytes));
         NVVM::PrefetchOp::create(
             b,
             NVVM::PrefetchCacheLevelAttr::get(b.getContext(),

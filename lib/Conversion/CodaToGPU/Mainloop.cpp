@@ -382,13 +382,13 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
       [&](const TileCoords &tile, RingState base) {
         // Every tile of the block but the first follows the other consumer's.
         if (pingpong)
-          b.ifThen(b.ori(
-                       b.eq(consumer, b.i32(1)),
-                       b.cmp(arith::CmpIPredicate::ne, tile.index, clusterId)),
-                   [&] {
-                     NVVM::BarrierOp::create(b, Type(), ownTurn, turnThreads,
-                                             nullptr, Value());
-                   });
+          b.ifThen(
+              b.ori(b.eq(consumer, b.i32(1)),
+                    b.cmp(arith::CmpIPredicate::ne, tile.index, clusterId)),
+              [&] {
+                NVVM::BarrierOp::create(b, Type(), ownTurn, turnThreads,
+                                        nullptr, Value());
+              });
         KernelValues tileValues = values;
         tileValues.batch = tile.batch;
         tileValues.rowBase =

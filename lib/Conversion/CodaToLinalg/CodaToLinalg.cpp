@@ -51,8 +51,7 @@ class GemmLowering {
 public:
   /// Lowers `op`, computing in `computeType`: f32, or f64 for the widened
   /// reference.
-  GemmLowering(GemmOp op, ConversionPatternRewriter &rewriter,
-               Type computeType)
+  GemmLowering(GemmOp op, ConversionPatternRewriter &rewriter, Type computeType)
       : op(op), rewriter(rewriter), loc(op.getLoc()),
         space(op.getOutputSpaceDims().getMask()), f32(computeType) {}
 
@@ -81,8 +80,7 @@ private:
   /// elements of `inputs` and yields one value per type of `resultTypes`.
   ValueRange buildElementwise(
       unsigned mask, ArrayRef<Materialized> inputs, TypeRange resultTypes,
-      function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
-          body);
+      function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body);
 
   Value lowerContraction(Value a, Value b);
   Value lowerAccumulator(Value product, Value c, Value alpha, Value beta);
@@ -92,8 +90,7 @@ private:
   /// `OpTy` of every element of `input` and the f32 scalar `scalar`.
   template <typename OpTy>
   Materialized withScalar(Materialized input, Value scalar);
-  Value lowerOutput(Materialized value, unsigned mask,
-                    RankedTensorType type);
+  Value lowerOutput(Materialized value, unsigned mask, RankedTensorType type);
 
   /// The size of output-space dim `bit` as an f32 scalar.
   Value sizeAsF32(unsigned bit);
@@ -188,8 +185,8 @@ Value GemmLowering::asF32(Value value, unsigned mask) {
 
 Value GemmLowering::sizeAsF32(unsigned bit) {
   Value index = getValueOrCreateConstantIndexOp(rewriter, loc, size(bit));
-  Value i64 = arith::IndexCastUIOp::create(rewriter, loc,
-                                           rewriter.getI64Type(), index);
+  Value i64 =
+      arith::IndexCastUIOp::create(rewriter, loc, rewriter.getI64Type(), index);
   return arith::UIToFPOp::create(rewriter, loc, f32, i64);
 }
 
@@ -215,8 +212,8 @@ Value GemmLowering::lowerContraction(Value a, Value b) {
                        : operandMapFor(b, kExpr, dim(DimsAttr::kN));
   AffineMap outMap = operandMap(space, space, /*extraDims=*/1);
 
-  Value zero = arith::ConstantOp::create(rewriter, loc,
-                                         rewriter.getFloatAttr(f32, 0.0));
+  Value zero =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getFloatAttr(f32, 0.0));
   Value init =
       linalg::FillOp::create(rewriter, loc, zero, emptyTensor(space, f32))
           .getResult(0);
@@ -305,8 +302,8 @@ Materialized GemmLowering::lowerReduction(ReductionKind kind,
       });
   Materialized result{generic.getResult(0), outMask};
   if (outMask == 0)
-    result.value = tensor::ExtractOp::create(rewriter, loc, result.value,
-                                             ValueRange{});
+    result.value =
+        tensor::ExtractOp::create(rewriter, loc, result.value, ValueRange{});
   if (!reductionDividesByCount(kind))
     return result;
   return withScalar<arith::DivFOp>(result, sizeAsF32(reducedBit));
@@ -370,8 +367,7 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
     SmallVector<Value> scalars;
     for (const Materialized &m : operands)
       scalars.push_back(m.value);
-    SmallVector<Value> results =
-        buildScalar(rewriter, inner.getLoc(), scalars);
+    SmallVector<Value> results = buildScalar(rewriter, inner.getLoc(), scalars);
     for (auto [result, value] : llvm::zip(inner.getResults(), results))
       values[result] = {value, 0};
     return;
@@ -388,14 +384,14 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
 Value GemmLowering::lowerOutput(Materialized value, unsigned mask,
                                 RankedTensorType type) {
   Type elementType = type.getElementType();
-  Value result = buildElementwise(
-      mask, {value}, {elementType},
-      [&](OpBuilder &b, Location l, ValueRange args) {
-        Value v = args[0];
-        if (elementType != f32)
-          v = arith::TruncFOp::create(b, l, elementType, v);
-        return SmallVector<Value>{v};
-      })[0];
+  Value result =
+      buildElementwise(mask, {value}, {elementType},
+                       [&](OpBuilder &b, Location l, ValueRange args) {
+                         Value v = args[0];
+                         if (elementType != f32)
+                           v = arith::TruncFOp::create(b, l, elementType, v);
+                         return SmallVector<Value>{v};
+                       })[0];
   if (result.getType() != type)
     result = tensor::CastOp::create(rewriter, loc, type, result);
   return result;
@@ -417,10 +413,10 @@ LogicalResult GemmLowering::lower(ValueRange operands, TypeRange resultTypes) {
     batchSize = tensor::getMixedSize(rewriter, loc, b, 0);
 
   Value product = lowerContraction(a, b);
-  values[op.getAccumulator()] = {
-      lowerAccumulator(product, adaptor.getC(), adaptor.getAlpha(),
-                       adaptor.getBeta()),
-      space};
+  values[op.getAccumulator()] = {lowerAccumulator(product, adaptor.getC(),
+                                                  adaptor.getAlpha(),
+                                                  adaptor.getBeta()),
+                                 space};
   for (auto [i, input] : llvm::enumerate(adaptor.getInputs())) {
     unsigned mask = op.getInputDimsAt(i).getMask();
     values[op.getInputArg(i)] = {asF32(input, mask), mask};
@@ -432,9 +428,9 @@ LogicalResult GemmLowering::lower(ValueRange operands, TypeRange resultTypes) {
 
   SmallVector<Value> results;
   for (auto [i, value] : llvm::enumerate(op.getYield().getValues()))
-    results.push_back(
-        lowerOutput(values.lookup(value), op.getResultDimsAt(i).getMask(),
-                    cast<RankedTensorType>(resultTypes[i])));
+    results.push_back(lowerOutput(values.lookup(value),
+                                  op.getResultDimsAt(i).getMask(),
+                                  cast<RankedTensorType>(resultTypes[i])));
   rewriter.replaceOp(op, results);
   return success();
 }
@@ -446,8 +442,8 @@ struct GemmOpLowering final : OpConversionPattern<GemmOp> {
   matchAndRewrite(GemmOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     SmallVector<Type> resultTypes;
-    if (failed(getTypeConverter()->convertTypes(op.getResultTypes(),
-                                                resultTypes)))
+    if (failed(
+            getTypeConverter()->convertTypes(op.getResultTypes(), resultTypes)))
       return failure();
     Type computeType = getTypeConverter()->convertType(rewriter.getF32Type());
     return GemmLowering(op, rewriter, computeType)
@@ -472,8 +468,8 @@ struct ConvertCodaToLinalg final
     RewritePatternSet patterns(context);
     populateCodaToLinalgConversionPatterns(converter, patterns);
     if (widenToF64) {
-      populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(
-          patterns, converter);
+      populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                     converter);
       populateReturnOpTypeConversionPattern(patterns, converter);
     }
     if (failed(applyPartialConversion(getOperation(), target,

@@ -4,7 +4,6 @@
 #include "coda/Dialect/Coda/IR/CodaAttrs.h"
 #include "coda/Dialect/Coda/IR/CodaOps.h"
 
-
 using namespace mlir;
 using namespace mlir::coda;
 

@@ -86,10 +86,9 @@ static LogicalResult verifySizes(GemmOp op, RankedTensorType type,
       continue;
     int64_t size = type.getDimSize(index++);
     if (conflict(size, sizes.get(bit)))
-      return op.emitOpError()
-             << what << " (" << type << ") has size " << size << " along "
-             << name << ", but the GEMM has " << sizeName << " = "
-             << sizes.get(bit);
+      return op.emitOpError() << what << " (" << type << ") has size " << size
+                              << " along " << name << ", but the GEMM has "
+                              << sizeName << " = " << sizes.get(bit);
   }
   return success();
 }
@@ -113,7 +112,7 @@ void GemmOp::build(OpBuilder &builder, OperationState &state,
   SmallVector<Type> argTypes{builder.getF32Type()};
   for (Value input : inputs)
     argTypes.push_back(isa<ShapedType>(input.getType()) ? builder.getF32Type()
-                                                         : input.getType());
+                                                        : input.getType());
   SmallVector<Location> argLocs(argTypes.size(), state.location);
   OpBuilder::InsertionGuard guard(builder);
   builder.createBlock(state.regions.front().get(), {}, argTypes, argLocs);
@@ -259,10 +258,9 @@ void GemmOp::print(OpAsmPrinter &p) {
   }
   p << ")";
   p.printOptionalAttrDictWithKeyword(
-      (*this)->getAttrs(),
-      {getOperandSegmentSizesAttrName(), getTransposeAAttrName(),
-       getTransposeBAttrName(), getInputDimsAttrName(),
-       getResultDimsAttrName()});
+      (*this)->getAttrs(), {getOperandSegmentSizesAttrName(),
+                            getTransposeAAttrName(), getTransposeBAttrName(),
+                            getInputDimsAttrName(), getResultDimsAttrName()});
   p << " ";
   p.printRegion(getEpilogue(), /*printEntryBlockArgs=*/true);
 }
@@ -342,8 +340,7 @@ LogicalResult GemmOp::verify() {
       return emitOpError() << what << " spans " << stringifyDims(mask)
                            << " but has rank " << tensorType.getRank();
     if ((mask & DimsAttr::kB) && !batched)
-      return emitOpError() << what
-                           << " spans b, but the GEMM is not batched";
+      return emitOpError() << what << " spans b, but the GEMM is not batched";
     if (failed(verifySizes(*this, tensorType, mask, sizes, what)))
       return failure();
   }
@@ -428,16 +425,16 @@ LogicalResult GemmOp::verifyRegions() {
 
   YieldOp yield = getYield();
   if (yield.getValues().size() != getNumResults())
-    return yield.emitOpError()
-           << "yields " << yield.getValues().size()
-           << " values, but the coda.gemm has " << getNumResults()
-           << " outputs";
+    return yield.emitOpError() << "yields " << yield.getValues().size()
+                               << " values, but the coda.gemm has "
+                               << getNumResults() << " outputs";
 
   EpilogueDims dims(*this);
   for (auto dropout : block.getOps<DropoutOp>())
     if (dims.getMask(dropout.getSeed()) != 0)
       return dropout.emitOpError()
-             << "seed varies along " << stringifyDims(dims.getMask(dropout.getSeed()))
+             << "seed varies along "
+             << stringifyDims(dims.getMask(dropout.getSeed()))
              << "; the seed must be the same for every element: pass it as a "
                 "scalar i64 input";
   for (auto [i, value] : llvm::enumerate(yield.getValues())) {

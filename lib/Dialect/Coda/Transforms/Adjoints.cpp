@@ -60,8 +60,8 @@ SmallVector<Value> extremumAdjoint(Arith &a, Value x, Value y, Value g,
 
 /// The adjoint of a row reduction of x to y at this element: the row
 /// reduction of g that the reduction's derivative calls for.
-Value rowReduceAdjoint(OpBuilder &b, Location loc, Arith &a,
-                       ReductionKind kind, Value x, Value y, Value g) {
+Value rowReduceAdjoint(OpBuilder &b, Location loc, Arith &a, ReductionKind kind,
+                       Value x, Value y, Value g) {
   auto rowReduce = [&](ReductionKind k, Value v) -> Value {
     return RowReduceOp::create(b, loc, v.getType(),
                                ReductionKindAttr::get(b.getContext(), k), v);
@@ -75,8 +75,9 @@ Value rowReduceAdjoint(OpBuilder &b, Location loc, Arith &a,
     // The row's total adjoint, shared by the elements that attain the max
     // (as torch.amax).
     Value attains = a.cmp(arith::CmpFPredicate::OEQ, x, y);
-    Value count = rowReduce(ReductionKind::Sum,
-                            a.select(attains, a.constant(1.0), a.constant(0.0)));
+    Value count =
+        rowReduce(ReductionKind::Sum,
+                  a.select(attains, a.constant(1.0), a.constant(0.0)));
     return a.where(attains, a.div(rowReduce(ReductionKind::Sum, g), count));
   }
   }
@@ -84,8 +85,7 @@ Value rowReduceAdjoint(OpBuilder &b, Location loc, Arith &a,
 }
 
 /// A list of op classes.
-template <typename... OpTys>
-struct OpList {
+template <typename... OpTys> struct OpList {
   static bool contains(Operation *op) { return isa<OpTys...>(op); }
   /// The op names, as "arith.addf, arith.subf and coda.row_reduce".
   static std::string spell() {
@@ -104,15 +104,13 @@ struct OpList {
 /// and the "has no derivative" message lists them.
 using DifferentiableOps =
     OpList<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
-           arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp,
-           arith::SelectOp, math::ExpOp, math::LogOp, math::SqrtOp,
-           math::RsqrtOp, math::TanhOp, math::AbsFOp, math::PowFOp,
-           ActivationOp, DropoutOp, RowReduceOp>;
+           arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, arith::SelectOp,
+           math::ExpOp, math::LogOp, math::SqrtOp, math::RsqrtOp, math::TanhOp,
+           math::AbsFOp, math::PowFOp, ActivationOp, DropoutOp, RowReduceOp>;
 } // namespace
 
 FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
-                                                       Operation *op,
-                                                       Value g) {
+                                                       Operation *op, Value g) {
   if (!DifferentiableOps::contains(op))
     return op->emitOpError()
            << "has no derivative: the backward of an epilogue can be derived "
@@ -125,8 +123,12 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
   using Adjoints = std::optional<SmallVector<Value>>;
   Adjoints adjoints =
       llvm::TypeSwitch<Operation *, Adjoints>(op)
-          .Case([&](arith::AddFOp) { return SmallVector<Value>{g, g}; })
-          .Case([&](arith::SubFOp) { return SmallVector<Value>{g, a.neg(g)}; })
+          .Case([&](arith::AddFOp) {
+            return SmallVector<Value>{g, g};
+          })
+          .Case([&](arith::SubFOp) {
+            return SmallVector<Value>{g, a.neg(g)};
+          })
           .Case([&](arith::MulFOp) {
             return SmallVector<Value>{a.mul(g, operand(1)),
                                       a.mul(g, operand(0))};
@@ -163,8 +165,8 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
           })
           .Case([&](math::RsqrtOp) {
             // d x^(-1/2) = -x^(-1/2) dx / (2 x)
-            return SmallVector<Value>{a.div(
-                a.mul(a.mul(g, a.constant(-0.5)), result()), operand(0))};
+            return SmallVector<Value>{
+                a.div(a.mul(a.mul(g, a.constant(-0.5)), result()), operand(0))};
           })
           .Case([&](math::TanhOp) {
             Value t = result();
@@ -175,20 +177,19 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
             // sign(x) dx, 0 at x = 0 (as PyTorch's abs backward).
             Value x = operand(0);
             Value zero = a.constant(0.0);
-            return SmallVector<Value>{
-                a.select(a.cmp(arith::CmpFPredicate::OGT, x, zero), g,
-                         a.where(a.cmp(arith::CmpFPredicate::OLT, x, zero),
-                                 a.neg(g)))};
+            return SmallVector<Value>{a.select(
+                a.cmp(arith::CmpFPredicate::OGT, x, zero), g,
+                a.where(a.cmp(arith::CmpFPredicate::OLT, x, zero), a.neg(g)))};
           })
           .Case([&](math::PowFOp) {
             // d x^c = c x^(c-1) dx + x^c log(x) dc
             Value x = operand(0), c = operand(1);
-            Value lower = math::PowFOp::create(
-                b, loc, x, a.sub(c, a.constant(1.0)));
-            Value dc = c.getDefiningOp<arith::ConstantOp>()
-                           ? Value()
-                           : a.mul(g, a.mul(result(),
-                                            math::LogOp::create(b, loc, x)));
+            Value lower =
+                math::PowFOp::create(b, loc, x, a.sub(c, a.constant(1.0)));
+            Value dc =
+                c.getDefiningOp<arith::ConstantOp>()
+                    ? Value()
+                    : a.mul(g, a.mul(result(), math::LogOp::create(b, loc, x)));
             return SmallVector<Value>{a.mul(g, a.mul(c, lower)), dc};
           })
           .Case([&](ActivationOp act) {
@@ -199,10 +200,9 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
           .Case([&](DropoutOp dropout) {
             // The forward's mask and scale, regenerated from its seed and
             // stream at this element.
-            auto masked = DropoutOp::create(b, loc, g.getType(), g,
-                                            dropout.getSeed(),
-                                            dropout.getPAttr(),
-                                            dropout.getStreamAttr());
+            auto masked =
+                DropoutOp::create(b, loc, g.getType(), g, dropout.getSeed(),
+                                  dropout.getPAttr(), dropout.getStreamAttr());
             return SmallVector<Value>{Value(masked.getResult()), Value()};
           })
           .Case([&](RowReduceOp reduce) {

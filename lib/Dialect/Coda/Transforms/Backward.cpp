@@ -17,8 +17,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/StringSet.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -514,8 +514,8 @@ mlir::coda::deriveBackward(func::FuncOp func, AccumulatorSource source) {
     suffixes.append({BackwardNames::kSaving, BackwardNames::kBackwardSaved});
   for (StringRef suffix : suffixes) {
     std::string name = (func.getName() + "_" + suffix).str();
-    if (SymbolTable::lookupNearestSymbolFrom(func, StringAttr::get(
-                                                       func.getContext(), name)))
+    if (SymbolTable::lookupNearestSymbolFrom(
+            func, StringAttr::get(func.getContext(), name)))
       return func.emitError()
              << "cannot derive '@" << name << "' from '@" << func.getName()
              << "': the module already has a symbol of that name (derive "

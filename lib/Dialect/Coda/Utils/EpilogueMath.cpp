@@ -83,11 +83,10 @@ Value mlir::coda::buildActivation(OpBuilder &b, Location loc,
     switch (kind) {
     case ActivationKind::GeluTanh: {
       // u = sqrt(2/pi) x (1 + 0.044715 x^2)
-      Value poly =
-          m.add(m.constant(ActivationMath::kGeluC),
-                m.mul(m.constant(ActivationMath::kGeluC *
-                                 ActivationMath::kGeluCubic),
-                      m.mul(x, x)));
+      Value poly = m.add(
+          m.constant(ActivationMath::kGeluC),
+          m.mul(m.constant(ActivationMath::kGeluC * ActivationMath::kGeluCubic),
+                m.mul(x, x)));
       return m.halfOnePlusTanh(x, m.mul(x, poly));
     }
     case ActivationKind::Silu:
@@ -136,35 +135,35 @@ Value mlir::coda::buildActivationDerivative(
     // d/dx x s(x), s = sigmoid(2u): s + x s (1 - s) 2u', with
     // 2u' = 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2).
     Value s = m.sigmoid(m.geluTwiceU(x));
-    Value twiceDu = m.add(
-        m.constant(2.0 * ActivationMath::kGeluC),
-        m.mul(m.constant(6.0 * ActivationMath::kGeluC *
-                         ActivationMath::kGeluCubic),
-              m.mul(x, x)));
+    Value twiceDu = m.add(m.constant(2.0 * ActivationMath::kGeluC),
+                          m.mul(m.constant(6.0 * ActivationMath::kGeluC *
+                                           ActivationMath::kGeluCubic),
+                                m.mul(x, x)));
     Value ds = m.mul(m.mul(s, m.sub(m.constant(1.0), s)), twiceDu);
     return m.add(s, m.mul(x, ds));
   }
   case ActivationKind::GeluErf: {
-    // Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt(2))) + x e^(-x^2/2) / sqrt(2 pi)
+    // Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt(2))) + x e^(-x^2/2) / sqrt(2
+    // pi)
     Value e =
         math::ErfOp::create(b, loc, m.mul(x, m.constant(0.7071067811865476)));
     Value cdf = m.mul(m.constant(0.5), m.add(m.constant(1.0), e));
     Value density = primitives.exp2(
         b, loc, m.mul(m.mul(x, x), m.constant(-0.5 * ActivationMath::kLog2E)));
-    return m.add(cdf,
-                 m.mul(x, m.mul(density, m.constant(0.3989422804014327))));
+    return m.add(cdf, m.mul(x, m.mul(density, m.constant(0.3989422804014327))));
   }
   case ActivationKind::Relu: {
     // 1 where x > 0, else 0 (0 at x = 0, as PyTorch's relu backward).
-    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                           x, m.constant(0.0));
+    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x,
+                                           m.constant(0.0));
     return arith::SelectOp::create(b, loc, positive, m.constant(1.0),
                                    m.constant(0.0));
   }
   case ActivationKind::Silu: {
     // d/dx x s(x), s = sigmoid(x): s (1 + x (1 - s)).
     Value s = m.sigmoid(x);
-    return m.mul(s, m.add(m.constant(1.0), m.mul(x, m.sub(m.constant(1.0), s))));
+    return m.mul(s,
+                 m.add(m.constant(1.0), m.mul(x, m.sub(m.constant(1.0), s))));
   }
   case ActivationKind::Sigmoid: {
     Value s = m.sigmoid(x);
@@ -207,8 +206,7 @@ std::array<Value, 2> mlir::coda::buildDropoutKey(OpBuilder &b, Location loc,
   Type i32 = b.getI32Type();
   Value lo = arith::TruncIOp::create(b, loc, i32, seed);
   Value shifted = arith::ShRUIOp::create(
-      b, loc, seed,
-      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32)));
+      b, loc, seed, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32)));
   Value hi = arith::TruncIOp::create(b, loc, i32, shifted);
   return {lo, hi};
 }
@@ -272,7 +270,8 @@ static Value selectKept(OpBuilder &b, Location loc, Value x, Value bits,
                         uint32_t threshold, Value addend, Value dropped) {
   if (threshold >= 65536)
     return dropped;
-  Value scale = floatConst(b, loc, x.getType(), 65536.0 / (65536.0 - threshold));
+  Value scale =
+      floatConst(b, loc, x.getType(), 65536.0 / (65536.0 - threshold));
   Value keep = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, bits,
                                      i32Const(b, loc, threshold));
   Value kept = arith::MulFOp::create(b, loc, x, scale);
