@@ -287,7 +287,7 @@ LogicalResult fillEpilogueGradient(Forward &forward, GemmOp gemm,
 }
 
 std::string derivedName(Forward &forward, StringRef suffix) {
-  return (forward.func.getName() + "_" + suffix).str();
+  return getDerivedName(forward.func, suffix);
 }
 
 FailureOr<func::FuncOp> buildRecomputeBackward(Forward &forward) {
@@ -500,6 +500,10 @@ func::FuncOp buildOperandGradient(Forward &forward, StringRef name,
 
 } // namespace
 
+std::string mlir::coda::getDerivedName(func::FuncOp forward, StringRef suffix) {
+  return (forward.getName() + "_" + suffix).str();
+}
+
 FailureOr<BackwardPrograms>
 mlir::coda::deriveBackward(func::FuncOp func, AccumulatorSource source) {
   if (func->hasAttr(BackwardNames::kDerivedFrom))
@@ -513,7 +517,7 @@ mlir::coda::deriveBackward(func::FuncOp func, AccumulatorSource source) {
   else
     suffixes.append({BackwardNames::kSaving, BackwardNames::kBackwardSaved});
   for (StringRef suffix : suffixes) {
-    std::string name = (func.getName() + "_" + suffix).str();
+    std::string name = getDerivedName(func, suffix);
     if (SymbolTable::lookupNearestSymbolFrom(
             func, StringAttr::get(func.getContext(), name)))
       return func.emitError()
@@ -578,7 +582,7 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
       forward, saved ? AccumulatorSource::Saved : AccumulatorSource::Recompute);
   if (failed(programs))
     return failure();
-  std::string chosen = (forward.getName() + "_" + derived).str();
+  std::string chosen = getDerivedName(forward, derived);
   for (func::FuncOp func :
        {programs->saving, programs->backward, programs->gradA, programs->gradB})
     if (func && func.getName() != chosen)

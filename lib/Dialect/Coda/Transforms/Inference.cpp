@@ -18,8 +18,7 @@ func::FuncOp mlir::coda::deriveInference(func::FuncOp forward) {
   OpBuilder b(forward);
   b.setInsertionPointAfter(forward);
   auto inference = cast<func::FuncOp>(b.clone(*forward));
-  inference.setSymName(
-      (forward.getName() + "_" + BackwardNames::kInference).str());
+  inference.setSymName(getDerivedName(forward, BackwardNames::kInference));
   inference->setAttr(BackwardNames::kDerivedFrom,
                      FlatSymbolRefAttr::get(forward));
   SmallVector<DropoutOp> dropouts;

@@ -62,6 +62,10 @@ struct BackwardNames {
   static constexpr const char *kDerivedFrom = "coda.derived_from";
 };
 
+/// The name of the program `suffix` (a BackwardNames constant) derived from
+/// `forward`: `@f_<suffix>`.
+std::string getDerivedName(func::FuncOp forward, StringRef suffix);
+
 /// The programs derived from one forward program `@f`, inserted after it.
 struct BackwardPrograms {
   /// Saved: `@f_saving`.
