@@ -1,7 +1,7 @@
 //===- GpuPipeline.cpp - coda programs to fused sm_90a kernels ------------===//
 
-#include "coda/Conversion/CodaToGPU/KernelShape.h"
 #include "coda/Conversion/Passes.h"
+#include "coda/Kernel/KernelShape.h"
 #include "coda/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -34,7 +34,7 @@ static std::string getCudaToolkit(const coda::GpuPipelineOptions &options) {
 
 void mlir::coda::buildGpuPipeline(OpPassManager &pm,
                                   const GpuPipelineOptions &options) {
-  ConvertCodaToGPUOptions kernels;
+  CodaPlanKernelsOptions kernels;
   kernels.chip = options.chip;
   if (std::optional<KernelShape> shape = KernelShape::fromOptions(options))
     shape->setOptions(kernels);
@@ -43,7 +43,8 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
   kernels.epilogueVectorBytes = options.epilogueVectorBytes;
   kernels.fastActivations = options.fastActivations;
   kernels.seedInMemory = options.seedInMemory;
-  pm.addPass(createConvertCodaToGPU(kernels));
+  pm.addPass(createCodaPlanKernels(kernels));
+  pm.addPass(createConvertCodaToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

@@ -11,7 +11,7 @@
 #define CODA_LIB_RUNTIME_RUNTIMEIMPL_H
 
 #include "CudaDriver.h"
-#include "coda/Conversion/CodaToGPU/KernelABI.h"
+#include "coda/Kernel/KernelABI.h"
 #include "coda/Runtime/Runtime.h"
 
 #include "mlir/IR/Diagnostics.h"

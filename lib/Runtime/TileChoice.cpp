@@ -2,7 +2,7 @@
 
 #include "coda/Runtime/Runtime.h"
 
-#include "coda/Conversion/CodaToGPU/KernelABI.h"
+#include "coda/Kernel/KernelABI.h"
 
 #include "llvm/Support/MathExtras.h"
 

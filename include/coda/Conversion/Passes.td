@@ -18,30 +18,19 @@ def CodaGridConstantTensorMaps : Pass<"coda-grid-constant-tensor-maps",
   let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
 }
 
-def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Generate one fused sm_90a GEMM + epilogue kernel per coda program";
+def CodaPlanKernels : Pass<"coda-plan-kernels", "::mlir::ModuleOp"> {
+  let summary = "Choose and check the GPU kernel of every coda program";
   let description = [{
-    Replaces every coda program (a top-level `func.func` whose body is one
-    `coda.gemm` fed by its arguments, returning its results) by:
-
-    - a `gpu.module @<program>_kernels` holding one kernel `gpu.func
-      @<program>` built from gpu, nvvm, llvm, arith, math and scf ops: A and
-      B tiles stream through a multi-stage shared-memory pipeline by TMA
-      (128-byte swizzle, mbarriers) that a producer warpgroup fills, two
-      consumer warpgroups multiply them with asynchronous wgmma instructions
-      into fp32 accumulator registers, persistent blocks walk the output
-      tiles, and the epilogue region runs on those registers (one Philox call per 8
-      dropout decisions, row reductions by warp shuffles) before each output
-      element is written to global memory once, with bounds checks;
-    - a private declaration of the program that keeps its signature and
-      argument names.
-
-    Both carry `coda.kernel_abi`, the launch contract (parameters, grid,
-    block, shared memory; see KernelABI.h). Programs the kernel cannot run
-    (target, layouts wgmma cannot read, TMA row alignment, column
-    reductions into non-f32 outputs, row reductions wider than a tile,
-    shared-memory budget) are rejected with an error and the module is left
-    unchanged.
+    Gives the `coda.gemm` of every coda program (a top-level `func.func`
+    whose body is one `coda.gemm` fed by its arguments, returning its
+    results) the `coda.kernel_plan` attribute that `coda-to-gpu` builds its
+    kernel from: the options' tile, pipeline, schedule, cluster and tile
+    order, each one the options leave open chosen for the GEMM, and the
+    epilogue's choices (a bias the accumulators start at, 16-byte loads).
+    Programs the kernel cannot run (target, layouts wgmma cannot read, TMA
+    row alignment, column reductions into non-f32 outputs, row reductions
+    wider than a tile, shared-memory budget) are rejected with an error that
+    says what would be legal, and the module is left unchanged.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
@@ -81,6 +70,32 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
            "graph that captured a launch replays with the seed memory holds "
            "then">
   ];
+}
+
+def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Generate one fused sm_90a GEMM + epilogue kernel per coda program";
+  let description = [{
+    Replaces every coda program (a top-level `func.func` whose body is one
+    `coda.gemm` fed by its arguments, returning its results) by:
+
+    - a `gpu.module @<program>_kernels` holding one kernel `gpu.func
+      @<program>` built from gpu, nvvm, llvm, arith, math and scf ops: A and
+      B tiles stream through a multi-stage shared-memory pipeline by TMA
+      (128-byte swizzle, mbarriers) that a producer warpgroup fills, two
+      consumer warpgroups multiply them with asynchronous wgmma instructions
+      into fp32 accumulator registers, persistent blocks walk the output
+      tiles, and the epilogue region runs on those registers (one Philox call per 8
+      dropout decisions, row reductions by warp shuffles) before each output
+      element is written to global memory once, with bounds checks;
+    - a private declaration of the program that keeps its signature and
+      argument names.
+
+    Both carry `coda.kernel_abi`, the launch contract (parameters, grid,
+    block, shared memory; see KernelABI.h). The kernel is the one the
+    `coda.kernel_plan` of the `coda.gemm` describes (`coda-plan-kernels`
+    attaches it); a program without one, or whose plan it cannot run, is
+    rejected with an error and the module is left unchanged.
+  }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",

@@ -18,7 +18,7 @@
 #ifndef CODA_RUNTIME_RUNTIME_H
 #define CODA_RUNTIME_RUNTIME_H
 
-#include "coda/Conversion/CodaToGPU/KernelShape.h"
+#include "coda/Kernel/KernelShape.h"
 #include "coda/Program/ProgramSignature.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"

@@ -5,14 +5,14 @@
 // the GEMM and its epilogue, and by a host declaration of the program that
 // carries the kernel's launch contract (KernelABI). The kernel body is built
 // by Mainloop.cpp (the producer and consumer warpgroups of a persistent
-// kernel) and Epilogue.cpp (each tile's epilogue) from the plan KernelPlan.cpp
-// chooses.
+// kernel) and Epilogue.cpp (each tile's epilogue) from the coda.kernel_plan
+// of the program's coda.gemm (KernelPlan::get).
 //
 //===----------------------------------------------------------------------===//
 
-#include "coda/Conversion/CodaToGPU/KernelABI.h"
 #include "coda/Conversion/Passes.h"
 #include "coda/Dialect/Coda/Utils/EpilogueMath.h"
+#include "coda/Kernel/KernelABI.h"
 
 #include "KernelBuilder.h"
 #include "KernelPlan.h"
@@ -34,51 +34,6 @@ namespace {
 
 /// The name of the dynamic shared memory array of every kernel.
 constexpr StringLiteral kSharedMemoryName = "coda_smem";
-
-/// How diagnostics name operand `index` of `op`.
-std::string describeOperand(GemmOp op, unsigned index) {
-  constexpr const char *kSegmentNames[] = {"A", "B", "C", "alpha", "beta"};
-  for (unsigned segment = 0; segment < 5; ++segment) {
-    auto [start, length] = op.getODSOperandIndexAndLength(segment);
-    if (index >= start && index < start + length)
-      return kSegmentNames[segment];
-  }
-  return "epilogue input #" +
-         std::to_string(index - op.getODSOperandIndexAndLength(5).first);
-}
-
-/// Checks that `op` is the whole body of a coda program in `module` (not in
-/// a module nested in it): every operand is an argument of the function,
-/// whose body is the op and a return of its results.
-LogicalResult checkProgram(GemmOp op, ModuleOp module) {
-  auto program = dyn_cast<func::FuncOp>(op->getParentOp());
-  if (!program || program->getParentOp() != module)
-    return op.emitOpError()
-           << "cannot run on the GPU: coda-to-gpu lowers coda programs, "
-              "top-level functions whose body is one coda.gemm";
-  Block &body = program.getBody().front();
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto arg = dyn_cast<BlockArgument>(operand.get());
-    if (arg && arg.getOwner() == &body)
-      continue;
-    Operation *def = operand.get().getDefiningOp();
-    return op.emitOpError()
-           << "cannot run on the GPU: "
-           << describeOperand(op, operand.getOperandNumber())
-           << " must be an argument of @" << program.getSymName()
-           << ", but it is computed by '"
-           << (def ? def->getName().getStringRef() : StringRef("a block"))
-           << "'";
-  }
-  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
-  if (&body.front() != op.getOperation() || op->getNextNode() != ret ||
-      !llvm::equal(ret.getOperands(), op.getResults()))
-    return op.emitOpError()
-           << "cannot run on the GPU: the body of @" << program.getSymName()
-           << " must be this coda.gemm and a return of its results, in "
-              "order";
-  return success();
-}
 
 /// Whether `input` of `plan`'s gemm is the dropout seed that seed-in-memory
 /// passes by its address: the i64 argument named "seed" (ProgramSignature's
@@ -284,22 +239,8 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
 
 struct ConvertCodaToGPU final
     : coda::impl::ConvertCodaToGPUBase<ConvertCodaToGPU> {
-  using Base::Base;
-  // The kernel-shape options, public for KernelShape::fromOptions.
-  using Base::clusterM, Base::groupRows, Base::schedule, Base::stages,
-      Base::tileM, Base::tileN;
-
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<KernelShape> shape = KernelShape::fromOptions(*this);
-    if (!shape) {
-      getOperation().emitError()
-          << "coda-to-gpu: " << KernelShape::getScheduleError(schedule);
-      return signalPassFailure();
-    }
-    TileConfig tile;
-    static_cast<KernelShape &>(tile) = *shape;
-    tile.epilogueVectorBytes = epilogueVectorBytes;
     // Check every program first, so that a failure leaves the module as it
     // was.
     SmallVector<KernelPlan> plans;
@@ -307,13 +248,11 @@ struct ConvertCodaToGPU final
     module.walk([&](GemmOp op) {
       FailureOr<KernelPlan> plan = failure();
       if (succeeded(checkProgram(op, module)))
-        plan = KernelPlan::build(op, tile, chip);
+        plan = KernelPlan::get(op);
       if (failed(plan)) {
         legal = false;
         return;
       }
-      plan->fastActivations = fastActivations;
-      plan->seedInMemory = seedInMemory;
       plans.push_back(*plan);
     });
     if (!legal)

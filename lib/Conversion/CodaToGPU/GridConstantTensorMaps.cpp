@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "coda/Conversion/CodaToGPU/KernelABI.h"
 #include "coda/Conversion/Passes.h"
+#include "coda/Kernel/KernelABI.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

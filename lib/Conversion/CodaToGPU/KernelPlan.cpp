@@ -13,6 +13,7 @@
 #include "coda/Dialect/Coda/IR/EpilogueDims.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -25,6 +26,48 @@ using namespace mlir::coda;
 /// is 32-bit); any group of at least M / tileM row blocks walks the tiles
 /// column by column.
 static constexpr int64_t kMaxGroupRows = 1024;
+
+/// How diagnostics name operand `index` of `op`.
+static std::string describeOperand(GemmOp op, unsigned index) {
+  constexpr const char *kSegmentNames[] = {"A", "B", "C", "alpha", "beta"};
+  for (unsigned segment = 0; segment < 5; ++segment) {
+    auto [start, length] = op.getODSOperandIndexAndLength(segment);
+    if (index >= start && index < start + length)
+      return kSegmentNames[segment];
+  }
+  return "epilogue input #" +
+         std::to_string(index - op.getODSOperandIndexAndLength(5).first);
+}
+
+LogicalResult mlir::coda::checkProgram(GemmOp op, ModuleOp module) {
+  auto program = dyn_cast<func::FuncOp>(op->getParentOp());
+  if (!program || program->getParentOp() != module)
+    return op.emitOpError()
+           << "cannot run on the GPU: the GPU lowering runs coda programs, "
+              "top-level functions whose body is one coda.gemm";
+  Block &body = program.getBody().front();
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto arg = dyn_cast<BlockArgument>(operand.get());
+    if (arg && arg.getOwner() == &body)
+      continue;
+    Operation *def = operand.get().getDefiningOp();
+    return op.emitOpError()
+           << "cannot run on the GPU: "
+           << describeOperand(op, operand.getOperandNumber())
+           << " must be an argument of @" << program.getSymName()
+           << ", but it is computed by '"
+           << (def ? def->getName().getStringRef() : StringRef("a block"))
+           << "'";
+  }
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (&body.front() != op.getOperation() || op->getNextNode() != ret ||
+      !llvm::equal(ret.getOperands(), op.getResults()))
+    return op.emitOpError()
+           << "cannot run on the GPU: the body of @" << program.getSymName()
+           << " must be this coda.gemm and a return of its results, in "
+              "order";
+  return success();
+}
 
 SmallVector<int64_t> OperandPlan::getBox() const {
   SmallVector<int64_t> box = kMajor
@@ -249,4 +292,53 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
                                   : ", the widest tile");
   }
   return plan;
+}
+
+FailureOr<KernelPlan> KernelPlan::get(GemmOp op) {
+  auto attr = op->getAttrOfType<KernelPlanAttr>(kAttrName);
+  if (!attr)
+    return op.emitOpError()
+           << "has no " << kAttrName
+           << ": run coda-plan-kernels first, which chooses its kernel";
+  TileConfig tile;
+  tile.tileM = attr.getTileM();
+  tile.tileN = attr.getTileN();
+  tile.stages = attr.getStages();
+  tile.schedule = attr.getSchedule();
+  tile.clusterM = attr.getClusterM();
+  tile.groupRows = attr.getGroupRows();
+  tile.epilogueVectorBytes = attr.getEpilogueVectorBytes();
+  FailureOr<KernelPlan> plan = build(op, tile, attr.getChip());
+  if (failed(plan))
+    return failure();
+  // A bias may start the accumulators only where build found one; a plan
+  // may leave it in the epilogue.
+  int64_t biasInput = attr.getBiasInput();
+  if (biasInput != -1 && biasInput != plan->biasInput)
+    return op.emitOpError()
+           << "cannot start the accumulators at epilogue input #" << biasInput
+           << " (" << kAttrName
+           << " bias_input): that needs a tensor along [n] added to the "
+              "accumulator, which nothing else reads, the sum only stored, "
+              "in a cooperative kernel of one fragment per consumer without "
+              "C or alpha"
+           << (plan->biasInput == -1
+                   ? std::string(" (this GEMM has none)")
+                   : " (this GEMM's is input #" +
+                         std::to_string(plan->biasInput) + ")");
+  if (biasInput == -1) {
+    plan->biasAdd = nullptr;
+    plan->biasInput = -1;
+  }
+  plan->chunkedLoads = attr.getChunkedLoads();
+  plan->fastActivations = attr.getFastActivations();
+  plan->seedInMemory = attr.getSeedInMemory();
+  return plan;
+}
+
+KernelPlanAttr KernelPlan::getAttr(StringRef chip) const {
+  return KernelPlanAttr::get(op->getContext(), chip, tile.tileM, tile.tileN,
+                             tile.stages, *tile.schedule, tile.clusterM,
+                             tile.groupRows, epilogueVectorBytes, biasInput,
+                             chunkedLoads, fastActivations, seedInMemory);
 }

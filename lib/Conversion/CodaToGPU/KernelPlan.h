@@ -46,8 +46,8 @@
 #ifndef CODA_LIB_CONVERSION_CODATOGPU_KERNELPLAN_H
 #define CODA_LIB_CONVERSION_CODATOGPU_KERNELPLAN_H
 
-#include "coda/Conversion/CodaToGPU/KernelABI.h"
 #include "coda/Dialect/Coda/IR/CodaOps.h"
+#include "coda/Kernel/KernelABI.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -152,10 +152,18 @@ struct KernelPlan {
   /// kernel starts (coda-to-gpu's seed-in-memory).
   bool seedInMemory = false;
 
-  /// Checks that `op` can run as a kernel of this shape on `chip`, emitting
-  /// an error on `op` otherwise.
+  /// The name of the attribute that holds a coda.gemm's plan.
+  static constexpr StringLiteral kAttrName = "coda.kernel_plan";
+
+  /// Chooses what `tile` leaves open and checks that `op` can run as a
+  /// kernel of that shape on `chip`, emitting an error on `op` otherwise.
   static FailureOr<KernelPlan> build(GemmOp op, const TileConfig &tile,
                                      StringRef chip);
+  /// The plan of `op` that its kernel_plan attribute fixes, checked as a
+  /// chosen one is; an error on `op` when it has none or it cannot run.
+  static FailureOr<KernelPlan> get(GemmOp op);
+  /// The plan's choices, as `op`'s kernel_plan attribute holds them.
+  KernelPlanAttr getAttr(StringRef chip) const;
 
   /// Bytes of one pipeline stage (A and B).
   int64_t getStageBytes() const {
@@ -184,6 +192,11 @@ struct KernelPlan {
   /// into the slot), so that each block hears from every warp.
   int64_t getSlotReleases() const { return isPingpong() ? 128 : 256; }
 };
+
+/// Checks that `op` is the whole body of a coda program in `module` (not in
+/// a module nested in it): every operand is an argument of the function,
+/// whose body is the op and a return of its results.
+LogicalResult checkProgram(GemmOp op, ModuleOp module);
 
 /// The values of the kernel that the main loop and the epilogue share. All
 /// integers are i32.

@@ -1,6 +1,6 @@
-// RUN: coda-opt %s --coda-to-gpu=cluster-m=2 | FileCheck %s
-// RUN: coda-opt %s --coda-to-gpu="cluster-m=2 tile-n=192" | FileCheck %s --check-prefix=MN
-// RUN: coda-opt %s --coda-to-gpu | FileCheck %s --check-prefix=ALONE --implicit-check-not=nvvm.cluster --implicit-check-not=nvvm.mapa --implicit-check-not=multicast_mask
+// RUN: coda-opt %s --coda-plan-kernels=cluster-m=2 --coda-to-gpu | FileCheck %s
+// RUN: coda-opt %s --coda-plan-kernels="cluster-m=2 tile-n=192" --coda-to-gpu | FileCheck %s --check-prefix=MN
+// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu | FileCheck %s --check-prefix=ALONE --implicit-check-not=nvvm.cluster --implicit-check-not=nvvm.mapa --implicit-check-not=multicast_mask
 
 // Clusters of two blocks along M: the blocks compute vertically adjacent
 // tiles and share their B tile, each loading half of it into both by TMA

@@ -1,19 +1,19 @@
-// RUN: not coda-opt %s --coda-to-gpu=chip=sm_80 2>&1 | FileCheck %s --check-prefix=CHIP
-// RUN: not coda-opt %s --coda-to-gpu=tile-n=96 2>&1 | FileCheck %s --check-prefix=TILE
-// RUN: not coda-opt %s --coda-to-gpu=stages=1 2>&1 | FileCheck %s --check-prefix=STAGES
-// RUN: not coda-opt %s --coda-to-gpu="tile-n=256 stages=5" 2>&1 | FileCheck %s --check-prefix=SMEM
-// RUN: not coda-opt %s --coda-to-gpu="tile-n=256 stages=1000000000000000" 2>&1 | FileCheck %s --check-prefix=SMEM-HUGE
-// RUN: coda-opt %s --coda-to-gpu="tile-n=256 stages=4" | FileCheck %s --check-prefix=FITS
-// RUN: not coda-opt %s --coda-to-gpu=tile-m=64 2>&1 | FileCheck %s --check-prefix=COOP
-// RUN: not coda-opt %s --coda-to-gpu="schedule=pingpong tile-m=256" 2>&1 | FileCheck %s --check-prefix=PINGPONG
-// RUN: not coda-opt %s --coda-to-gpu="tile-m=256 tile-n=256" 2>&1 | FileCheck %s --check-prefix=REGISTERS
-// RUN: not coda-opt %s --coda-to-gpu=epilogue-vector-bytes=8 2>&1 | FileCheck %s --check-prefix=VECTOR
-// RUN: not coda-opt %s --coda-to-gpu=schedule=fast 2>&1 | FileCheck %s --check-prefix=SCHEDULE
-// RUN: not coda-opt %s --coda-to-gpu=tile-n=128 2>&1 | FileCheck %s --check-prefix=ROWS
-// RUN: not coda-opt %s --coda-to-gpu=cluster-m=4 2>&1 | FileCheck %s --check-prefix=CLUSTER
-// RUN: not coda-opt %s --coda-to-gpu="cluster-m=2 group-rows=3" 2>&1 | FileCheck %s --check-prefix=GROUP-ODD
-// RUN: not coda-opt %s --coda-to-gpu=group-rows=2048 2>&1 | FileCheck %s --check-prefix=GROUP-BIG
-// RUN: not coda-opt %s --coda-to-gpu=group-rows=-1 2>&1 | FileCheck %s --check-prefix=GROUP-NEG
+// RUN: not coda-opt %s --coda-plan-kernels=chip=sm_80 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not coda-opt %s --coda-plan-kernels=tile-n=96 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not coda-opt %s --coda-plan-kernels=stages=1 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not coda-opt %s --coda-plan-kernels="tile-n=256 stages=5" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not coda-opt %s --coda-plan-kernels="tile-n=256 stages=1000000000000000" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=SMEM-HUGE
+// RUN: coda-opt %s --coda-plan-kernels="tile-n=256 stages=4" --coda-to-gpu | FileCheck %s --check-prefix=FITS
+// RUN: not coda-opt %s --coda-plan-kernels=tile-m=64 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=COOP
+// RUN: not coda-opt %s --coda-plan-kernels="schedule=pingpong tile-m=256" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=PINGPONG
+// RUN: not coda-opt %s --coda-plan-kernels="tile-m=256 tile-n=256" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=REGISTERS
+// RUN: not coda-opt %s --coda-plan-kernels=epilogue-vector-bytes=8 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=VECTOR
+// RUN: not coda-opt %s --coda-plan-kernels=schedule=fast --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not coda-opt %s --coda-plan-kernels=tile-n=128 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: not coda-opt %s --coda-plan-kernels=cluster-m=4 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=CLUSTER
+// RUN: not coda-opt %s --coda-plan-kernels="cluster-m=2 group-rows=3" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=GROUP-ODD
+// RUN: not coda-opt %s --coda-plan-kernels=group-rows=2048 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=GROUP-BIG
+// RUN: not coda-opt %s --coda-plan-kernels=group-rows=-1 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=GROUP-NEG
 
 // CHIP: error: 'coda.gemm' op cannot run on chip 'sm_80': the GPU lowering emits wgmma and TMA instructions, which need chip sm_90a
 // TILE: error: 'coda.gemm' op tile-n must be 64, 128, 192 or 256, got 96
@@ -25,7 +25,7 @@
 // PINGPONG: error: 'coda.gemm' op tile-m must be 64 or 128 with the ping-pong schedule (each consumer warpgroup computes whole tiles), got 256
 // REGISTERS: error: 'coda.gemm' op a 256 x 256 tile gives each consumer warpgroup 128 x 256 accumulators, 256 registers per thread; at most 128 fit (use a smaller tile-m or tile-n)
 // VECTOR: error: 'coda.gemm' op epilogue-vector-bytes must be 4 or 16, got 8
-// SCHEDULE: error: coda-to-gpu: schedule must be 'cooperative' or 'pingpong' (or empty to choose per GEMM), got 'fast'
+// SCHEDULE: error: coda-plan-kernels: schedule must be 'cooperative' or 'pingpong' (or empty to choose per GEMM), got 'fast'
 // CLUSTER: error: 'coda.gemm' op cluster-m must be 1 or 2, got 4
 // GROUP-ODD: error: 'coda.gemm' op group-rows must be a multiple of cluster-m (2) between 1 and 1024, got 3
 // GROUP-BIG: error: 'coda.gemm' op group-rows must be a multiple of cluster-m (1) between 1 and 1024, got 2048

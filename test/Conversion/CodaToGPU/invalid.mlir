@@ -1,4 +1,4 @@
-// RUN: coda-opt %s --coda-to-gpu -split-input-file -verify-diagnostics
+// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu -split-input-file -verify-diagnostics
 
 func.func @tf32_n_major(%a: tensor<?x64xf32>, %b: tensor<64x?xf32>) -> tensor<?x?xf32> {
   // expected-error @+1 {{cannot run on the GPU: f32 operands are multiplied as tf32 by wgmma, which reads them only with K contiguous; store A as [M, K] (no transpose_a) and B as [N, K] (transpose_b)}}
@@ -83,7 +83,7 @@ func.func @computed_operand(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> ten
 
 func.func @nested(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32> {
   %r = scf.execute_region -> tensor<?x?xf32> {
-    // expected-error @+1 {{cannot run on the GPU: coda-to-gpu lowers coda programs, top-level functions whose body is one coda.gemm}}
+    // expected-error @+1 {{cannot run on the GPU: the GPU lowering runs coda programs, top-level functions whose body is one coda.gemm}}
     %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?x?xf32> [m, n]) {
     ^bb0(%acc: f32):
       coda.yield %acc : f32
@@ -99,7 +99,7 @@ func.func @nested(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf3
 module {
   module @inner {
     func.func @in_inner_module(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>) -> tensor<?x?xf32> {
-      // expected-error @+1 {{cannot run on the GPU: coda-to-gpu lowers coda programs, top-level functions whose body is one coda.gemm}}
+      // expected-error @+1 {{cannot run on the GPU: the GPU lowering runs coda programs, top-level functions whose body is one coda.gemm}}
       %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?x?xf32> [m, n]) {
       ^bb0(%acc: f32):
         coda.yield %acc : f32

@@ -21,6 +21,29 @@ void CodaDialect::registerAttributes() {
       >();
 }
 
+FailureOr<bool> mlir::coda::parseFlag(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef word;
+  if (parser.parseKeyword(&word))
+    return failure();
+  if (word == "true" || word == "false")
+    return word == "true";
+  return parser.emitError(loc)
+         << "expected true or false, got '" << word << "'";
+}
+
+FailureOr<Schedule> mlir::coda::parseSchedule(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef word;
+  if (parser.parseKeyword(&word))
+    return failure();
+  if (std::optional<Schedule> schedule = parseScheduleName(word))
+    return *schedule;
+  return parser.emitError(loc)
+         << "expected a schedule, 'cooperative' or 'pingpong', got '" << word
+         << "'";
+}
+
 namespace {
 /// The dims in print order, with their mask bits.
 constexpr std::pair<const char *, unsigned> kDimNames[] = {

@@ -9,6 +9,17 @@
 #include <string>
 
 #include "coda/Dialect/Coda/IR/CodaEnums.h"
+#include "coda/Kernel/KernelShape.h"
+
+namespace mlir {
+class AsmParser;
+namespace coda {
+/// Parses `true` or `false` (a KernelPlanAttr flag).
+FailureOr<bool> parseFlag(AsmParser &parser);
+/// Parses a schedule's name (`cooperative`, `pingpong`).
+FailureOr<Schedule> parseSchedule(AsmParser &parser);
+} // namespace coda
+} // namespace mlir
 
 #define GET_ATTRDEF_CLASSES
 #include "coda/Dialect/Coda/IR/CodaAttrs.h.inc"

@@ -40,6 +40,67 @@ def Coda_DimsAttr : AttrDef<Coda_Dialect, "Dims"> {
 def Coda_DimsArrayAttr : TypedArrayAttrBase<Coda_DimsAttr, "array of dims">;
 
 //===----------------------------------------------------------------------===//
+// Kernel plan: how the GPU lowering runs one coda.gemm.
+//===----------------------------------------------------------------------===//
+
+// A true/false flag, omitted when false.
+class Coda_FlagParameter<string desc>
+    : AttrParameter<"bool", desc> {
+  let parser = "::mlir::coda::parseFlag($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+  let defaultValue = "false";
+}
+
+// A kernel schedule (KernelShape.h), by its name.
+def Coda_ScheduleParameter
+    : AttrParameter<"::mlir::coda::Schedule", "how the consumers share tiles"> {
+  let parser = "::mlir::coda::parseSchedule($_parser)";
+  let printer = "$_printer << ::mlir::coda::getScheduleName($_self)";
+}
+
+def Coda_KernelPlanAttr : AttrDef<Coda_Dialect, "KernelPlan"> {
+  let mnemonic = "kernel_plan";
+  let summary = "the kernel shape and epilogue choices of one coda.gemm on the GPU";
+  let description = [{
+    What `coda-plan-kernels` chose, and `coda-to-gpu` builds, for the fused
+    kernel of one `coda.gemm` (the `coda.kernel_plan` attribute of the op):
+    the target chip, the block tile (`tile_m` x `tile_n` outputs), the depth
+    of the shared-memory pipeline (`stages`), how the two consumer
+    warpgroups share tiles (`schedule`: `cooperative` or `pingpong`), the
+    blocks per cluster along M (`cluster_m`, whose B tile is multicast), the
+    row blocks per group of the tile order (`group_rows`), and the epilogue's
+    choices: the widest 16-bit store per lane (`epilogue_vector_bytes`: 16
+    or 4), the epilogue input a bias the accumulators start at
+    (`bias_input`; absent: none), whether 16-bit `[m, n]` inputs are read 16
+    bytes per lane (`chunked_loads`), whether GELU(tanh), SiLU and sigmoid
+    use `tanh.approx.f32` (`fast_activations`) and whether the dropout seed
+    is read from memory (`seed_in_memory`). A plan written by hand is checked
+    as a chosen one is.
+
+    ```mlir
+    #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 256, stages = 4,
+                      schedule = cooperative, cluster_m = 1, group_rows = 8,
+                      epilogue_vector_bytes = 16, bias_input = 0>
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"the target chip">:$chip,
+    "int64_t":$tile_m,
+    "int64_t":$tile_n,
+    "int64_t":$stages,
+    Coda_ScheduleParameter:$schedule,
+    "int64_t":$cluster_m,
+    "int64_t":$group_rows,
+    "int64_t":$epilogue_vector_bytes,
+    DefaultValuedParameter<"int64_t", "-1", "the bias the accumulators start at">:$bias_input,
+    Coda_FlagParameter<"16-byte loads of 16-bit [m, n] inputs">:$chunked_loads,
+    Coda_FlagParameter<"activations on tanh.approx.f32">:$fast_activations,
+    Coda_FlagParameter<"the dropout seed read from memory">:$seed_in_memory
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+//===----------------------------------------------------------------------===//
 // Enums
 //===----------------------------------------------------------------------===//
 

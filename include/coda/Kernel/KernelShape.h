@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CODA_CONVERSION_CODATOGPU_KERNELSHAPE_H
-#define CODA_CONVERSION_CODATOGPU_KERNELSHAPE_H
+#ifndef CODA_KERNEL_KERNELSHAPE_H
+#define CODA_KERNEL_KERNELSHAPE_H
 
 #include "llvm/ADT/StringRef.h"
 
@@ -112,4 +112,4 @@ struct KernelShape {
 
 } // namespace mlir::coda
 
-#endif // CODA_CONVERSION_CODATOGPU_KERNELSHAPE_H
+#endif // CODA_KERNEL_KERNELSHAPE_H

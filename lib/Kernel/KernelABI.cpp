@@ -1,6 +1,6 @@
 //===- KernelABI.cpp - the launch contract of coda's GPU kernels ----------===//
 
-#include "coda/Conversion/CodaToGPU/KernelABI.h"
+#include "coda/Kernel/KernelABI.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/MathExtras.h"

@@ -62,10 +62,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CODA_CONVERSION_CODATOGPU_KERNELABI_H
-#define CODA_CONVERSION_CODATOGPU_KERNELABI_H
+#ifndef CODA_KERNEL_KERNELABI_H
+#define CODA_KERNEL_KERNELABI_H
 
-#include "coda/Conversion/CodaToGPU/KernelShape.h"
+#include "coda/Kernel/KernelShape.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/SmallVector.h"
@@ -182,4 +182,4 @@ struct KernelABI {
 
 } // namespace mlir::coda
 
-#endif // CODA_CONVERSION_CODATOGPU_KERNELABI_H
+#endif // CODA_KERNEL_KERNELABI_H

@@ -1,6 +1,6 @@
 //===- KernelShape.cpp - the tunable shape of a GEMM kernel ---------------===//
 
-#include "coda/Conversion/CodaToGPU/KernelShape.h"
+#include "coda/Kernel/KernelShape.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Twine.h"
