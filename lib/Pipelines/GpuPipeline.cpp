@@ -45,6 +45,7 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
   kernels.seedInMemory = options.seedInMemory;
   pm.addPass(createCodaPlanKernels(kernels));
   pm.addPass(createConvertCodaToGPU());
+  pm.addPass(createCodaLowerTileEpilogues());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

@@ -84,9 +84,8 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
       (128-byte swizzle, mbarriers) that a producer warpgroup fills, two
       consumer warpgroups multiply them with asynchronous wgmma instructions
       into fp32 accumulator registers, persistent blocks walk the output
-      tiles, and the epilogue region runs on those registers (one Philox call per 8
-      dropout decisions, row reductions by warp shuffles) before each output
-      element is written to global memory once, with bounds checks;
+      tiles, and each tile's epilogue is a `coda.tile_epilogue` on those
+      registers, which `coda-lower-tile-epilogues` lowers;
     - a private declaration of the program that keeps its signature and
       argument names.
 
@@ -95,6 +94,30 @@ def ConvertCodaToGPU : Pass<"coda-to-gpu", "::mlir::ModuleOp"> {
     `coda.kernel_plan` of the `coda.gemm` describes (`coda-plan-kernels`
     attaches it); a program without one, or whose plan it cannot run, is
     rejected with an error and the module is left unchanged.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def CodaLowerTileEpilogues : Pass<"coda-lower-tile-epilogues",
+                                  "::mlir::ModuleOp"> {
+  let summary = "Lower the epilogues of coda kernels onto their accumulator registers";
+  let description = [{
+    Replaces every `coda.tile_epilogue` that `coda-to-gpu` left in a kernel
+    by the code that runs the epilogue on the accumulator elements each
+    thread holds and writes every output element once: inputs read a column
+    group at a time (16-byte chunks regrouped by quad shuffles where the plan
+    says so), three steps ahead; one Philox call per 8 dropout decisions;
+    row reductions by quad shuffles, column reductions by warp shuffles and
+    one f32 atomic per warp and column; 16-bit outputs written 16 bytes per
+    lane; every access unchecked in interior tiles and checked in the
+    others. The kernel's float arithmetic may then contract into fmas.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

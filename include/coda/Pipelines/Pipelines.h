@@ -95,8 +95,9 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
 /// (coda.kernel_abi, see KernelABI.h):
 ///  1. coda-plan-kernels: each program's kernel, chosen and checked, as the
 ///     coda.kernel_plan of its coda.gemm; coda-to-gpu: the kernel of each
-///     plan as a gpu.module of gpu/nvvm/llvm/arith/math/scf ops, then
-///     canonicalize and cse;
+///     plan as a gpu.module of gpu/nvvm/llvm/arith/math/scf ops, each tile's
+///     epilogue a coda.tile_epilogue; coda-lower-tile-epilogues: those on the
+///     accumulator registers; then canonicalize and cse;
 ///  2. nvvm-attach-target: the NVVM target (chip, features, -O3);
 ///  3. in each gpu.module: convert-scf-to-cf, then convert-gpu-to-nvvm
 ///     (gpu, arith, math to NVVM/LLVM; math through libdevice);

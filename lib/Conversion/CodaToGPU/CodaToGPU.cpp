@@ -143,20 +143,6 @@ void bindParams(Block &entry, const KernelABI &abi, KernelValues &values) {
   }
 }
 
-/// The kernel's float arithmetic may contract a product feeding a sum into one
-/// fma, as nvcc does by default (--fmad=true).
-static void contractFloatArithmetic(gpu::GPUFuncOp kernel) {
-  MLIRContext *context = kernel.getContext();
-  kernel.walk([&](arith::ArithFastMathInterface op) {
-    auto flags = op.getFastMathFlagsAttr();
-    arith::FastMathFlags contracted =
-        (flags ? flags.getValue() : arith::FastMathFlags::none) |
-        arith::FastMathFlags::contract;
-    op->setAttr(op.getFastMathAttrName(),
-                arith::FastMathFlagsAttr::get(context, contracted));
-  });
-}
-
 /// Builds the kernel of `plan` next to `program` and turns the program into a
 /// host declaration; both carry the kernel's ABI.
 void buildKernel(func::FuncOp program, const KernelPlan &plan,
@@ -216,7 +202,6 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
 
   buildPersistentKernel(b, loc, plan, values);
   gpu::ReturnOp::create(kb);
-  contractFloatArithmetic(kernel);
 
   abi.module = module.getName().str();
   abi.kernel = program.getSymName().str();

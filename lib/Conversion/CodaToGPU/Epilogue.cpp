@@ -64,20 +64,20 @@ public:
   /// `interior`: the caller has checked that the consumer's rows and the
   /// tile's columns are inside the output, N is a multiple of 8 and every
   /// tensor is 16-byte aligned (isInterior); then no access needs a check.
-  EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
+  EpilogueBuilder(KernelBuilder &b, TileEpilogueOp op,
                   const KernelValues &values, ValueRange accumulators,
                   bool interior);
 
   /// Whether the calling consumer's part of the tile is interior (see the
   /// constructor).
-  static Value isInterior(KernelBuilder &b, const KernelPlan &plan,
+  static Value isInterior(KernelBuilder &b, TileEpilogueOp op,
                           const KernelValues &values);
 
   void build();
 
 private:
-  int64_t numRowSlots() const { return 2 * plan.getFragments(); }
-  int64_t numColSlots() const { return plan.tile.tileN / 4; }
+  int64_t numRowSlots() const { return 2 * (plan.getConsumerRows() / 64); }
+  int64_t numColSlots() const { return plan.getTileN() / 4; }
 
   /// Whether the slot is inside the output, along the dims of `mask`; null
   /// when that needs no check.
@@ -126,7 +126,7 @@ private:
   void prefetchGroup(int64_t group, int64_t h);
   /// Whether 16-bit outputs are written 16 bytes per lane.
   bool usesChunks(Type elementType) const {
-    return plan.epilogueVectorBytes == 16 &&
+    return plan.getEpilogueVectorBytes() == 16 &&
            elementType.getIntOrFloatBitWidth() == 16;
   }
   /// Whether the quad's whole column group `group` at row slot h is inside
@@ -177,11 +177,14 @@ private:
   void computeElementwise(Operation &inner, int64_t h, int64_t c);
 
   KernelBuilder &b;
-  const KernelPlan &plan;
+  TileEpilogueOp op;
+  KernelPlanAttr plan;
   const KernelValues &values;
   SmallVector<Value> accumulators;
-  GemmOp op;
   EpilogueDims dims;
+  /// The addition of the bias the accumulators start at (see
+  /// KernelPlan::biasAdd), or null.
+  Operation *biasAdd = nullptr;
   bool interior;
   /// The output rows and columns of the thread's slots (i32).
   SmallVector<Value> rows, cols;
@@ -227,29 +230,32 @@ struct EpilogueTensor {
 };
 } // namespace
 
-/// The outputs, C and the tensor inputs of the kernel that the epilogue reads.
-static SmallVector<EpilogueTensor> getTensors(const KernelPlan &plan,
+/// The element type of a tensor type.
+static Type getElementType(Type tensorType) {
+  return cast<RankedTensorType>(tensorType).getElementType();
+}
+
+/// The outputs, C and the tensor inputs of the kernel that the epilogue of
+/// `op` reads (a bias the accumulators start at, epilogue input
+/// `biasInput`, is not).
+static SmallVector<EpilogueTensor> getTensors(EpilogueOpInterface op,
+                                              int64_t biasInput,
                                               const KernelValues &values,
                                               const EpilogueDims &dims) {
-  GemmOp op = plan.op;
-  auto elementType = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getElementType();
-  };
   SmallVector<EpilogueTensor> tensors;
   for (auto [i, pointer] : llvm::enumerate(values.outputs))
-    tensors.push_back({pointer, elementType(op.getResult(i)),
+    tensors.push_back({pointer, getElementType(op.getEpilogueOutputType(i)),
                        op.getResultDimsAt(i).getMask(), /*isOutput=*/true});
-  if (Value c = op.getC())
-    tensors.push_back({values.c, elementType(c),
+  if (Type c = op.getEpilogueCType())
+    tensors.push_back({values.c, getElementType(c),
                        op.getOutputSpaceDims().getMask(), /*isOutput=*/false});
-  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
-    BlockArgument arg = op.getEpilogueBlock().getArgument(i + 1);
-    // A bias the accumulators start at is not read again.
+  for (unsigned i = 0, e = op.getNumEpilogueInputs(); i < e; ++i) {
+    BlockArgument arg = op.getInputArg(i);
+    Type type = op.getEpilogueInputType(i);
     bool inAccumulators =
-        static_cast<int64_t>(i) == plan.biasInput && arg.hasOneUse();
-    if (isa<RankedTensorType>(input.getType()) && !arg.use_empty() &&
-        !inAccumulators)
-      tensors.push_back({values.inputs[i], elementType(input),
+        static_cast<int64_t>(i) == biasInput && arg.hasOneUse();
+    if (isa<RankedTensorType>(type) && !arg.use_empty() && !inAccumulators)
+      tensors.push_back({values.inputs[i], getElementType(type),
                          dims.getMask(arg), /*isOutput=*/false});
   }
   return tensors;
@@ -286,17 +292,18 @@ static Value isAlignedTo(KernelBuilder &b, Value pointer, int64_t bytes) {
                       bytes);
 }
 
-Value EpilogueBuilder::isInterior(KernelBuilder &b, const KernelPlan &plan,
+Value EpilogueBuilder::isInterior(KernelBuilder &b, TileEpilogueOp op,
                                   const KernelValues &values) {
+  KernelPlanAttr plan = op.getPlan();
   auto notAfter = [&](Value last, Value size) {
     return b.cmp(arith::CmpIPredicate::ule, last, size);
   };
   Value interior = b.andi(
-      notAfter(b.add(values.rowBase, b.i32(plan.consumerRows)), values.m),
-      notAfter(b.add(values.colBase, b.i32(plan.tile.tileN)), values.n));
+      notAfter(b.add(values.rowBase, b.i32(plan.getConsumerRows())), values.m),
+      notAfter(b.add(values.colBase, b.i32(plan.getTileN())), values.n));
   interior = b.andi(interior, isMultipleOf(b, values.n, 8));
   for (const EpilogueTensor &tensor :
-       getTensors(plan, values, EpilogueDims(plan.op)))
+       getTensors(op, plan.getBiasInput(), values, EpilogueDims(op)))
     interior = b.andi(interior, isAlignedTo(b, tensor.pointer, 16));
   // The same for the whole warp; a vote says so to ptxas, which then keeps
   // the epilogue's shuffles out of divergence handling.
@@ -305,12 +312,14 @@ Value EpilogueBuilder::isInterior(KernelBuilder &b, const KernelPlan &plan,
       NVVM::VoteSyncKindAttr::get(b.getContext(), NVVM::VoteSyncKind::all));
 }
 
-EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
+EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, TileEpilogueOp op,
                                  const KernelValues &values,
                                  ValueRange accumulators, bool interior)
-    : b(b), plan(plan), values(values),
-      accumulators(accumulators.begin(), accumulators.end()), op(plan.op),
-      dims(op), interior(interior) {
+    : b(b), op(op), plan(op.getPlan()), values(values),
+      accumulators(accumulators.begin(), accumulators.end()), dims(op),
+      interior(interior) {
+  if (plan.getBiasInput() >= 0)
+    biasAdd = *op.getAccumulator().user_begin();
   // Row r + 64i + 8h' of fragment i of warp v, lane l: r = 16v + l / 4.
   Value rowInFragment =
       b.add(b.mul(values.warp, b.i32(16)), b.divu(values.lane, b.i32(4)));
@@ -328,7 +337,8 @@ EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, const KernelPlan &plan,
   nIsMultipleOf8 = isMultipleOf(b, values.n, 8);
   // Lane t's chunk starts at column 8t = firstCol + 6t.
   Value chunkShift = b.wide(b.mul(b.remu(values.lane, b.i32(4)), b.i32(6)));
-  for (const EpilogueTensor &tensor : getTensors(plan, values, dims)) {
+  for (const EpilogueTensor &tensor :
+       getTensors(op, plan.getBiasInput(), values, dims)) {
     Value pointer = tensor.pointer;
     for (int64_t bytes : {4, 8, 16})
       aligned[{pointer, bytes}] = isAlignedTo(b, pointer, bytes);
@@ -519,7 +529,7 @@ void EpilogueBuilder::issueGroup(Value pointer, Type elementType, unsigned mask,
   if (!inserted)
     return;
   LoadedGroup &loaded = it->second;
-  if (!plan.chunkedLoads || !usesChunks(elementType) ||
+  if (!plan.getChunkedLoads() || !usesChunks(elementType) ||
       !(mask & DimsAttr::kM)) {
     for (int64_t j = 0; j < 4; ++j)
       loaded.pairs.push_back(
@@ -577,7 +587,8 @@ Value EpilogueBuilder::loadInput(Value pointer, Type elementType, unsigned mask,
 }
 
 void EpilogueBuilder::prefetchGroup(int64_t group, int64_t h) {
-  for (const EpilogueTensor &tensor : getTensors(plan, values, dims)) {
+  for (const EpilogueTensor &tensor :
+       getTensors(op, plan.getBiasInput(), values, dims)) {
     unsigned mask = tensor.mask;
     if (!tensor.isOutput && (mask & DimsAttr::kN) &&
         ((mask & DimsAttr::kM) || h == 0))
@@ -713,7 +724,7 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
     result = computeAccumulator(h, c);
   } else if (auto arg = dyn_cast<BlockArgument>(v)) {
     unsigned i = arg.getArgNumber() - 1;
-    auto type = dyn_cast<RankedTensorType>(op.getInputs()[i].getType());
+    auto type = dyn_cast<RankedTensorType>(op.getEpilogueInputType(i));
     result =
         type ? loadInput(values.inputs[i], type.getElementType(), mask, h, c)
              : values.inputs[i];
@@ -735,10 +746,9 @@ Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
                                            4 * (c / 2) + 2 * (h % 2) + c % 2);
   if (values.alpha)
     acc = arith::MulFOp::create(b, acc, values.alpha);
-  if (Value c0 = op.getC()) {
-    Value cValue = loadInput(
-        values.c, cast<RankedTensorType>(c0.getType()).getElementType(),
-        op.getOutputSpaceDims().getMask(), h, c);
+  if (Type cType = op.getEpilogueCType()) {
+    Value cValue = loadInput(values.c, getElementType(cType),
+                             op.getOutputSpaceDims().getMask(), h, c);
     if (values.beta)
       cValue = arith::MulFOp::create(b, cValue, values.beta);
     acc = arith::AddFOp::create(b, acc, cValue);
@@ -841,7 +851,7 @@ static const ActivationPrimitives &getGpuActivationPrimitives(bool fast) {
 void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
                                          int64_t c) {
   // The accumulators started at the bias: they hold the sum.
-  if (&inner == plan.biasAdd) {
+  if (&inner == biasAdd) {
     built[std::make_tuple(inner.getResult(0), h, c)] =
         LLVM::ExtractValueOp::create(b, accumulators[h / 2],
                                      4 * (c / 2) + 2 * (h % 2) + c % 2);
@@ -868,11 +878,11 @@ void EpilogueBuilder::computeElementwise(Operation &inner, int64_t h,
   if (auto act = dyn_cast<ActivationOp>(inner)) {
     results.push_back(
         buildActivation(b, b.getLoc(), act.getKind(), operands[0],
-                        getGpuActivationPrimitives(plan.fastActivations)));
+                        getGpuActivationPrimitives(plan.getFastActivations())));
   } else if (auto act = dyn_cast<ActivationDerivativeOp>(inner)) {
     results.push_back(buildActivationDerivative(
         b, b.getLoc(), act.getKind(), operands[0],
-        getGpuActivationPrimitives(plan.fastActivations)));
+        getGpuActivationPrimitives(plan.getFastActivations())));
   } else {
     IRMapping mapping;
     mapping.map(inner.getOperands(), operands);
@@ -910,8 +920,7 @@ void EpilogueBuilder::build() {
             accumulateColumn(reduce, values.outputs[i], mask, c);
           continue;
         }
-        Type type =
-            cast<RankedTensorType>(op.getResult(i).getType()).getElementType();
+        Type type = getElementType(op.getEpilogueOutputType(i));
         if (!(mask & DimsAttr::kN)) {
           storeSlot(at(value, h, 0), values.outputs[i], type, mask, h, 0);
           continue;
@@ -956,22 +965,48 @@ static SmallVector<Value> hideFromHoisting(KernelBuilder &b,
   return hidden;
 }
 
-void mlir::coda::buildEpilogue(OpBuilder &builder, Location loc,
-                               const KernelPlan &plan,
-                               const KernelValues &values,
-                               ValueRange accumulators) {
-  KernelBuilder b(loc, builder);
+void mlir::coda::lowerTileEpilogue(RewriterBase &rewriter, TileEpilogueOp op) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  KernelBuilder b(op.getLoc(), rewriter);
+  KernelValues values;
+  // The thread's place in its warpgroup, computed once as the kernel starts,
+  // beside the main loop's (which cse then merges with these).
+  Block &entry =
+      op->getParentOfType<FunctionOpInterface>().getFunctionBody().front();
+  auto threadId = llvm::find_if(
+      entry, [](Operation &inner) { return isa<gpu::ThreadIdOp>(inner); });
+  b.setInsertionPoint(&entry, threadId == entry.end()
+                                  ? entry.begin()
+                                  : threadId->getIterator());
+  values.threadId = arith::IndexCastUIOp::create(
+      b, b.getI32Type(), gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  values.lane = b.remu(values.threadId, b.i32(32));
+  values.warp = b.remu(b.divu(values.threadId, b.i32(32)), b.i32(4));
+  values.warpgroup = b.divu(values.threadId, b.i32(128));
+  b.setInsertionPoint(op);
+  values.batch = op.getBatch();
+  values.rowBase = op.getRow();
+  values.colBase = op.getCol();
+  values.m = op.getM();
+  values.n = op.getN();
+  values.batchCount = op.getBatches();
+  values.c = op.getC();
+  values.alpha = op.getAlpha();
+  values.beta = op.getBeta();
+  llvm::append_range(values.inputs, op.getInputs());
+  llvm::append_range(values.outputs, op.getOutputs());
   // Interior tiles (all but the last row and column of tiles, for aligned
   // tensors) run a copy of the epilogue without bounds or alignment checks.
-  auto ifOp = scf::IfOp::create(b, EpilogueBuilder::isInterior(b, plan, values),
+  auto ifOp = scf::IfOp::create(b, EpilogueBuilder::isInterior(b, op, values),
                                 /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  EpilogueBuilder(b, plan, values, accumulators, /*interior=*/true).build();
+  EpilogueBuilder(b, op, values, op.getAccumulators(), /*interior=*/true)
+      .build();
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-  EpilogueBuilder(b, plan, values, hideFromHoisting(b, accumulators),
+  EpilogueBuilder(b, op, values, hideFromHoisting(b, op.getAccumulators()),
                   /*interior=*/false)
       .build();
+  rewriter.eraseOp(op);
 }
 
 void mlir::coda::buildBiasTileLoad(OpBuilder &builder, Location loc,
@@ -1039,7 +1074,7 @@ void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,
   KernelBuilder b(loc, builder);
   constexpr unsigned kMatrix = DimsAttr::kM | DimsAttr::kN;
   SmallVector<EpilogueTensor> tensors = llvm::filter_to_vector(
-      getTensors(plan, values, EpilogueDims(plan.op)),
+      getTensors(plan.op, plan.biasInput, values, EpilogueDims(plan.op)),
       [&](const EpilogueTensor &tensor) {
         return !tensor.isOutput && (tensor.mask & kMatrix) == kMatrix;
       });

@@ -196,6 +196,7 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
 
   KernelPlan plan;
   plan.op = op;
+  plan.chip = chip.str();
   plan.tile = tile;
   plan.consumerRows = consumerRows;
   plan.epilogueVectorBytes = tile.epilogueVectorBytes;
@@ -336,7 +337,7 @@ FailureOr<KernelPlan> KernelPlan::get(GemmOp op) {
   return plan;
 }
 
-KernelPlanAttr KernelPlan::getAttr(StringRef chip) const {
+KernelPlanAttr KernelPlan::getAttr() const {
   return KernelPlanAttr::get(op->getContext(), chip, tile.tileM, tile.tileN,
                              tile.stages, *tile.schedule, tile.clusterM,
                              tile.groupRows, epilogueVectorBytes, biasInput,

@@ -51,6 +51,7 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <optional>
 
@@ -138,6 +139,8 @@ struct KernelPlan {
   int64_t consumerRows = 0;
   /// See TileConfig::epilogueVectorBytes.
   int64_t epilogueVectorBytes = 16;
+  /// The chip the kernel is generated for.
+  std::string chip;
   /// The element type of A and B.
   Type elementType;
   /// The K extent of one stage (128 bytes of elements) and of one wgmma.
@@ -163,7 +166,7 @@ struct KernelPlan {
   /// chosen one is; an error on `op` when it has none or it cannot run.
   static FailureOr<KernelPlan> get(GemmOp op);
   /// The plan's choices, as `op`'s kernel_plan attribute holds them.
-  KernelPlanAttr getAttr(StringRef chip) const;
+  KernelPlanAttr getAttr() const;
 
   /// Bytes of one pipeline stage (A and B).
   int64_t getStageBytes() const {
@@ -244,11 +247,15 @@ SmallVector<Value> buildBiasAccumulators(OpBuilder &b, Location loc,
                                          const KernelValues &values,
                                          Value buffer, Type accType);
 
-/// Builds the epilogue of one tile: runs the coda.gemm region on every
-/// accumulator element the thread holds (`accumulators`: the consumer's
-/// wgmma fragments, LLVM structs of tileN / 2 f32) and stores the outputs.
-void buildEpilogue(OpBuilder &b, Location loc, const KernelPlan &plan,
-                   const KernelValues &values, ValueRange accumulators);
+/// Builds the epilogue of one tile as a coda.tile_epilogue: the coda.gemm
+/// region on the consumer's accumulators (`accumulators`: its wgmma
+/// fragments, LLVM structs of tileN / 2 f32), which lowerTileEpilogue lowers.
+void buildTileEpilogue(OpBuilder &b, Location loc, const KernelPlan &plan,
+                       const KernelValues &values, ValueRange accumulators);
+
+/// Replaces `op` by the code that runs its epilogue on every accumulator
+/// element the calling thread holds and stores the outputs.
+void lowerTileEpilogue(RewriterBase &rewriter, TileEpilogueOp op);
 
 } // namespace mlir::coda
 

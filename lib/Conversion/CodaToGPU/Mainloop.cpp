@@ -30,6 +30,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -469,7 +470,7 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
                  [&] { releasePrevious(base, kSteps); });
 
         ifTileInside([&] {
-          buildEpilogue(b, b.getLoc(), plan, tileValues, loop.getResults());
+          buildTileEpilogue(b, b.getLoc(), plan, tileValues, loop.getResults());
         });
       });
 }
@@ -562,4 +563,25 @@ void mlir::coda::buildPersistentKernel(OpBuilder &builder, Location loc,
                                        const KernelValues &values) {
   KernelBuilder b(loc, builder);
   KernelBodyBuilder(b, plan, values).build();
+}
+
+void mlir::coda::buildTileEpilogue(OpBuilder &b, Location loc,
+                                   const KernelPlan &plan,
+                                   const KernelValues &values,
+                                   ValueRange accumulators) {
+  GemmOp op = plan.op;
+  auto typeAttrs = [](auto types) {
+    return llvm::map_to_vector(
+        types, [](Type type) -> Attribute { return TypeAttr::get(type); });
+  };
+  auto tile = TileEpilogueOp::create(
+      b, loc, accumulators, values.batch, values.rowBase, values.colBase,
+      values.batchCount, values.m, values.n, values.c, values.alpha,
+      values.beta, values.inputs, values.outputs,
+      b.getArrayAttr(typeAttrs(op.getInputs().getTypes())), op.getInputDims(),
+      b.getArrayAttr(typeAttrs(op.getResultTypes())), op.getResultDims(),
+      op.getC() ? TypeAttr::get(op.getC().getType()) : TypeAttr(),
+      op.isBatched() ? b.getUnitAttr() : UnitAttr(), plan.getAttr());
+  IRMapping mapping;
+  op.getEpilogue().cloneInto(&tile.getEpilogue(), mapping);
 }

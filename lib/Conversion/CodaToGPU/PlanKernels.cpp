@@ -52,7 +52,7 @@ struct CodaPlanKernels final
       }
       plan->fastActivations = fastActivations;
       plan->seedInMemory = seedInMemory;
-      planned.push_back({op, plan->getAttr(chip)});
+      planned.push_back({op, plan->getAttr()});
     });
     if (!legal)
       return signalPassFailure();

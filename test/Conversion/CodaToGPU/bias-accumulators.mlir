@@ -1,7 +1,7 @@
-// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu | FileCheck %s
-// RUN: coda-opt %s --coda-plan-kernels="tile-n=64 schedule=pingpong" --coda-to-gpu | FileCheck %s --check-prefix=PINGPONG
-// RUN: coda-opt %s --coda-plan-kernels="tile-m=256 tile-n=64" --coda-to-gpu | FileCheck %s --check-prefix=TWO-FRAGMENTS
-// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu > %t.mlir
+// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s
+// RUN: coda-opt %s --coda-plan-kernels="tile-n=64 schedule=pingpong" --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s --check-prefix=PINGPONG
+// RUN: coda-opt %s --coda-plan-kernels="tile-m=256 tile-n=64" --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s --check-prefix=TWO-FRAGMENTS
+// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu --coda-lower-tile-epilogues > %t.mlir
 // RUN: %python %testlib/kernel_memory.py %t.mlir | FileCheck %s --check-prefix=MEMORY
 
 // A bias added to an accumulator that nothing else reads, the sum only

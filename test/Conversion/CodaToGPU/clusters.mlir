@@ -1,6 +1,6 @@
 // RUN: coda-opt %s --coda-plan-kernels=cluster-m=2 --coda-to-gpu | FileCheck %s
 // RUN: coda-opt %s --coda-plan-kernels="cluster-m=2 tile-n=192" --coda-to-gpu | FileCheck %s --check-prefix=MN
-// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu | FileCheck %s --check-prefix=ALONE --implicit-check-not=nvvm.cluster --implicit-check-not=nvvm.mapa --implicit-check-not=multicast_mask
+// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s --check-prefix=ALONE --implicit-check-not=nvvm.cluster --implicit-check-not=nvvm.mapa --implicit-check-not=multicast_mask
 
 // Clusters of two blocks along M: the blocks compute vertically adjacent
 // tiles and share their B tile, each loading half of it into both by TMA
@@ -65,7 +65,7 @@
 // CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK:         %[[INSIDE2:.*]] = arith.cmpi ult, %[[ROW]], %[[TILES_M]]
 // CHECK-NEXT:    scf.if %[[INSIDE2]] {
-// CHECK:           llvm.store
+// CHECK:           coda.tile_epilogue
 
 // No block leaves while the other may still arrive on its barriers.
 // CHECK:         nvvm.cluster.arrive

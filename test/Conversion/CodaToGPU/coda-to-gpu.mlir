@@ -1,5 +1,5 @@
-// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu | FileCheck %s
-// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu > %t.mlir
+// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu --coda-lower-tile-epilogues --cse | FileCheck %s
+// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu --coda-lower-tile-epilogues > %t.mlir
 // RUN: %python %testlib/kernel_memory.py %t.mlir | FileCheck %s --check-prefix=MEMORY
 // Only tensors spanning m and n are prefetched into L2, not the [n] bias.
 // RUN: FileCheck %s --check-prefix=NOPREFETCH < %t.mlir
@@ -7,8 +7,8 @@
 // One Philox call per 8 dropout decisions: 2 rows x 2 groups of 32 columns
 // per thread at tile-n=64, 4 groups at tile-n=128; 2 mului_extended a round,
 // in each of the epilogue's two copies (interior tiles and the others).
-// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX64
-// RUN: coda-opt %s --coda-plan-kernels=tile-n=128 --coda-to-gpu | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX128
+// RUN: coda-opt %s --coda-plan-kernels=tile-n=64 --coda-to-gpu --coda-lower-tile-epilogues | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX64
+// RUN: coda-opt %s --coda-plan-kernels=tile-n=128 --coda-to-gpu --coda-lower-tile-epilogues | grep -c arith.mului_extended | FileCheck %s --check-prefix=PHILOX128
 
 // The program becomes a host declaration carrying the ABI, and a gpu.module
 // with one kernel of 384 threads (a producer and two consumer warpgroups).

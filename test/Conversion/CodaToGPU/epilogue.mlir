@@ -1,4 +1,4 @@
-// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu > %t.mlir
+// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu --coda-lower-tile-epilogues > %t.mlir
 // RUN: FileCheck %s < %t.mlir
 // RUN: %python %testlib/kernel_memory.py %t.mlir | FileCheck %s --check-prefix=MEMORY
 

@@ -1,5 +1,5 @@
-// RUN: coda-opt %s --coda-plan-kernels=fast-activations=1 --coda-to-gpu | FileCheck %s
-// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu | FileCheck %s --check-prefix=EXACT
+// RUN: coda-opt %s --coda-plan-kernels=fast-activations=1 --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s
+// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s --check-prefix=EXACT
 
 // With fast-activations, GELU(tanh), SiLU and sigmoid are x/2 (1 + tanh(u)),
 // x/2 (1 + tanh(x/2)) and (1 + tanh(x/2)) / 2 on tanh.approx.f32: one

@@ -1,19 +1,19 @@
-// RUN: not coda-opt %s --coda-plan-kernels=chip=sm_80 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=CHIP
-// RUN: not coda-opt %s --coda-plan-kernels=tile-n=96 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=TILE
-// RUN: not coda-opt %s --coda-plan-kernels=stages=1 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=STAGES
-// RUN: not coda-opt %s --coda-plan-kernels="tile-n=256 stages=5" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=SMEM
-// RUN: not coda-opt %s --coda-plan-kernels="tile-n=256 stages=1000000000000000" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=SMEM-HUGE
-// RUN: coda-opt %s --coda-plan-kernels="tile-n=256 stages=4" --coda-to-gpu | FileCheck %s --check-prefix=FITS
-// RUN: not coda-opt %s --coda-plan-kernels=tile-m=64 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=COOP
-// RUN: not coda-opt %s --coda-plan-kernels="schedule=pingpong tile-m=256" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=PINGPONG
-// RUN: not coda-opt %s --coda-plan-kernels="tile-m=256 tile-n=256" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=REGISTERS
-// RUN: not coda-opt %s --coda-plan-kernels=epilogue-vector-bytes=8 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=VECTOR
-// RUN: not coda-opt %s --coda-plan-kernels=schedule=fast --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=SCHEDULE
-// RUN: not coda-opt %s --coda-plan-kernels=tile-n=128 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=ROWS
-// RUN: not coda-opt %s --coda-plan-kernels=cluster-m=4 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=CLUSTER
-// RUN: not coda-opt %s --coda-plan-kernels="cluster-m=2 group-rows=3" --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=GROUP-ODD
-// RUN: not coda-opt %s --coda-plan-kernels=group-rows=2048 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=GROUP-BIG
-// RUN: not coda-opt %s --coda-plan-kernels=group-rows=-1 --coda-to-gpu 2>&1 | FileCheck %s --check-prefix=GROUP-NEG
+// RUN: not coda-opt %s --coda-plan-kernels=chip=sm_80 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not coda-opt %s --coda-plan-kernels=tile-n=96 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not coda-opt %s --coda-plan-kernels=stages=1 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: not coda-opt %s --coda-plan-kernels="tile-n=256 stages=5" --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not coda-opt %s --coda-plan-kernels="tile-n=256 stages=1000000000000000" --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=SMEM-HUGE
+// RUN: coda-opt %s --coda-plan-kernels="tile-n=256 stages=4" --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s --check-prefix=FITS
+// RUN: not coda-opt %s --coda-plan-kernels=tile-m=64 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=COOP
+// RUN: not coda-opt %s --coda-plan-kernels="schedule=pingpong tile-m=256" --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=PINGPONG
+// RUN: not coda-opt %s --coda-plan-kernels="tile-m=256 tile-n=256" --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=REGISTERS
+// RUN: not coda-opt %s --coda-plan-kernels=epilogue-vector-bytes=8 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=VECTOR
+// RUN: not coda-opt %s --coda-plan-kernels=schedule=fast --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not coda-opt %s --coda-plan-kernels=tile-n=128 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: not coda-opt %s --coda-plan-kernels=cluster-m=4 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=CLUSTER
+// RUN: not coda-opt %s --coda-plan-kernels="cluster-m=2 group-rows=3" --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=GROUP-ODD
+// RUN: not coda-opt %s --coda-plan-kernels=group-rows=2048 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=GROUP-BIG
+// RUN: not coda-opt %s --coda-plan-kernels=group-rows=-1 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=GROUP-NEG
 
 // CHIP: error: 'coda.gemm' op cannot run on chip 'sm_80': the GPU lowering emits wgmma and TMA instructions, which need chip sm_90a
 // TILE: error: 'coda.gemm' op tile-n must be 64, 128, 192 or 256, got 96

@@ -1,6 +1,6 @@
 // coda-to-gpu builds the kernel a coda.kernel_plan describes, and checks a
 // plan written by hand as coda-plan-kernels checks the plans it chooses.
-// RUN: coda-opt %s --coda-to-gpu -split-input-file -verify-diagnostics
+// RUN: coda-opt %s --coda-to-gpu --coda-lower-tile-epilogues -split-input-file -verify-diagnostics
 
 func.func @no_plan(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>) -> tensor<?x128xf32> {
   // expected-error @+1 {{has no coda.kernel_plan: run coda-plan-kernels first, which chooses its kernel}}

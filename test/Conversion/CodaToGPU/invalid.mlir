@@ -1,4 +1,4 @@
-// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu -split-input-file -verify-diagnostics
+// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu --coda-lower-tile-epilogues -split-input-file -verify-diagnostics
 
 func.func @tf32_n_major(%a: tensor<?x64xf32>, %b: tensor<64x?xf32>) -> tensor<?x?xf32> {
   // expected-error @+1 {{cannot run on the GPU: f32 operands are multiplied as tf32 by wgmma, which reads them only with K contiguous; store A as [M, K] (no transpose_a) and B as [N, K] (transpose_b)}}

@@ -1,4 +1,4 @@
-// RUN: coda-opt %s --coda-plan-kernels=tile-n=128 --coda-to-gpu | FileCheck %s
+// RUN: coda-opt %s --coda-plan-kernels=tile-n=128 --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s
 
 // How A and B are loaded (TMA boxes, in elements, innermost first) and read
 // by wgmma for each operand layout and element type. K-major operands are one

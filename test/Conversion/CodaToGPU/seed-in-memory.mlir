@@ -1,5 +1,5 @@
-// RUN: coda-opt %s --coda-plan-kernels=seed-in-memory=1 --coda-to-gpu | FileCheck %s
-// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu | FileCheck %s --check-prefix=VALUE
+// RUN: coda-opt %s --coda-plan-kernels=seed-in-memory=1 --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s
+// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s --check-prefix=VALUE
 
 // With seed-in-memory the parameter of the seed (the i64 argument named
 // "seed") is the global address of its 8 bytes (a global_ptr in the ABI),

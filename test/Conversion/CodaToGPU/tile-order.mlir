@@ -1,7 +1,7 @@
-// RUN: coda-opt %s --coda-plan-kernels=group-rows=3 --coda-to-gpu | FileCheck %s
-// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu | FileCheck %s --check-prefix=DEFAULT
-// RUN: coda-opt %s --coda-plan-kernels="cluster-m=2 group-rows=4" --coda-to-gpu | FileCheck %s --check-prefix=CLUSTER
-// RUN: coda-opt %s --coda-plan-kernels="tile-n=128 schedule=pingpong" --coda-to-gpu | FileCheck %s --check-prefix=PINGPONG
+// RUN: coda-opt %s --coda-plan-kernels=group-rows=3 --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s
+// RUN: coda-opt %s --coda-plan-kernels --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s --check-prefix=DEFAULT
+// RUN: coda-opt %s --coda-plan-kernels="cluster-m=2 group-rows=4" --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s --check-prefix=CLUSTER
+// RUN: coda-opt %s --coda-plan-kernels="tile-n=128 schedule=pingpong" --coda-to-gpu --coda-lower-tile-epilogues | FileCheck %s --check-prefix=PINGPONG
 
 // The tile order (raster): within a batch, the units (tiles, or a cluster's
 // vertically adjacent tiles) are walked group-rows row blocks at a time,

@@ -441,7 +441,7 @@ func.func @col_reduce_use(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<
 // -----
 
 func.func @outside(%x: f32) -> f32 {
-  // expected-error @+1 {{'coda.activation' op expects parent op 'coda.gemm'}}
+  // expected-error @+1 {{'coda.activation' op expects parent op to be one of 'coda.gemm, coda.tile_epilogue'}}
   %0 = coda.activation relu %x
   return %0 : f32
 }
@@ -455,4 +455,56 @@ func.func @dims_order(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4x
     coda.yield %acc : f32
   }
   return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+!acc = !llvm.struct<(f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+func.func @tile_epilogue_types(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
+  // expected-error @+1 {{'coda.tile_epilogue' op has 1 inputs but 0 input_types}}
+  coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) ins(%p : !llvm.ptr<1>) outs(%p : !llvm.ptr<1>) attributes {input_dims = [#coda.dims<[n]>], input_types = [], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
+  ^bb0(%a: f32, %b: f32):
+    coda.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+!acc = !llvm.struct<(f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+func.func @tile_epilogue_c(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
+  // expected-error @+1 {{'coda.tile_epilogue' op must have c_type exactly when it has c}}
+  coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) c(%p : !llvm.ptr<1>) outs(%p : !llvm.ptr<1>) attributes {input_dims = [], input_types = [], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
+  ^bb0(%a: f32):
+    coda.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+!acc = !llvm.struct<(f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 256, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+func.func @tile_epilogue_fragments(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
+  // expected-error @+1 {{'coda.tile_epilogue' op has 1 accumulator fragments, but its plan gives each consumer 128 rows of a tile, 2 fragments of 64}}
+  coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) outs(%p : !llvm.ptr<1>) attributes {input_dims = [], input_types = [], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
+  ^bb0(%a: f32):
+    coda.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+!acc = !llvm.struct<(f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+func.func @tile_epilogue_region(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
+  coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) outs(%p : !llvm.ptr<1>) attributes {input_dims = [], input_types = [], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
+  ^bb0(%a: f32):
+    // expected-error @+1 {{'coda.yield' op yields 2 values, but the coda.tile_epilogue has 1 outputs}}
+    coda.yield %a, %a : f32, f32
+  }
+  return
 }

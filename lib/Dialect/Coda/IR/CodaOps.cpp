@@ -13,6 +13,8 @@
 using namespace mlir;
 using namespace mlir::coda;
 
+#include "coda/Dialect/Coda/IR/CodaInterfaces.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "coda/Dialect/Coda/IR/CodaOps.cpp.inc"
 
@@ -379,26 +381,30 @@ static bool isEpilogueScalarType(Type type) {
   return type.isF32() || type.isSignlessInteger();
 }
 
-LogicalResult GemmOp::verifyRegions() {
-  Block &block = getEpilogueBlock();
-  unsigned expectedArgs = getInputs().size() + 1;
+/// Verifies the epilogue of `op` (a coda.gemm or coda.tile_epilogue): its
+/// arguments, ops and yield, and the dims of what it yields.
+static LogicalResult verifyEpilogue(EpilogueOpInterface op) {
+  Block &block = op.getEpilogueBlock();
+  unsigned expectedArgs = op.getNumEpilogueInputs() + 1;
   if (block.getNumArguments() != expectedArgs)
-    return emitOpError() << "epilogue must have " << expectedArgs
-                         << " arguments (the accumulator, then one per "
-                            "epilogue input), got "
-                         << block.getNumArguments();
-  Type f32 = Float32Type::get(getContext());
-  if (getAccumulator().getType() != f32)
-    return emitOpError() << "epilogue argument #0 (the accumulator) must be "
-                            "f32, got "
-                         << getAccumulator().getType();
-  for (auto [i, input] : llvm::enumerate(getInputs())) {
-    Type expected = isa<ShapedType>(input.getType()) ? f32 : input.getType();
-    if (getInputArg(i).getType() != expected)
-      return emitOpError() << "epilogue argument #" << i + 1 << " must be "
-                           << expected << " for epilogue input #" << i
-                           << " of type " << input.getType() << ", got "
-                           << getInputArg(i).getType();
+    return op->emitOpError() << "epilogue must have " << expectedArgs
+                             << " arguments (the accumulator, then one per "
+                                "epilogue input), got "
+                             << block.getNumArguments();
+  Type f32 = Float32Type::get(op->getContext());
+  if (op.getAccumulator().getType() != f32)
+    return op->emitOpError()
+           << "epilogue argument #0 (the accumulator) must be "
+              "f32, got "
+           << op.getAccumulator().getType();
+  for (unsigned i = 0, e = op.getNumEpilogueInputs(); i < e; ++i) {
+    Type type = op.getEpilogueInputType(i);
+    Type expected = isa<ShapedType>(type) ? f32 : type;
+    if (op.getInputArg(i).getType() != expected)
+      return op->emitOpError()
+             << "epilogue argument #" << i + 1 << " must be " << expected
+             << " for epilogue input #" << i << " of type " << type << ", got "
+             << op.getInputArg(i).getType();
   }
 
   // The block's last op is a terminator (the generic verifier checks that),
@@ -407,29 +413,30 @@ LogicalResult GemmOp::verifyRegions() {
     return block.back().emitOpError()
            << "cannot end a GEMM epilogue: an epilogue ends with 'coda.yield'";
 
-  for (Operation &op : block.without_terminator()) {
+  for (Operation &inner : block.without_terminator()) {
     if (!isa<arith::ArithDialect, math::MathDialect, CodaDialect>(
-            op.getDialect()))
-      return op.emitOpError()
+            inner.getDialect()))
+      return inner.emitOpError()
              << "cannot be fused into a GEMM epilogue: an epilogue may only "
                 "contain scalar arith, math and coda ops";
     for (Type type :
-         llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes())) {
+         llvm::concat<Type>(inner.getOperandTypes(), inner.getResultTypes())) {
       if (!isEpilogueScalarType(type))
-        return op.emitOpError()
+        return inner.emitOpError()
                << "computes on " << type
                << ", but epilogue math is scalar f32 (and integers for "
                   "seeds): convert inputs to f32";
     }
   }
 
-  YieldOp yield = getYield();
-  if (yield.getValues().size() != getNumResults())
-    return yield.emitOpError() << "yields " << yield.getValues().size()
-                               << " values, but the coda.gemm has "
-                               << getNumResults() << " outputs";
+  auto yield = cast<YieldOp>(block.getTerminator());
+  if (yield.getValues().size() != op.getNumEpilogueOutputs())
+    return yield.emitOpError()
+           << "yields " << yield.getValues().size() << " values, but the "
+           << op->getName() << " has " << op.getNumEpilogueOutputs()
+           << " outputs";
 
-  EpilogueDims dims(*this);
+  EpilogueDims dims(op);
   for (auto dropout : block.getOps<DropoutOp>())
     if (dims.getMask(dropout.getSeed()) != 0)
       return dropout.emitOpError()
@@ -438,7 +445,7 @@ LogicalResult GemmOp::verifyRegions() {
              << "; the seed must be the same for every element: pass it as a "
                 "scalar i64 input";
   for (auto [i, value] : llvm::enumerate(yield.getValues())) {
-    unsigned outMask = getResultDimsAt(i).getMask();
+    unsigned outMask = op.getResultDimsAt(i).getMask();
     if (value.getDefiningOp<ColReduceOp>() && (outMask & DimsAttr::kM))
       return yield.emitOpError()
              << "yields a column reduction to output #" << i << ", which spans "
@@ -458,6 +465,47 @@ LogicalResult GemmOp::verifyRegions() {
   }
   return success();
 }
+
+LogicalResult GemmOp::verifyRegions() { return verifyEpilogue(*this); }
+
+//===----------------------------------------------------------------------===//
+// TileEpilogueOp
+//===----------------------------------------------------------------------===//
+
+YieldOp TileEpilogueOp::getYield() {
+  return cast<YieldOp>(getEpilogueBlock().getTerminator());
+}
+
+LogicalResult TileEpilogueOp::verify() {
+  auto count = [&](StringRef what, size_t operands, StringRef attrName,
+                   size_t attrSize) -> LogicalResult {
+    if (operands == attrSize)
+      return success();
+    return emitOpError() << "has " << operands << " " << what << " but "
+                         << attrSize << " " << attrName;
+  };
+  if (failed(count("inputs", getInputs().size(), "input_types",
+                   getInputTypes().size())) ||
+      failed(count("inputs", getInputs().size(), "input_dims",
+                   getInputDims().size())) ||
+      failed(count("outputs", getOutputs().size(), "output_types",
+                   getOutputTypes().size())) ||
+      failed(count("outputs", getOutputs().size(), "result_dims",
+                   getResultDims().size())))
+    return failure();
+  if (static_cast<bool>(getC()) != static_cast<bool>(getCType()))
+    return emitOpError() << "must have c_type exactly when it has c";
+  int64_t rows = getPlan().getConsumerRows();
+  if (static_cast<int64_t>(getAccumulators().size()) != rows / 64)
+    return emitOpError() << "has " << getAccumulators().size()
+                         << " accumulator fragments, but its plan gives each "
+                            "consumer "
+                         << rows << " rows of a tile, " << rows / 64
+                         << " fragments of 64";
+  return success();
+}
+
+LogicalResult TileEpilogueOp::verifyRegions() { return verifyEpilogue(*this); }
 
 namespace {
 /// Removes epilogue inputs the epilogue never reads.

@@ -20,13 +20,13 @@ unsigned EpilogueDims::getResultMask(Operation *op,
   return mask;
 }
 
-EpilogueDims::EpilogueDims(GemmOp op) {
+EpilogueDims::EpilogueDims(EpilogueOpInterface op) {
   unsigned space = op.getOutputSpaceDims().getMask();
   Block &block = op.getEpilogueBlock();
-  if (block.getNumArguments() != op.getInputs().size() + 1)
+  if (block.getNumArguments() != op.getNumEpilogueInputs() + 1)
     return;
   masks[op.getAccumulator()] = space;
-  for (unsigned i = 0, e = op.getInputs().size(); i < e; ++i)
+  for (unsigned i = 0, e = op.getNumEpilogueInputs(); i < e; ++i)
     masks[op.getInputArg(i)] = op.getInputDimsAt(i).getMask();
   SmallVector<unsigned> operandMasks;
   for (Operation &inner : block) {

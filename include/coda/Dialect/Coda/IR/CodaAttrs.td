@@ -98,6 +98,13 @@ def Coda_KernelPlanAttr : AttrDef<Coda_Dialect, "KernelPlan"> {
     Coda_FlagParameter<"the dropout seed read from memory">:$seed_in_memory
   );
   let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// The rows of a tile each consumer warpgroup holds: tile_m under
+    /// ping-pong, half of it when the consumers share a tile.
+    int64_t getConsumerRows() const {
+      return getSchedule() == Schedule::Pingpong ? getTileM() : getTileM() / 2;
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

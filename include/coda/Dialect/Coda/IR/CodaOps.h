@@ -16,6 +16,8 @@ namespace mlir::coda {
 class YieldOp;
 } // namespace mlir::coda
 
+#include "coda/Dialect/Coda/IR/CodaInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "coda/Dialect/Coda/IR/CodaOps.h.inc"
 

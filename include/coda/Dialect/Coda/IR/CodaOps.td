@@ -5,6 +5,7 @@
 
 include "coda/Dialect/Coda/IR/CodaAttrs.td"
 include "coda/Dialect/Coda/IR/CodaDialect.td"
+include "coda/Dialect/Coda/IR/CodaInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
@@ -14,8 +15,8 @@ include "mlir/IR/OpAsmInterface.td"
 //===----------------------------------------------------------------------===//
 
 def Coda_GemmOp : Coda_Op<"gemm", [
-    AttrSizedOperandSegments, IsolatedFromAbove, Pure,
-    SingleBlock]> {
+    AttrSizedOperandSegments, Coda_EpilogueOpInterface, IsolatedFromAbove,
+    Pure, SingleBlock]> {
   let summary = "a matrix product whose accumulator is transformed by an epilogue";
   let description = [{
     Computes, for every element `(b, m, n)` of the output space,
@@ -99,12 +100,11 @@ def Coda_GemmOp : Coda_Op<"gemm", [
     DimsAttr getOutputSpaceDims();
     /// The epilogue's single block.
     Block &getEpilogueBlock() { return getEpilogue().front(); }
-    /// The block argument that holds the accumulator.
-    BlockArgument getAccumulator() { return getEpilogueBlock().getArgument(0); }
-    /// The block argument that holds epilogue input `i`.
-    BlockArgument getInputArg(unsigned i) {
-      return getEpilogueBlock().getArgument(i + 1);
-    }
+    unsigned getNumEpilogueInputs() { return getInputs().size(); }
+    Type getEpilogueInputType(unsigned i) { return getInputs()[i].getType(); }
+    unsigned getNumEpilogueOutputs() { return getNumResults(); }
+    Type getEpilogueOutputType(unsigned i) { return getResult(i).getType(); }
+    Type getEpilogueCType() { return getC() ? getC().getType() : Type(); }
     DimsAttr getInputDimsAt(unsigned i) {
       return ::llvm::cast<DimsAttr>(getInputDims()[i]);
     }
@@ -121,17 +121,103 @@ def Coda_GemmOp : Coda_Op<"gemm", [
 }
 
 //===----------------------------------------------------------------------===//
+// coda.tile_epilogue
+//===----------------------------------------------------------------------===//
+
+def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
+    AttrSizedOperandSegments, Coda_EpilogueOpInterface, IsolatedFromAbove,
+    SingleBlock]> {
+  let summary = "a coda.gemm epilogue on one consumer's accumulator registers";
+  let description = [{
+    The epilogue of a `coda.gemm` inside the GPU kernel `coda-to-gpu` built
+    for it, where one consumer warpgroup holds its rows of an output tile:
+    `accumulators` are its wgmma D fragments (one LLVM struct of `tile_n / 2`
+    f32 per 64 rows, in the wgmma register layout), `row` and `col` the
+    tile's first output row of the consumer's rows and first column, `batch`
+    the tile's batch, and `batches`, `m`, `n` the output space. `c`, `alpha`,
+    `beta`, `inputs` and `outputs` are the kernel's parameters for the
+    GEMM's C, scalars, epilogue inputs (a tensor's global address, or the
+    scalar) and outputs (global addresses, dense row-major tensors of
+    `output_types`). The region is the GEMM's epilogue, whose inputs and
+    outputs `input_types`, `input_dims`, `output_types`, `result_dims` and
+    `c_type` describe as the `coda.gemm` declared them; `plan` is the GEMM's
+    `coda.kernel_plan`.
+
+    `coda-lower-tile-epilogues` lowers it, pattern by pattern, to the code
+    that computes every output element the consumer's threads hold and
+    writes it once.
+  }];
+  let arguments = (ins
+    Variadic<AnyType>:$accumulators,
+    I32:$batch, I32:$row, I32:$col,
+    I32:$batches, I32:$m, I32:$n,
+    Optional<AnyType>:$c,
+    Optional<F32>:$alpha,
+    Optional<F32>:$beta,
+    Variadic<AnyType>:$inputs,
+    Variadic<AnyType>:$outputs,
+    TypeArrayAttr:$input_types,
+    Coda_DimsArrayAttr:$input_dims,
+    TypeArrayAttr:$output_types,
+    Coda_DimsArrayAttr:$result_dims,
+    OptionalAttr<TypeAttr>:$c_type,
+    UnitAttr:$batched,
+    Coda_KernelPlanAttr:$plan
+  );
+  let regions = (region SizedRegion<1>:$epilogue);
+  let assemblyFormat = [{
+    $accumulators `at` `(` $batch `,` $row `,` $col `)`
+    `of` `(` $batches `,` $m `,` $n `)`
+    (`c` `(` $c^ `:` type($c) `)`)?
+    (`alpha` `(` $alpha^ `)`)? (`beta` `(` $beta^ `)`)?
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)?
+    `outs` `(` $outputs `:` type($outputs) `)`
+    attr-dict-with-keyword `:` type($accumulators) $epilogue
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    Block &getEpilogueBlock() { return getEpilogue().front(); }
+    unsigned getNumEpilogueInputs() { return getInputs().size(); }
+    Type getEpilogueInputType(unsigned i) {
+      return ::llvm::cast<TypeAttr>(getInputTypes()[i]).getValue();
+    }
+    unsigned getNumEpilogueOutputs() { return getOutputs().size(); }
+    Type getEpilogueOutputType(unsigned i) {
+      return ::llvm::cast<TypeAttr>(getOutputTypes()[i]).getValue();
+    }
+    Type getEpilogueCType() {
+      return getCType() ? *getCType() : Type();
+    }
+    DimsAttr getInputDimsAt(unsigned i) {
+      return ::llvm::cast<DimsAttr>(getInputDims()[i]);
+    }
+    DimsAttr getResultDimsAt(unsigned i) {
+      return ::llvm::cast<DimsAttr>(getResultDims()[i]);
+    }
+    DimsAttr getOutputSpaceDims() {
+      return DimsAttr::get(getContext(), DimsAttr::kM | DimsAttr::kN |
+                                             (getBatched() ? DimsAttr::kB : 0));
+    }
+    /// The terminator of the epilogue.
+    YieldOp getYield();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Epilogue ops
 //===----------------------------------------------------------------------===//
 
 class Coda_EpilogueOp<string mnemonic, list<Trait> traits = []>
-    : Coda_Op<mnemonic, !listconcat(traits, [HasParent<"GemmOp">])>;
+    : Coda_Op<mnemonic, !listconcat(traits,
+                                    [ParentOneOf<["GemmOp", "TileEpilogueOp"]>])>;
 
 def Coda_YieldOp : Coda_EpilogueOp<"yield", [
     Pure, ReturnLike, Terminator]> {
   let summary = "yields the epilogue's value for each output";
   let description = [{
-    Ends a `coda.gemm` epilogue with one f32 value per output, in order.
+    Ends a `coda.gemm` (or `coda.tile_epilogue`) epilogue with one f32 value
+    per output, in order.
 
     ```mlir
     coda.yield %out, %pre : f32, f32
