@@ -51,7 +51,6 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/PatternMatch.h"
 
 #include <optional>
 
@@ -249,13 +248,10 @@ SmallVector<Value> buildBiasAccumulators(OpBuilder &b, Location loc,
 
 /// Builds the epilogue of one tile as a coda.tile_epilogue: the coda.gemm
 /// region on the consumer's accumulators (`accumulators`: its wgmma
-/// fragments, LLVM structs of tileN / 2 f32), which lowerTileEpilogue lowers.
+/// fragments, LLVM structs of tileN / 2 f32), which coda-lower-tile-epilogues
+/// lowers.
 void buildTileEpilogue(OpBuilder &b, Location loc, const KernelPlan &plan,
                        const KernelValues &values, ValueRange accumulators);
-
-/// Replaces `op` by the code that runs its epilogue on every accumulator
-/// element the calling thread holds and stores the outputs.
-void lowerTileEpilogue(RewriterBase &rewriter, TileEpilogueOp op);
 
 } // namespace mlir::coda
 

@@ -3,14 +3,15 @@
 // The last stage of the kernel: replaces every coda.tile_epilogue that
 // coda-to-gpu left in a kernel by the code that runs its epilogue on the
 // accumulator registers the thread holds and writes each output element
-// once (lowerTileEpilogue, Epilogue.cpp), then lets the kernel's float
-// arithmetic contract products into fmas, as nvcc does by default.
+// once (lowerTileEpilogue, with the patterns of each op family), then lets the
+// kernel's float arithmetic contract products into fmas, as nvcc does by
+// default.
 //
 //===----------------------------------------------------------------------===//
 
 #include "coda/Conversion/Passes.h"
 
-#include "KernelPlan.h"
+#include "EpilogueLowering.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -45,6 +46,12 @@ struct CodaLowerTileEpilogues final
   void runOnOperation() override {
     SmallVector<TileEpilogueOp> epilogues;
     getOperation().walk([&](TileEpilogueOp op) { epilogues.push_back(op); });
+    // Tried in order: dropout's sum before any sum, the elementwise patterns
+    // (which clone any arith and math op) last.
+    EpiloguePatterns patterns;
+    populateDropoutPatterns(patterns);
+    populateReductionPatterns(patterns);
+    populateElementwisePatterns(patterns);
     SetVector<gpu::GPUFuncOp> kernels;
     IRRewriter rewriter(&getContext());
     for (TileEpilogueOp op : epilogues) {
@@ -55,7 +62,8 @@ struct CodaLowerTileEpilogues final
                             "registers of a kernel's threads";
         return signalPassFailure();
       }
-      lowerTileEpilogue(rewriter, op);
+      if (failed(lowerTileEpilogue(rewriter, op, patterns)))
+        return signalPassFailure();
     }
     for (gpu::GPUFuncOp kernel : kernels)
       contractFloatArithmetic(kernel);

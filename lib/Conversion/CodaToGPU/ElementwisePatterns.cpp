@@ -1,0 +1,114 @@
+//===- ElementwisePatterns.cpp - elementwise math in the epilogue ---------===//
+//
+// coda.activation and coda.activation_derivative through EpilogueMath's
+// formulas (those of the CPU reference) on the GPU's primitives; every other
+// scalar arith and math op of the region cloned at the slot on the slot's
+// operands. Math ops without an NVVM instruction (tanh, erf, exp) reach
+// libdevice through convert-gpu-to-nvvm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EpilogueLowering.h"
+
+#include "coda/Dialect/Coda/Utils/EpilogueMath.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+/// The activations' exp2 and division as single approximate instructions
+/// (ex2.approx.ftz, div.approx.ftz: within 2 ulp, a denormal input or result
+/// flushed to zero) instead of libdevice's and the IEEE division's sequences;
+/// with `fast`, GELU(tanh), SiLU and sigmoid on tanh.approx.f32 (relative
+/// error up to 2^-11, as cuBLASLt's fused GELU) instead.
+static ActivationPrimitives buildGpuActivationPrimitives(bool fast) {
+  ActivationPrimitives primitives{
+      [](OpBuilder &b, Location loc, Value t) -> Value {
+        return LLVM::CallIntrinsicOp::create(
+                   b, loc, t.getType(),
+                   b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), t)
+            .getResult(0);
+      },
+      [](OpBuilder &b, Location loc, Value p, Value q) -> Value {
+        return LLVM::CallIntrinsicOp::create(
+                   b, loc, p.getType(),
+                   b.getStringAttr("llvm.nvvm.div.approx.ftz.f"),
+                   ValueRange{p, q})
+            .getResult(0);
+      }};
+  if (fast)
+    primitives.fastTanh = [](OpBuilder &b, Location loc, Value t) -> Value {
+      return LLVM::InlineAsmOp::create(
+                 b, loc, t.getType(), ValueRange{t}, "tanh.approx.f32 $0, $1;",
+                 "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
+                 LLVM::TailCallKind::None, /*asm_dialect=*/nullptr,
+                 /*operand_attrs=*/nullptr)
+          .getResult(0);
+    };
+  return primitives;
+}
+
+/// The GPU's activation primitives (buildGpuActivationPrimitives), built once.
+static const ActivationPrimitives &getGpuActivationPrimitives(bool fast) {
+  static const ActivationPrimitives exact = buildGpuActivationPrimitives(false);
+  static const ActivationPrimitives fastTanh =
+      buildGpuActivationPrimitives(true);
+  return fast ? fastTanh : exact;
+}
+
+namespace {
+
+/// The op's operands at the slot.
+SmallVector<Value> getOperandsAt(Operation *op, int64_t h, int64_t c,
+                                 EpilogueBuilder &builder) {
+  return llvm::map_to_vector(op->getOperands(), [&](Value operand) {
+    return builder.at(operand, h, c);
+  });
+}
+
+struct ActivationPattern final : EpiloguePattern {
+  LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
+                           EpilogueBuilder &builder) const override {
+    if (!isa<ActivationOp, ActivationDerivativeOp>(op))
+      return failure();
+    KernelBuilder &b = builder.getBuilder();
+    Value input = getOperandsAt(op, h, c, builder)[0];
+    const ActivationPrimitives &primitives =
+        getGpuActivationPrimitives(builder.getPlan().getFastActivations());
+    Value result =
+        isa<ActivationOp>(op)
+            ? buildActivation(b, b.getLoc(),
+                              cast<ActivationOp>(op).getKind(), input,
+                              primitives)
+            : buildActivationDerivative(
+                  b, b.getLoc(), cast<ActivationDerivativeOp>(op).getKind(),
+                  input, primitives);
+    builder.define(op->getResult(0), h, c, result);
+    return success();
+  }
+};
+
+/// Any scalar arith or math op: cloned at the slot.
+struct ScalarMathPattern final : EpiloguePattern {
+  LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
+                           EpilogueBuilder &builder) const override {
+    if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+      return failure();
+    IRMapping mapping;
+    mapping.map(op->getOperands(), getOperandsAt(op, h, c, builder));
+    Operation *clone = builder.getBuilder().clone(*op, mapping);
+    for (auto [result, value] :
+         llvm::zip(op->getResults(), clone->getResults()))
+      builder.define(result, h, c, value);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::coda::populateElementwisePatterns(EpiloguePatterns &patterns) {
+  patterns.push_back(std::make_unique<ActivationPattern>());
+  patterns.push_back(std::make_unique<ScalarMathPattern>());
+}

@@ -1,0 +1,304 @@
+//===- EpilogueMemory.cpp - the epilogue's loads and stores ---------------===//
+//
+// How the epilogue reads its inputs and C and writes its outputs, in their
+// layouts. Tensors that span n are read and written a column group at a
+// time: the 8 slots of a row in one 32-column group, which the 4 lanes of a
+// quad hold as 4 pairs each (columns 32g + 8j' + 2(l % 4) + {0, 1}). Each
+// pair of adjacent columns is read with one access (4 or 8 bytes) when inside
+// the tensor and aligned, else element by element. For 16-bit outputs with
+// epilogue_vector_bytes = 16, the quad regroups its pairs by shuffles (a
+// 4 x 4 transpose of 32-bit words) so that lane t writes the 16 contiguous
+// bytes of columns 32g + 8t .. 32g + 8t + 7 when the whole group is inside
+// the output and aligned; otherwise, and for f32, pair by pair. With the
+// plan's chunked_loads, 16-bit [m, n] inputs are read the same way in
+// reverse.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EpilogueLowering.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+Value EpilogueBuilder::loadSlot(Value pointer, Type elementType, unsigned mask,
+                                int64_t h, int64_t c) {
+  Type f32 = b.getF32Type();
+  auto load = [&]() -> Value {
+    Value element = LLVM::LoadOp::create(
+        b, elementType, slotAddress(pointer, elementType, h, c));
+    if (elementType == f32)
+      return element;
+    return arith::ExtFOp::create(b, f32, element);
+  };
+  Value inside = inBounds(mask, h, c);
+  if (!inside)
+    return load();
+  return b.ifThenElse(inside, f32, load, [&] { return b.f32(0.0); });
+}
+
+Value EpilogueBuilder::isAligned(Value pointer, int64_t bytes) {
+  return aligned.lookup({pointer, bytes});
+}
+
+Value EpilogueBuilder::pairFits(Value pointer, Type elementType, unsigned mask,
+                                int64_t h, int64_t c) {
+  if (interior)
+    return Value();
+  Value fits = b.andi(
+      b.andi(nIsEven,
+             isAligned(pointer, 2 * elementType.getIntOrFloatBitWidth() / 8)),
+      b.ult(b.add(cols[c], b.i32(1)), values.n));
+  if (mask & DimsAttr::kM)
+    fits = b.andi(fits, b.ult(rows[h], values.m));
+  return fits;
+}
+
+Value EpilogueBuilder::groupFits(Value pointer, unsigned mask, int64_t h,
+                                 int64_t group) {
+  if (interior)
+    return Value();
+  Value lastColumn = b.add(values.colBase, b.i32(32 * group + 31));
+  Value fits = b.andi(b.andi(nIsMultipleOf8, isAligned(pointer, 16)),
+                      b.ult(lastColumn, values.n));
+  if (mask & DimsAttr::kM)
+    fits = b.andi(fits, b.ult(rows[h], values.m));
+  return fits;
+}
+
+Value EpilogueBuilder::packPair(Value first, Value second, Type elementType) {
+  Type f32 = b.getF32Type();
+  Value vector = LLVM::UndefOp::create(b, VectorType::get({2}, f32));
+  vector = LLVM::InsertElementOp::create(b, vector, first, b.i32(0));
+  vector = LLVM::InsertElementOp::create(b, vector, second, b.i32(1));
+  if (elementType.isF32())
+    return vector;
+  vector =
+      arith::TruncFOp::create(b, VectorType::get({2}, elementType), vector);
+  return LLVM::BitcastOp::create(b, b.getI32Type(), vector);
+}
+
+std::pair<Value, Value> EpilogueBuilder::unpackPair(Value raw,
+                                                    Type elementType) {
+  Type f32 = b.getF32Type();
+  if (elementType.isBF16()) {
+    // A bf16 is the high half of the f32 of the same value: one instruction
+    // per element (the extension of a vector moves the high half down first).
+    Value low = b.shl(raw, b.i32(16));
+    Value high = b.andi(raw, b.i32(0xFFFF0000));
+    return {LLVM::BitcastOp::create(b, f32, low),
+            LLVM::BitcastOp::create(b, f32, high)};
+  }
+  Value vector = raw;
+  if (!elementType.isF32()) {
+    vector = LLVM::BitcastOp::create(b, VectorType::get({2}, elementType), raw);
+    vector = arith::ExtFOp::create(b, VectorType::get({2}, f32), vector);
+  }
+  return {LLVM::ExtractElementOp::create(b, vector, b.i32(0)),
+          LLVM::ExtractElementOp::create(b, vector, b.i32(1))};
+}
+
+SmallVector<Value> EpilogueBuilder::transposeQuad(ArrayRef<Value> words) {
+  // Two exchanges of half the words: with lane t ^ 2 the words j whose bit 1
+  // differs from t's (a transpose of 2 x 2 blocks), then with lane t ^ 1 the
+  // words whose bit 0 differs from t's (a transpose within the blocks).
+  SmallVector<Value> w(words.begin(), words.end());
+  for (int64_t bit : {1, 0}) {
+    int64_t stride = int64_t{1} << bit;
+    Value high =
+        b.eq(b.andi(b.shru(values.lane, b.i32(bit)), b.i32(1)), b.i32(1));
+    auto select = [&](Value cond, Value x, Value y) -> Value {
+      return arith::SelectOp::create(b, cond, x, y);
+    };
+    SmallVector<Value> next(4);
+    // Words j and j + stride (bit `bit` of j clear) trade places with the
+    // partner: a lane with the bit clear sends j + stride and keeps j.
+    for (int64_t j = 0; j < 4; ++j) {
+      if (j & stride)
+        continue;
+      Value sent = select(high, w[j], w[j + stride]);
+      Value received =
+          gpu::ShuffleOp::create(b, sent, static_cast<int32_t>(stride), 32,
+                                 gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      next[j] = select(high, received, w[j]);
+      next[j + stride] = select(high, w[j + stride], received);
+    }
+    w = std::move(next);
+  }
+  return w;
+}
+
+Value EpilogueBuilder::loadPair(Value pointer, Type elementType, unsigned mask,
+                                int64_t h, int64_t c) {
+  Type rawType = elementType.isF32()
+                     ? Type(VectorType::get({2}, b.getF32Type()))
+                     : Type(b.getI32Type());
+  auto load = [&]() -> Value {
+    return LLVM::LoadOp::create(b, rawType,
+                                slotAddress(pointer, elementType, h, c));
+  };
+  Value fits = pairFits(pointer, elementType, mask, h, c);
+  if (!fits)
+    return load();
+  return b.ifThenElse(fits, rawType, load, [&] {
+    return packPair(loadSlot(pointer, elementType, mask, h, c),
+                    loadSlot(pointer, elementType, mask, h, c + 1),
+                    elementType);
+  });
+}
+
+void EpilogueBuilder::issueGroup(Value pointer, Type elementType, unsigned mask,
+                                 int64_t h, int64_t group) {
+  auto [it, inserted] =
+      loadedGroups.try_emplace(std::make_tuple(pointer, h, group));
+  if (!inserted)
+    return;
+  LoadedGroup &loaded = it->second;
+  if (!plan.getChunkedLoads() || !usesChunks(elementType) ||
+      !(mask & DimsAttr::kM)) {
+    for (int64_t j = 0; j < 4; ++j)
+      loaded.pairs.push_back(
+          loadPair(pointer, elementType, mask, h, 8 * group + 2 * j));
+    return;
+  }
+  // One 16-byte access per lane instead of four 4-byte ones: each warp
+  // instruction then reads 64 contiguous bytes of each of its 8 rows.
+  auto chunkType = VectorType::get({4}, b.getI32Type());
+  auto load = [&]() -> Value {
+    return LLVM::LoadOp::create(b, chunkType,
+                                chunkAddress(pointer, elementType, h, group));
+  };
+  auto zero = [&]() -> Value { return LLVM::ZeroOp::create(b, chunkType); };
+  loaded.fits = groupFits(pointer, mask, h, group);
+  loaded.chunk =
+      loaded.fits ? b.ifThenElse(loaded.fits, chunkType, load, zero) : load();
+}
+
+SmallVector<Value, 4> EpilogueBuilder::loadGroup(Value pointer,
+                                                 Type elementType,
+                                                 unsigned mask, int64_t h,
+                                                 int64_t group) {
+  issueGroup(pointer, elementType, mask, h, group);
+  LoadedGroup &loaded =
+      loadedGroups.find(std::make_tuple(pointer, h, group))->second;
+  if (!loaded.pairs.empty())
+    return loaded.pairs;
+  // Regrouped here, at the first use, so that the shuffles wait for the
+  // chunk only when its values are needed: lane t's word j holds the pair
+  // that lane j uses at j' = t (the store's transpose, inverted).
+  SmallVector<Value> words;
+  for (int64_t j = 0; j < 4; ++j)
+    words.push_back(LLVM::ExtractElementOp::create(b, loaded.chunk, b.i32(j)));
+  SmallVector<Value> pairs = transposeQuad(words);
+  for (int64_t j = 0; j < 4; ++j) {
+    if (loaded.fits)
+      pairs[j] = b.ifThenElse(
+          loaded.fits, b.getI32Type(), [&] { return pairs[j]; },
+          [&] {
+            return loadPair(pointer, elementType, mask, h, 8 * group + 2 * j);
+          });
+    loaded.pairs.push_back(pairs[j]);
+  }
+  return loaded.pairs;
+}
+
+Value EpilogueBuilder::loadInput(Value pointer, Type elementType, unsigned mask,
+                                 int64_t h, int64_t c) {
+  if (!(mask & DimsAttr::kN))
+    return loadSlot(pointer, elementType, mask, h, c);
+  Value raw = loadGroup(pointer, elementType, mask, h, c / 8)[(c % 8) / 2];
+  auto [first, second] = unpackPair(raw, elementType);
+  return c % 2 ? second : first;
+}
+
+void EpilogueBuilder::prefetchGroup(int64_t group, int64_t h) {
+  for (const EpilogueTensor &tensor :
+       getTensors(op, plan.getBiasInput(), values, dims)) {
+    unsigned mask = tensor.mask;
+    if (!tensor.isOutput && (mask & DimsAttr::kN) &&
+        ((mask & DimsAttr::kM) || h == 0))
+      issueGroup(tensor.pointer, tensor.elementType, mask, h, group);
+  }
+}
+
+void EpilogueBuilder::storePair(Value first, Value second, Value pointer,
+                                Type elementType, unsigned mask, int64_t h,
+                                int64_t c) {
+  storeWide(
+      mask, pairFits(pointer, elementType, mask, h, c),
+      [&] {
+        LLVM::StoreOp::create(b, packPair(first, second, elementType),
+                              slotAddress(pointer, elementType, h, c));
+      },
+      [&] {
+        storeSlot(first, pointer, elementType, mask, h, c);
+        storeSlot(second, pointer, elementType, mask, h, c + 1);
+      });
+}
+
+void EpilogueBuilder::storeWide(unsigned mask, Value fits,
+                                function_ref<void()> wide,
+                                function_ref<void()> narrow) {
+  // An output that does not span m is written by the lanes that hold row 0
+  // (see storeSlot, which checks that itself).
+  Value owner = (mask & DimsAttr::kM) ? Value() : b.eq(rows[0], b.i32(0));
+  if (!fits)
+    return owner ? b.ifThen(owner, wide) : wide();
+  if (owner)
+    fits = b.andi(fits, owner);
+  auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  wide();
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  narrow();
+}
+
+void EpilogueBuilder::storeGroup(ArrayRef<Value> slots, Value pointer,
+                                 Type elementType, unsigned mask, int64_t h,
+                                 int64_t group) {
+  auto storePairs = [&] {
+    for (int64_t j = 0; j < 4; ++j)
+      storePair(slots[2 * j], slots[2 * j + 1], pointer, elementType, mask, h,
+                8 * group + 2 * j);
+  };
+  if (!usesChunks(elementType))
+    return storePairs();
+  SmallVector<Value> words;
+  for (int64_t j = 0; j < 4; ++j)
+    words.push_back(packPair(slots[2 * j], slots[2 * j + 1], elementType));
+  SmallVector<Value> transposed = transposeQuad(words);
+  auto storeChunk = [&] {
+    auto chunkType = VectorType::get({4}, b.getI32Type());
+    Value chunk = LLVM::UndefOp::create(b, chunkType);
+    for (int64_t j = 0; j < 4; ++j)
+      chunk = LLVM::InsertElementOp::create(b, chunk, transposed[j], b.i32(j));
+    LLVM::StoreOp::create(b, chunk,
+                          chunkAddress(pointer, elementType, h, group));
+  };
+  storeWide(mask, groupFits(pointer, mask, h, group), storeChunk, storePairs);
+}
+
+void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
+                                unsigned mask, int64_t h, int64_t c) {
+  Value cond = inBounds(mask, h, c);
+  auto conjoin = [&](Value more) { cond = cond ? b.andi(cond, more) : more; };
+  // An output that does not span m (n) is uniform along it: only the
+  // threads that hold row 0 (column 0) of the output write it.
+  if (!(mask & DimsAttr::kM))
+    conjoin(b.eq(rows[0], b.i32(0)));
+  if (!(mask & DimsAttr::kN))
+    conjoin(b.eq(cols[0], b.i32(0)));
+  auto store = [&] {
+    Value element = value;
+    if (elementType != element.getType())
+      element = arith::TruncFOp::create(b, elementType, element);
+    LLVM::StoreOp::create(b, element, slotAddress(pointer, elementType, h, c));
+  };
+  if (cond)
+    b.ifThen(cond, store);
+  else
+    store();
+}
