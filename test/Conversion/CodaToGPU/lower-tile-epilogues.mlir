@@ -1,4 +1,4 @@
-// The third stage on its own: coda-lower-tile-epilogues lowers a
+// The third stage on its own, a case per pattern file: coda-lower-tile-epilogues lowers a
 // coda.tile_epilogue written by hand, in a kernel of its own.
 // RUN: coda-opt %s --split-input-file --coda-lower-tile-epilogues --verify-diagnostics | FileCheck %s
 
@@ -43,4 +43,52 @@ func.func @outside(%acc: !acc, %i: i32, %out: !llvm.ptr<1>) {
     coda.yield %a : f32
   }
   return
+}
+
+// -----
+
+// ReductionPatterns: a row max over the quad (lanes l ^ 1, l ^ 2) written to
+// a [m] output, and a column sum over the warp's rows (lanes l ^ 4, 8, 16)
+// added to its [n] output with one atomic per column and warp.
+!acc = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+// CHECK-LABEL: gpu.func @reductions
+// CHECK:         gpu.shuffle xor %{{.*}}, %c1_i32
+// CHECK:         gpu.shuffle xor %{{.*}}, %c2_i32
+// CHECK:         arith.maximumf
+// CHECK:         gpu.shuffle xor %{{.*}}, %c4_i32
+// CHECK:         gpu.shuffle xor %{{.*}}, %c8_i32
+// CHECK:         gpu.shuffle xor %{{.*}}, %c16_i32
+// CHECK:         llvm.atomicrmw fadd %{{.*}} monotonic
+gpu.module @kernels {
+  gpu.func @reductions(%acc: !acc, %i: i32, %max: !llvm.ptr<1>, %sum: !llvm.ptr<1>) kernel {
+    coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) outs(%max, %sum : !llvm.ptr<1>, !llvm.ptr<1>) attributes {input_dims = [], input_types = [], output_types = [tensor<?xf32>, tensor<64xf32>], plan = #plan, result_dims = [#coda.dims<[m]>, #coda.dims<[n]>]} : !acc {
+    ^bb0(%a: f32):
+      %0 = coda.row_reduce max %a
+      %1 = coda.col_reduce sum %a
+      coda.yield %0, %1 : f32, f32
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+// DropoutPatterns: Philox rounds (32 x 32 -> 64-bit products) from the seed,
+// one call per 8 slots.
+!acc = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+// CHECK-LABEL: gpu.func @dropout
+// CHECK:         arith.trunci %[[SEED:.*]] : i64 to i32
+// CHECK:         arith.mului_extended
+// CHECK:         llvm.store
+gpu.module @kernels {
+  gpu.func @dropout(%acc: !acc, %i: i32, %seed: i64, %out: !llvm.ptr<1>) kernel {
+    coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) ins(%seed : i64) outs(%out : !llvm.ptr<1>) attributes {input_dims = [#coda.dims<[]>], input_types = [i64], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
+    ^bb0(%a: f32, %s: i64):
+      %0 = coda.dropout %a, %s {p = 0.1 : f32}
+      coda.yield %0 : f32
+    }
+    gpu.return
+  }
 }
