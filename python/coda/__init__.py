@@ -12,6 +12,9 @@ This package holds what Python users need next to the compiler:
   ``MLP`` and ``OutProjection``), whose backward coda derives
   (``coda.autograd``: the custom ops ``torch.ops.coda.run`` and
   ``torch.ops.coda.mlp``, for eager mode, torch.compile and CUDA graphs);
+- ``coda.patch(model)``: a model's Transformer blocks and MLPs (nanoGPT-style
+  blocks, MLP modules, nn.Sequential MLPs) on those modules, in place, its
+  parameters and state_dict unchanged (``coda.patching``);
 - ``coda.dropout``: coda's dropout mask (Philox-4x32-10, eight elements per call)
   in numpy, bit-identical to what compiled programs draw, so a backward pass or a
   test can regenerate the mask of any forward run from its seed.
@@ -20,5 +23,15 @@ This package holds what Python users need next to the compiler:
 from .dropout import dropout, dropout_bits, dropout_mask, dropout_threshold, philox4x32
 from .runtime import CodaError, Program
 
+
+
+def patch(model, verbose=False):
+    """Puts the Transformer blocks and MLPs of `model` on coda kernels, in
+    place; returns what it replaced and what not (coda.patching.patch)."""
+    from .patching import patch as _patch
+
+    return _patch(model, verbose)
+
+
 __all__ = ["CodaError", "Program", "dropout", "dropout_bits", "dropout_mask",
-           "dropout_threshold", "philox4x32"]
+           "dropout_threshold", "patch", "philox4x32"]

@@ -1,0 +1,193 @@
+"""coda.patch(model): a PyTorch model's Transformer blocks on coda kernels,
+in place.
+
+Recognized, by their structure (the modules and attributes they hold):
+
+- an MLP: a module with ``c_fc`` and ``c_proj`` (nn.Linear) and an
+  activation module (``gelu``, ``act`` or ``activation``), as nanoGPT's
+  ``MLP``; or an ``nn.Sequential`` of Linear, activation, Linear. Its forward
+  becomes coda's fused MLP (coda.nn.MLP: fc1 + activation in one kernel, fc2
+  + bias in another, fc1's epilogue gradient on fc2's dgrad GEMM). A dropout
+  after the second Linear is fused only when its probability is 0;
+- a nanoGPT-style block: ``ln_1``, ``attn``, ``ln_2`` and ``mlp``, its
+  forward ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``, with ``attn``
+  holding ``c_attn``, ``c_proj`` (nn.Linear), ``resid_dropout`` and
+  ``n_head``. Attention itself stays PyTorch's scaled_dot_product_attention
+  (causal); the output projection, its dropout and the residual become one
+  coda kernel (coda.nn.OutProjection), and the residual rides in the MLP's
+  second kernel.
+
+Parameters stay where they are: the patched modules keep their children,
+``state_dict`` keys and initialization, and an optimizer built before or
+after the patch trains the same tensors. Activations: nn.GELU (erf or
+tanh), nn.ReLU, nn.SiLU, nn.Sigmoid, nn.Tanh. What is not recognized is left
+as it is, and the report says what was replaced and what was not, and why.
+"""
+
+import torch.nn.functional as F
+
+from .runtime import _require_torch
+
+torch = _require_torch("coda.patch")
+from torch import nn  # noqa: E402
+
+from . import nn as coda_nn  # noqa: E402
+
+_ACTIVATION_NAMES = "gelu", "act", "activation"
+
+
+class PatchReport:
+    """What coda.patch did: `replaced` and `skipped`, lists of (module name,
+    description)."""
+
+    def __init__(self):
+        self.replaced, self.skipped = [], []
+
+    def __str__(self):
+        lines = [f"coda.patch: {len(self.replaced)} modules on coda kernels"]
+        lines += [f"  {name or '<model>'}: {what}" for name, what in self.replaced]
+        lines += [f"  left as is: {name or '<model>'}: {why}" for name, why in self.skipped]
+        return "\n".join(lines)
+
+
+def _activation(module):
+    """The coda DSL activation of an activation module, or None."""
+    if isinstance(module, nn.GELU):
+        return "gelu" if module.approximate == "tanh" else "gelu_erf"
+    for kind, name in ((nn.ReLU, "relu"), (nn.SiLU, "silu"), (nn.Sigmoid, "sigmoid"),
+                       (nn.Tanh, "tanh")):
+        if isinstance(module, kind):
+            return name
+    return None
+
+
+def _mlp_parts(module):
+    """(fc1, activation name, fc2, trailing dropout or None) of an MLP
+    module, or a string that says why it is not one (None if it does not
+    look like one at all)."""
+    if isinstance(module, nn.Sequential):
+        children = list(module)
+        if len(children) not in (3, 4) or not all(
+                isinstance(m, nn.Linear) for m in (children[0], children[2])):
+            return None
+        fc1, act, fc2 = children[:3]
+        dropout = children[3] if len(children) == 4 else None
+        if dropout is not None and not isinstance(dropout, nn.Dropout):
+            return None
+    else:
+        fc1, fc2 = getattr(module, "c_fc", None), getattr(module, "c_proj", None)
+        if not (isinstance(fc1, nn.Linear) and isinstance(fc2, nn.Linear)):
+            return None
+        act = next((getattr(module, n) for n in _ACTIVATION_NAMES
+                    if isinstance(getattr(module, n, None), nn.Module)), None)
+        dropout = getattr(module, "dropout", None)
+        if act is None:
+            return "an MLP without an activation module (gelu, act or activation)"
+    name = _activation(act)
+    if name is None:
+        return f"activation {type(act).__name__} has no coda epilogue"
+    if isinstance(dropout, nn.Dropout) and dropout.p:
+        return (f"dropout after the second projection (p = {dropout.p}) is not fused: "
+                "coda's MLP applies dropout after the activation")
+    if (fc1.bias is None) != (fc2.bias is None):
+        return "one projection has a bias and the other not"
+    if fc1.out_features != fc2.in_features:
+        return "the projections' sizes do not chain"
+    return fc1, name, fc2
+
+
+def _fused_mlp(fc1, activation, fc2):
+    """coda's MLP over the existing fc1 and fc2 (their parameters, not
+    copies), outside the model's module tree."""
+    core = coda_nn.MLP(fc1.in_features, fc1.out_features, fc2.out_features,
+                       activation=activation, dropout=0.0, bias=fc1.bias is not None,
+                       device="meta")
+    core.fc1, core.fc2 = fc1, fc2
+    return core
+
+
+def _run(core, owner, x, **inputs):
+    """`core` in `owner`'s training mode."""
+    core.training = owner.training
+    return core(x, **inputs)
+
+
+def _patch_mlp(module, parts):
+    core = _fused_mlp(*parts)
+    object.__setattr__(module, "_coda_mlp", core)
+    module.forward = lambda x, residual=None: _run(core, module, x, residual=residual)
+    return f"MLP ({parts[1]}) as coda's fused MLP"
+
+
+def _attention_parts(attn):
+    """Whether `attn` is nanoGPT-style causal self-attention."""
+    return (isinstance(getattr(attn, "c_attn", None), nn.Linear)
+            and isinstance(getattr(attn, "c_proj", None), nn.Linear)
+            and isinstance(getattr(attn, "resid_dropout", None), nn.Dropout)
+            and isinstance(getattr(attn, "n_head", None), int))
+
+
+def _attention(attn, x):
+    """nanoGPT's causal self-attention of x [B, T, C], before its output
+    projection: [B, T, C]."""
+    batch, tokens, channels = x.shape
+    heads = attn.n_head
+    q, k, v = attn.c_attn(x).split(channels, dim=2)
+    q, k, v = (t.view(batch, tokens, heads, channels // heads).transpose(1, 2)
+               for t in (q, k, v))
+    p = float(getattr(attn, "dropout", 0.0)) if attn.training else 0.0
+    y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+    return y.transpose(1, 2).contiguous().view(batch, tokens, channels)
+
+
+def _patch_block(block, mlp_parts):
+    attn = block.attn
+    proj = attn.c_proj
+    if proj.bias is None:
+        return None
+    out = coda_nn.OutProjection(proj.in_features, proj.out_features,
+                                dropout=attn.resid_dropout.p, device="meta")
+    out.weight, out.bias = proj.weight, proj.bias
+    mlp = _fused_mlp(*mlp_parts)
+    object.__setattr__(block, "_coda_out_projection", out)
+    object.__setattr__(block, "_coda_mlp", mlp)
+
+    def forward(x):
+        lead = x.shape
+        h = _attention(attn, block.ln_1(x))
+        x = _run(out, block, h, residual=x).view(lead)
+        return _run(mlp, block, block.ln_2(x), residual=x).view(lead)
+
+    block.forward = forward
+    return (f"block: attention output projection + dropout + residual in one kernel, "
+            f"MLP ({mlp_parts[1]}) + residual as coda's fused MLP")
+
+
+def patch(model, verbose=False):
+    """Puts the Transformer blocks and MLPs of `model` (an nn.Module) on coda
+    kernels, in place, and returns a PatchReport (printed with
+    `verbose`). Call it once, before training or after loading a
+    checkpoint; the model's parameters and state_dict are unchanged."""
+    report = PatchReport()
+    done = set()
+    for name, module in model.named_modules():
+        if any(name == d or name.startswith(d + ".") for d in done):
+            continue
+        block_mlp = getattr(module, "mlp", None)
+        if all(hasattr(module, a) for a in ("ln_1", "attn", "ln_2")) and block_mlp is not None:
+            parts = _mlp_parts(block_mlp)
+            if isinstance(parts, tuple) and _attention_parts(module.attn):
+                what = _patch_block(module, parts)
+                if what:
+                    report.replaced.append((name, what))
+                    done.add(name)
+                    continue
+        parts = _mlp_parts(module)
+        if isinstance(parts, tuple):
+            report.replaced.append((name, _patch_mlp(module, parts)))
+            done.add(name)
+        elif isinstance(parts, str):
+            report.skipped.append((name, parts))
+    if verbose:
+        print(report)
+    return report

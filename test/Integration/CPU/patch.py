@@ -1,0 +1,101 @@
+# REQUIRES: torch
+# RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s
+# RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %coda_src/examples/train.py --steps 2 --layers 1 --width 32 --context 16 --out %t.png | FileCheck %s --check-prefix=TRAIN
+# RUN: %python -c "import sys; sys.exit(open(sys.argv[1], 'rb').read(8) != b'\x89PNG\r\n\x1a\n')" %t.png
+#
+# coda.patch on the CPU reference, in float32: a nanoGPT-style GPT (the one
+# examples/train.py trains) and an nn.Sequential MLP patched in place keep
+# their parameters and state_dict, and compute the losses and gradients of
+# the eager model; what it cannot fuse it leaves alone and says why.
+
+import copy
+import os
+import sys
+
+sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+sys.path.insert(0, os.path.join(sys.argv[1], "examples"))
+import torch
+from torch import nn
+
+import coda
+from train import GPT
+
+torch.manual_seed(0)
+failures = []
+
+
+def close(what, got, want, tolerance=1e-4):
+    error = ((got - want).norm() / want.norm().clamp_min(1e-30)).item()
+    if not error < tolerance:
+        failures.append(f"{what}: relative error {error:.2e}")
+
+
+eager = GPT(context=16, layers=2, heads=2, d=32)
+fused = copy.deepcopy(eager)
+report = coda.patch(fused)
+print(report)
+# CHECK: coda.patch: 2 modules on coda kernels
+# CHECK-NEXT: blocks.0: block: attention output projection + dropout + residual in one kernel, MLP (gelu_erf) + residual as coda's fused MLP
+# CHECK-NEXT: blocks.1: block:
+if list(eager.state_dict()) != list(fused.state_dict()):
+    failures.append("state_dict keys changed")
+for (name, p), q in zip(eager.named_parameters(), fused.parameters()):
+    if not torch.equal(p, q):
+        failures.append(f"parameter {name} changed")
+
+idx = torch.randint(0, 256, (3, 16))
+targets = torch.randint(0, 256, (3, 16))
+for mode in ("train", "eval"):
+    eager.train(mode == "train")
+    fused.train(mode == "train")
+    want, got = eager(idx, targets), fused(idx, targets)
+    close(f"{mode} loss", got, want, 1e-5)
+eager.train()
+fused.train()
+eager(idx, targets).backward()
+fused(idx, targets).backward()
+for (name, p), q in zip(eager.named_parameters(), fused.parameters()):
+    close(f"gradient of {name}", q.grad, p.grad)
+
+# An optimizer step on the patched model moves the tensors its kernels read.
+optimizer = torch.optim.SGD(fused.parameters(), lr=0.1)
+before = fused(idx, targets).item()
+optimizer.step()
+if not fused(idx, targets).item() < before:
+    failures.append("an SGD step did not lower the patched model's loss")
+
+# With dropout the output projection draws coda's mask in training; in
+# eval mode the patched model computes the eager one's loss.
+eager = GPT(context=16, layers=1, heads=2, d=32, dropout=0.2)
+fused = copy.deepcopy(eager)
+coda.patch(fused)
+eager.eval()
+fused.eval()
+close("eval loss with dropout", fused(idx, targets), eager(idx, targets), 1e-5)
+fused.train()
+if not torch.isfinite(fused(idx, targets)):
+    failures.append("training loss with dropout is not finite")
+
+# A standalone nn.Sequential MLP; an MLP with dropout after its second
+# projection and one with an activation coda has no epilogue for are left.
+model = nn.Sequential(nn.Sequential(nn.Linear(8, 32), nn.GELU(approximate="tanh"),
+                                    nn.Linear(32, 8)),
+                      nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8),
+                                    nn.Dropout(0.1)),
+                      nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(), nn.Linear(16, 8)))
+reference = copy.deepcopy(model)
+print(coda.patch(model))
+# CHECK: coda.patch: 1 modules on coda kernels
+# CHECK-NEXT: 0: MLP (gelu) as coda's fused MLP
+# CHECK-NEXT: left as is: 1: dropout after the second projection (p = 0.1) is not fused: coda's MLP applies dropout after the activation
+# CHECK-NEXT: left as is: 2: activation LeakyReLU has no coda epilogue
+x = torch.randn(5, 8, requires_grad=True)
+model.eval()
+reference.eval()
+close("nn.Sequential MLP", model[0](x), reference[0](x))
+
+print("failures:", failures or "none")
+# CHECK: failures: none
+# TRAIN: coda.patch: 1 modules on coda kernels
+# TRAIN: step    2/2
+# TRAIN: loss curves
