@@ -170,7 +170,13 @@ def main():
     models = {"eager": eager, "coda": fused}
     optimizers = {k: torch.optim.AdamW(m.parameters(), lr=args.lr, weight_decay=0.1)
                   for k, m in models.items()}
+    # A linear warm-up of the learning rate over the first steps.
+    warmup = max(1, min(30, args.steps // 10))
+    schedules = {k: torch.optim.lr_scheduler.LambdaLR(o, lambda i: min(1.0, (i + 1) / warmup))
+                 for k, o in optimizers.items()}
     losses = {k: [] for k in models}
+    # Step time after the first steps, which compile coda's programs.
+    timed_from = min(10, args.steps // 2)
     seconds = {k: 0.0 for k in models}
     batches = torch.Generator().manual_seed(args.seed)
     print(f"{device} {dtype}: {layers} layers, width {width}, {args.batch} x {context} "
@@ -187,11 +193,16 @@ def main():
             optimizers[name].zero_grad(set_to_none=True)
             loss.backward()
             optimizers[name].step()
+            schedules[name].step()
             losses[name].append(loss.item())
-            seconds[name] += time.perf_counter() - begin
+            if step >= timed_from:
+                seconds[name] += time.perf_counter() - begin
         if step % 10 == 0 or step == args.steps - 1:
-            rates = "  ".join(f"{k} {losses[k][-1]:.3f} ({args.batch * context * (step + 1) / seconds[k]:,.0f} tok/s)"
-                              for k in models)
+            timed = args.batch * context * (step + 1 - timed_from)
+            rates = "  ".join(
+                f"{k} {losses[k][-1]:.3f}"
+                + (f" ({timed / seconds[k]:,.0f} tok/s)" if seconds[k] else "")
+                for k in models)
             print(f"step {step + 1:4d}/{args.steps}  {rates}", flush=True)
     tail = max(1, min(50, args.steps // 4))
     mean = {k: sum(v[-tail:]) / tail for k, v in losses.items()}
