@@ -29,9 +29,8 @@ Value buildDropoutBits(DropoutOp dropout, int64_t h, int64_t c,
   // 8(j % 4) + e.
   if (builder.getShared(dropout, h, c / 8).empty()) {
     std::array<Value, 4> drawn = buildDropoutWords(
-        b, b.getLoc(), builder.at(dropout.getSeed(), h, c),
-        dropout.getStream(), builder.getValues().batch, builder.getRow(h),
-        builder.getCol(c));
+        b, b.getLoc(), builder.at(dropout.getSeed(), h, c), dropout.getStream(),
+        builder.getValues().batch, builder.getRow(h), builder.getCol(c));
     builder.getShared(dropout, h, c / 8).assign(drawn.begin(), drawn.end());
   }
   ArrayRef<Value> words = builder.getShared(dropout, h, c / 8);

@@ -79,9 +79,8 @@ struct ActivationPattern final : EpiloguePattern {
         getGpuActivationPrimitives(builder.getPlan().getFastActivations());
     Value result =
         isa<ActivationOp>(op)
-            ? buildActivation(b, b.getLoc(),
-                              cast<ActivationOp>(op).getKind(), input,
-                              primitives)
+            ? buildActivation(b, b.getLoc(), cast<ActivationOp>(op).getKind(),
+                              input, primitives)
             : buildActivationDerivative(
                   b, b.getLoc(), cast<ActivationDerivativeOp>(op).getKind(),
                   input, primitives);

@@ -31,10 +31,10 @@ Value combine(KernelBuilder &b, ReductionKind kind, Value x, Value y) {
 Value combineAcrossLanes(KernelBuilder &b, ReductionKind kind, Value total,
                          ArrayRef<int32_t> offsets) {
   for (int32_t offset : offsets)
-    total = combine(b, kind, total,
-                    gpu::ShuffleOp::create(b, total, offset, 32,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult());
+    total = combine(
+        b, kind, total,
+        gpu::ShuffleOp::create(b, total, offset, 32, gpu::ShuffleMode::XOR)
+            .getShuffleResult());
   return total;
 }
 

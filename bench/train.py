@@ -1,0 +1,121 @@
+"""The training step of a whole model on the GPU, in one process: eager
+PyTorch, torch.compile, coda (coda.patch) and coda under torch.compile
+(each also with CUDA graphs: torch.compile's mode="reduce-overhead"), on
+the nanoGPT-style GPT of examples/train.py (bfloat16 parameters, AdamW).
+For each: step time and tokens/s (CUDA events over timed steps after
+warm-up), peak memory, and where the step's CUDA time goes (torch.profiler
+over a few steps: GEMMs (cuBLAS), coda's fused kernels, attention, and the
+rest: the memory-bound operators a fused epilogue is meant to remove).
+
+    python bench/train.py [--layers 12 --width 768 --heads 12 --batch 8 --context 1024]
+"""
+
+import argparse
+import copy
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+
+import coda  # noqa: E402
+from train import GPT  # noqa: E402
+
+# Kernel names by what they do: coda's are named after their programs.
+_CODA = re.compile(r"^(fc1|fc2|out_projection|linear)(_\w+)?$")
+_GEMM = re.compile(r"gemm|nvjet|cutlass|xmma|gemv|splitk", re.I)
+_ATTENTION = re.compile(r"flash|fmha|attention|sdpa", re.I)
+
+
+def category(name):
+    if _CODA.match(name):
+        return "coda"
+    if _ATTENTION.search(name):
+        return "attention"
+    if _GEMM.search(name):
+        return "gemm"
+    return "other"
+
+
+def step_fn(model, optimizer, x, y):
+    def step():
+        loss = model(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step
+
+
+def measure(name, model, x, y, warmup, steps, profiled):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    step = step_fn(model, optimizer, x, y)
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(steps):
+        loss = step()
+    end.record()
+    torch.cuda.synchronize()
+    ms = start.elapsed_time(end) / steps
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(profiled):
+            step()
+        torch.cuda.synchronize()
+    shares = {"gemm": 0.0, "coda": 0.0, "attention": 0.0, "other": 0.0}
+    for event in prof.key_averages():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            shares[category(event.key)] += event.device_time_total / 1000 / profiled
+    return {"name": name, "ms": ms, "peak": peak, "loss": loss.item(), **shares}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--width", type=int, default=768)
+    parser.add_argument("--heads", type=int, default=12)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--profiled", type=int, default=3)
+    parser.add_argument("--variants", default="eager,compile,compile+graphs,coda,coda+compile,"
+                                              "coda+compile+graphs")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    base = GPT(context=args.context, layers=args.layers, heads=args.heads,
+               d=args.width).cuda().to(torch.bfloat16)
+    x = torch.randint(0, 256, (args.batch, args.context), device="cuda")
+    y = torch.randint(0, 256, (args.batch, args.context), device="cuda")
+    tokens = args.batch * args.context
+    print(f"{torch.cuda.get_device_name()}: GPT, {args.layers} layers, width {args.width}, "
+          f"{args.heads} heads, {args.batch} x {args.context} tokens per step, bf16, AdamW")
+    rows = []
+    for variant in args.variants.split(","):
+        model = copy.deepcopy(base)
+        if variant.startswith("coda"):
+            coda.patch(model)
+        if "compile" in variant:
+            model = torch.compile(model, mode="reduce-overhead" if "graphs" in variant
+                                  else None)
+        rows.append(measure(variant, model, x, y, args.warmup, args.steps, args.profiled))
+        del model
+        torch.cuda.empty_cache()
+    eager = rows[0]["ms"]
+    print(f"{'variant':20} {'ms/step':>8} {'tok/s':>10} {'vs eager':>8} {'peak GiB':>8} "
+          f"{'GEMM ms':>8} {'coda ms':>8} {'attn ms':>8} {'other ms':>8}")
+    for r in rows:
+        print(f"{r['name']:20} {r['ms']:8.2f} {tokens / r['ms'] * 1000:10,.0f} "
+              f"{eager / r['ms']:7.2f}x {r['peak']:8.2f} {r['gemm']:8.2f} {r['coda']:8.2f} "
+              f"{r['attention']:8.2f} {r['other']:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
