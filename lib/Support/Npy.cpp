@@ -103,6 +103,13 @@ llvm::Expected<HostArray> mlir::coda::readNpy(StringRef path) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + message);
   };
+  // A device or a pipe (/dev/zero, say) could be read without end.
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return fail("cannot read: " + ec.message());
+  if (!llvm::sys::fs::is_regular_file(status))
+    return fail("not a regular file: arrays are read from .npy files that "
+                "numpy.save writes");
   auto bufferOrError =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
@@ -133,6 +140,11 @@ llvm::Expected<HostArray> mlir::coda::readNpy(StringRef path) {
   StringRef header = bytes.take_front(headerLength);
   bytes = bytes.drop_front(headerLength);
 
+  // numpy reads the header as a Python dict, where a repeated key takes
+  // its last value: refuse one rather than read another value than numpy.
+  for (StringRef key : {"descr", "fortran_order", "shape"})
+    if (header.count(("'" + key + "'").str()) > 1)
+      return fail("the .npy header gives '" + key + "' twice");
   std::optional<StringRef> descr = findKey(header, "descr");
   std::optional<StringRef> fortran = findKey(header, "fortran_order");
   std::optional<StringRef> shapeText = findKey(header, "shape");
@@ -151,18 +163,27 @@ llvm::Expected<HostArray> mlir::coda::readNpy(StringRef path) {
     return fail("unsupported dtype '" + dtype +
                 "'; expected float32 or float16 (little-endian): convert "
                 "with a.astype(np.float32)");
-  if (fortran->starts_with("True"))
+  StringRef order = fortran->take_while(llvm::isAlpha);
+  if (order == "True")
     return fail("Fortran-order arrays are not supported; save "
                 "np.ascontiguousarray(a)");
+  if (order != "False")
+    return fail("'fortran_order' must be True or False, got '" +
+                fortran->take_until([](char c) { return c == ',' || c == '}'; })
+                    .rtrim() +
+                "'");
 
   HostArray array;
   array.elementType = type;
   StringRef dims = shapeText->take_until([](char c) { return c == ')'; });
+  // A tuple: `()`, `(8,)`, `(8, 32)` or `(8, 32,)`; an empty element only
+  // after the last comma of a non-empty tuple.
   llvm::SmallVector<StringRef> parts;
-  dims.split(parts, ',', -1, /*KeepEmpty=*/false);
-  for (StringRef part : parts) {
+  dims.split(parts, ',', -1, /*KeepEmpty=*/true);
+  for (auto [i, part] : llvm::enumerate(parts)) {
     part = part.trim();
-    if (part.empty())
+    bool last = i + 1 == parts.size();
+    if (part.empty() && last && (i > 0 || parts.size() == 1))
       continue;
     int64_t d;
     if (part.getAsInteger(10, d) || d < 0)

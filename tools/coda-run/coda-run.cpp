@@ -23,6 +23,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -64,9 +65,10 @@ cl::opt<std::string> alpha("alpha", cl::desc("GEMM alpha (default 1)"),
 cl::opt<std::string> beta("beta",
                           cl::desc("GEMM beta (default 1 when C is given)"),
                           cl::value_desc("number"), cl::cat(category));
-cl::opt<uint64_t> seed("seed",
-                       cl::desc("dropout seed, a 64-bit value (default 0)"),
-                       cl::cat(category));
+cl::opt<std::string> seed("seed",
+                          cl::desc("dropout seed, an unsigned 64-bit integer "
+                                   "(default 0)"),
+                          cl::value_desc("integer"), cl::cat(category));
 cl::list<std::string> args("arg",
                            cl::desc("an epilogue input: NAME=FILE.npy or, "
                                     "for a scalar, NAME=NUMBER"),
@@ -242,8 +244,14 @@ int main(int argc, char **argv) {
     request.alpha = alpha;
   if (beta.getNumOccurrences())
     request.beta = beta;
-  if (seed.getNumOccurrences())
-    request.seed = static_cast<int64_t>(seed.getValue());
+  if (seed.getNumOccurrences()) {
+    uint64_t value;
+    if (StringRef(seed).getAsInteger(0, value))
+      return fail("--seed '" + seed +
+                  "' is not an unsigned 64-bit integer (0 to "
+                  "18446744073709551615, decimal or 0x hexadecimal)");
+    request.seed = static_cast<int64_t>(value);
+  }
   for (StringRef arg : args) {
     auto [name, value] = arg.split('=');
     if (value.empty())
@@ -369,6 +377,9 @@ int main(int argc, char **argv) {
     llvm::outs() << "  note: " << note << "\n";
   llvm::outs() << "  " << timing << "\n";
   bool checkFailed = false;
+  // The output files this run wrote: removed if a later one cannot be
+  // written, so that a failed run leaves no mix of new and old outputs.
+  llvm::SmallVector<std::string> written;
   for (auto [i, output, array] : llvm::enumerate(signature->outputs, results)) {
     llvm::outs() << "  " << output.name << " " << array.getShapeString() << " "
                  << getElementTypeName(array.elementType);
@@ -383,8 +394,17 @@ int main(int argc, char **argv) {
     for (const auto &[name, file] : outputFiles) {
       if (name != output.name)
         continue;
-      if (llvm::Error error = writeNpy(file, array.convertTo(ElementType::F32)))
+      if (llvm::Error error =
+              writeNpy(file, array.convertTo(ElementType::F32))) {
+        llvm::outs() << "\n";
+        for (const std::string &path : written)
+          if (!llvm::sys::fs::remove(path))
+            llvm::errs() << "removed " << path
+                         << ", written before the failure\n";
         return fail(std::move(error));
+      }
+      if (llvm::sys::fs::is_regular_file(file))
+        written.push_back(file);
       llvm::outs() << " -> " << file;
     }
     llvm::outs() << "\n";

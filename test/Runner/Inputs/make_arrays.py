@@ -38,6 +38,12 @@ write_header("no_shape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape':"
 write_header("empty_descr.npy", "{'fortran_order': False, 'shape': (1,), 'descr':", b"\0" * 4)
 write_header("double_quoted.npy", "{'descr': \"<f4\", 'fortran_order': False, 'shape': (1,), }",
              b"\0" * 4)
+write_header("maybe_fortran.npy", "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,), }",
+             b"\0" * 4)
+write_header("twice.npy", "{'descr': '<f4', 'descr': '<f2', 'fortran_order': False, "
+             "'shape': (1,), }", b"\0" * 4)
+write_header("empty_dim.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (8,,32), }",
+             b"\0" * 1024)
 # Operands whose output space cannot be addressed, or not held in memory.
 np.save(f"{folder}/wide_empty.npy", np.zeros((1 << 32, 0), np.float32))
 np.save(f"{folder}/column.npy", np.ones((1000000, 1), np.float32))
