@@ -55,7 +55,7 @@ class ProgramFamily:
     def program(self, derive, device, dtype):
         """The program `derive` ("" for the forward) for tensors of `dtype` on
         `device`."""
-        key = (derive, str(device), dtype)
+        key = (derive, device, dtype)
         if key not in self._programs:
             name = _DTYPES[dtype]
             source = self.source(name) if callable(self.source) else self.source
@@ -266,8 +266,11 @@ def _mlp_backward(call, up, down, saved_tensors, b2_dtype, needs, grad_y):
     its gradient is grad_y itself; fc1's epilogue gradient runs on the dgrad
     GEMM of fc2 (grad_y w2), reading the saved accumulator."""
     x, w1, b1, w2, h, saved, seed = saved_tensors
+    if grad_y is None:
+        return None, None, None, None, None, None
     grad_y = grad_y.to(h.dtype).contiguous()
-    grad_b2 = grad_y.sum(0, dtype=torch.float32).to(b2_dtype) if needs[4] else None
+    # One reduction kernel, accumulated in f32 (as PyTorch sums bf16).
+    grad_b2 = grad_y.sum(0, dtype=b2_dtype) if needs[4] else None
     grad_residual = grad_y if needs[5] else None
     grad_w2 = (_operand_gradient(call, down, "grad_b", grad_y, h, seed).to(w2.dtype)
                if needs[3] else None)
@@ -307,6 +310,7 @@ def _mlp_op_setup_context(ctx, inputs, output):
     up, down, x, w1, b1, w2, b2, residual, seed = inputs
     _, h, saved = output
     ctx.mark_non_differentiable(h, saved)
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, w1, b1, w2, h, saved, seed)
     ctx.meta = up, down, None if b2 is None else b2.dtype
 
@@ -327,6 +331,8 @@ class _Mlp(torch.autograd.Function):
     def forward(ctx, up, down, x, w1, b1, w2, b2, residual, seed):
         y, h, saved = _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed)
         ctx.mark_non_differentiable(h, saved)
+        # h and saved_acc have no gradient: no zeros made for them.
+        ctx.set_materialize_grads(False)
         ctx.save_for_backward(x, w1, b1, w2, h, saved, seed)
         ctx.meta = up, down, None if b2 is None else b2.dtype
         return y, h, saved

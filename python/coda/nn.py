@@ -103,9 +103,18 @@ class Linear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}"
 
 
+_no_seeds = {}
+
+
 def _no_seed(x):
-    """The seed of a program that draws no mask."""
-    return torch.zeros((), dtype=torch.int64, device=x.device)
+    """The seed of a program that draws no mask (never read): one tensor per
+    device, made once outside torch.compile."""
+    if torch.compiler.is_compiling():
+        return torch.zeros((), dtype=torch.int64, device=x.device)
+    seed = _no_seeds.get(x.device)
+    if seed is None:
+        seed = _no_seeds[x.device] = torch.zeros((), dtype=torch.int64, device=x.device)
+    return seed
 
 
 class OutProjection(Linear):

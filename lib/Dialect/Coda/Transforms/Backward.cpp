@@ -551,12 +551,13 @@ mlir::coda::deriveBackward(func::FuncOp func, AccumulatorSource source) {
       forward, BackwardNames::kGradA, /*gradAccFirst=*/!tA,
       /*transposeFirst=*/tA ? tB : false, /*transposeSecond=*/tA ? true : !tB,
       forward.bType, "b", forward.aType, BackwardNames::kGradA);
-  auto gradBType = RankedTensorType::get(forward.bType.getShape(),
-                                         Float32Type::get(func.getContext()));
+  // Both in their operand's type (a parameter's gradient in the parameter's
+  // dtype, as PyTorch's autograd gives it), rounded once from the f32
+  // accumulator.
   programs.gradB = buildOperandGradient(
       forward, BackwardNames::kGradB, /*gradAccFirst=*/tB,
       /*transposeFirst=*/tB ? true : !tA, /*transposeSecond=*/tB ? tA : false,
-      forward.aType, "a", gradBType, BackwardNames::kGradB);
+      forward.aType, "a", forward.bType, BackwardNames::kGradB);
   return programs;
 }
 

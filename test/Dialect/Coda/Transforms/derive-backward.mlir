@@ -147,7 +147,7 @@ func.func @statistic(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>)
 // -----
 
 // Operand gradients in the layouts A and B are stored in (M = 128, N = 256,
-// K = 64): grad_a in A's shape and type, grad_b in B's shape in f32.
+// K = 64): grad_a in A's shape and type, grad_b in B's shape and type.
 
 // A [M, K], B [K, N]: grad_a = grad_acc B^T, grad_b = A^T grad_acc.
 // CHECK-LABEL: func.func @nn_grad_a
@@ -159,9 +159,9 @@ func.func @statistic(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>)
 // CHECK-NEXT:      coda.yield %[[ACC]] : f32
 // CHECK-LABEL: func.func @nn_grad_b
 // CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<128x64xbf16> {coda.name = "a"}, %[[GACC:[a-z0-9_]+]]: tensor<128x256xbf16> {coda.name = "grad_acc"})
-// CHECK-SAME:    -> (tensor<64x256xf32> {coda.name = "grad_b"})
+// CHECK-SAME:    -> (tensor<64x256xbf16> {coda.name = "grad_b"})
 // CHECK:         coda.gemm %[[A]], %[[GACC]] transpose_a :
-// CHECK-SAME:      -> (tensor<64x256xf32> [m, n])
+// CHECK-SAME:      -> (tensor<64x256xbf16> [m, n])
 // CHECK:         ^bb0(%[[ACC:.*]]: f32):
 // CHECK-NEXT:      coda.yield %[[ACC]] : f32
 func.func @nn(%a: tensor<128x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<128x256xbf16> {
@@ -182,9 +182,9 @@ func.func @nn(%a: tensor<128x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<128x25
 // CHECK-SAME:      -> (tensor<128x64xbf16> [m, n])
 // CHECK-LABEL: func.func @nt_grad_b
 // CHECK-SAME:    (%[[GACC:[a-z0-9_]+]]: tensor<128x256xbf16> {coda.name = "grad_acc"}, %[[A:[a-z0-9_]+]]: tensor<128x64xbf16> {coda.name = "a"})
-// CHECK-SAME:    -> (tensor<256x64xf32> {coda.name = "grad_b"})
+// CHECK-SAME:    -> (tensor<256x64xbf16> {coda.name = "grad_b"})
 // CHECK:         coda.gemm %[[GACC]], %[[A]] transpose_a :
-// CHECK-SAME:      -> (tensor<256x64xf32> [m, n])
+// CHECK-SAME:      -> (tensor<256x64xbf16> [m, n])
 func.func @nt(%a: tensor<128x64xbf16>, %b: tensor<256x64xbf16>) -> tensor<128x256xbf16> {
   %0 = coda.gemm %a, %b transpose_b : tensor<128x64xbf16>, tensor<256x64xbf16> -> (tensor<128x256xbf16> [m, n]) {
   ^bb0(%acc: f32):
@@ -203,9 +203,9 @@ func.func @nt(%a: tensor<128x64xbf16>, %b: tensor<256x64xbf16>) -> tensor<128x25
 // CHECK-SAME:      -> (tensor<64x128xbf16> [m, n])
 // CHECK-LABEL: func.func @tn_grad_b
 // CHECK-SAME:    (%[[A:[a-z0-9_]+]]: tensor<64x128xbf16> {coda.name = "a"}, %[[GACC:[a-z0-9_]+]]: tensor<128x256xbf16> {coda.name = "grad_acc"})
-// CHECK-SAME:    -> (tensor<64x256xf32> {coda.name = "grad_b"})
+// CHECK-SAME:    -> (tensor<64x256xbf16> {coda.name = "grad_b"})
 // CHECK:         coda.gemm %[[A]], %[[GACC]] :
-// CHECK-SAME:      -> (tensor<64x256xf32> [m, n])
+// CHECK-SAME:      -> (tensor<64x256xbf16> [m, n])
 func.func @tn(%a: tensor<64x128xbf16>, %b: tensor<64x256xbf16>) -> tensor<128x256xbf16> {
   %0 = coda.gemm %a, %b transpose_a : tensor<64x128xbf16>, tensor<64x256xbf16> -> (tensor<128x256xbf16> [m, n]) {
   ^bb0(%acc: f32):
@@ -224,9 +224,9 @@ func.func @tn(%a: tensor<64x128xbf16>, %b: tensor<64x256xbf16>) -> tensor<128x25
 // CHECK-SAME:      -> (tensor<64x128xbf16> [m, n])
 // CHECK-LABEL: func.func @tt_grad_b
 // CHECK-SAME:    (%[[GACC:[a-z0-9_]+]]: tensor<128x256xbf16> {coda.name = "grad_acc"}, %[[A:[a-z0-9_]+]]: tensor<64x128xbf16> {coda.name = "a"})
-// CHECK-SAME:    -> (tensor<256x64xf32> {coda.name = "grad_b"})
+// CHECK-SAME:    -> (tensor<256x64xbf16> {coda.name = "grad_b"})
 // CHECK:         coda.gemm %[[GACC]], %[[A]] transpose_a transpose_b :
-// CHECK-SAME:      -> (tensor<256x64xf32> [m, n])
+// CHECK-SAME:      -> (tensor<256x64xbf16> [m, n])
 func.func @tt(%a: tensor<64x128xbf16>, %b: tensor<256x64xbf16>) -> tensor<128x256xbf16> {
   %0 = coda.gemm %a, %b transpose_a transpose_b : tensor<64x128xbf16>, tensor<256x64xbf16> -> (tensor<128x256xbf16> [m, n]) {
   ^bb0(%acc: f32):
@@ -298,7 +298,7 @@ func.func @layer(%x: tensor<?x768xbf16>, %w: tensor<3072x768xbf16>,
 // CHECK:         coda.gemm %[[GACC]], %[[B]] alpha(%[[ALPHA]]) :
 // CHECK-LABEL: func.func @scaled_grad_b
 // CHECK-SAME:    (%[[GACC:[a-z0-9_]+]]: tensor<?x3072xbf16> {coda.name = "grad_acc"}, %[[A:[a-z0-9_]+]]: tensor<?x768xbf16> {coda.name = "a"}, %[[ALPHA:[a-z0-9_]+]]: f32)
-// CHECK-SAME:    -> (tensor<3072x768xf32> {coda.name = "grad_b"})
+// CHECK-SAME:    -> (tensor<3072x768xbf16> {coda.name = "grad_b"})
 // CHECK:         coda.gemm %[[GACC]], %[[A]] transpose_a alpha(%[[ALPHA]]) :
 
 // With a saved accumulator, alpha is already in saved_acc: the backward's

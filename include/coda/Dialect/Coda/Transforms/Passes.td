@@ -20,7 +20,7 @@ def CodaDeriveBackward : Pass<"coda-derive-backward", "::mlir::ModuleOp"> {
       accumulator `saved_acc`, and `@f_backward_saved`, the epilogue gradient
       on the accumulator of the GEMM that produces the gradient of the first
       `[m, n]` output (`A [M, K] * B [K, N]`: the next layer's dgrad);
-    - `@f_grad_a` and `@f_grad_b`: `grad_a` and `grad_b` (f32) from
+    - `@f_grad_a` and `@f_grad_b`: `grad_a` and `grad_b` (in the types of A and B) from
       `grad_acc`, in the layouts of A and B.
 
     A program that cannot be differentiated (a batched GEMM, C, an op without
