@@ -9,6 +9,7 @@
 #include "coda/Dialect/Coda/IR/CodaDialect.h"
 #include "coda/Dialect/Coda/IR/CodaOps.h"
 #include "coda/Frontend/Sema.h"
+#include "coda/Support/SourceFile.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -301,11 +302,10 @@ OwningOpRef<ModuleOp>
 mlir::coda::loadProgramFile(StringRef path, llvm::SourceMgr &sourceMgr,
                             MLIRContext *context,
                             const EpilogueImportOptions &options) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> file =
+      readSourceFile(path);
   if (!file) {
-    emitError(UnknownLoc::get(context))
-        << "cannot read '" << path << "': " << file.getError().message();
+    emitError(UnknownLoc::get(context)) << llvm::toString(file.takeError());
     return nullptr;
   }
   sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());

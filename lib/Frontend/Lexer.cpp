@@ -144,17 +144,28 @@ Token Lexer::lexNumber(const char *start) {
                                "' after the number '" + number + "'");
   }
   Token token = makeToken(Kind::Number, start);
+  // A number is quoted in full up to 32 characters, then cut.
+  std::string quoted =
+      token.spelling.size() <= 32
+          ? token.spelling.str()
+          : (token.spelling.take_front(24) + "... (" +
+             llvm::Twine(token.spelling.size()) + " characters)")
+                .str();
   llvm::APFloat value(llvm::APFloat::IEEEsingle());
   llvm::Expected<llvm::APFloat::opStatus> status = value.convertFromString(
       token.spelling, llvm::APFloat::rmNearestTiesToEven);
   if (!status) {
     llvm::consumeError(status.takeError());
-    return lexError(start, "malformed number '" + token.spelling + "'");
+    return lexError(start, "malformed number '" + quoted + "'");
   }
   if (*status & llvm::APFloat::opOverflow)
-    return lexError(start, "number '" + token.spelling +
+    return lexError(start, "number '" + quoted +
                                "' is out of the range of f32 (at most "
                                "3.40282347e38)");
+  if ((*status & llvm::APFloat::opUnderflow) && value.isZero())
+    return lexError(start, "number '" + quoted +
+                               "' is below the smallest f32 (1.40129846e-45) "
+                               "and would be 0; write 0 for zero");
   token.number = value.convertToFloat();
   return token;
 }

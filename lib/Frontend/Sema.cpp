@@ -556,6 +556,12 @@ FailureOr<unsigned> Analyzer::analyzeCall(const Expr &expr,
         program.nodes[arguments[2]].kind == NodeKind::Constant) {
       float lo = program.nodes[arguments[1]].constant;
       float hi = program.nodes[arguments[2]].constant;
+      if (std::isnan(lo) || std::isnan(hi))
+        return emitError(expr.loc,
+                         "clamp's bounds must be numbers with lower <= "
+                         "upper, got " +
+                             spellNumber(lo) + " and " + spellNumber(hi),
+                         expr.range);
       if (lo > hi)
         return emitError(expr.loc,
                          "clamp's lower bound " + spellNumber(lo) +

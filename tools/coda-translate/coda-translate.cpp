@@ -14,6 +14,7 @@
 
 #include "coda/Frontend/Builtins.h"
 #include "coda/Frontend/EpilogueImport.h"
+#include "coda/Support/SourceFile.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
@@ -116,13 +117,15 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(inputFilename, &errorMessage);
-  if (!input) {
-    llvm::errs() << errorMessage << "\n";
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> read =
+      coda::readSourceFile(inputFilename);
+  if (!read) {
+    llvm::errs() << "coda-translate: error: "
+                 << llvm::toString(read.takeError()) << "\n";
     return 1;
   }
+  std::unique_ptr<llvm::MemoryBuffer> input = std::move(*read);
+  std::string errorMessage;
   std::unique_ptr<llvm::ToolOutputFile> output =
       openOutputFile(outputFilename, &errorMessage);
   if (!output) {
