@@ -52,6 +52,8 @@ static std::vector<Builtin> buildTable() {
   elementwise("sqrt", "x", 1, Lowering::Direct, NodeKind::Sqrt);
   elementwise("rsqrt", "x", 1, Lowering::Direct, NodeKind::Rsqrt);
   elementwise("abs", "x", 1, Lowering::Direct, NodeKind::Abs);
+  elementwise("sin", "x", 1, Lowering::Direct, NodeKind::Sin);
+  elementwise("cos", "x", 1, Lowering::Direct, NodeKind::Cos);
   elementwise("min", "a, b", 2, Lowering::Direct, NodeKind::Minimum);
   elementwise("max", "a, b", 2, Lowering::Direct, NodeKind::Maximum);
   elementwise("clamp", "x, lo, hi", 3, Lowering::Clamp, NodeKind::Maximum);
@@ -68,6 +70,14 @@ static std::vector<Builtin> buildTable() {
   table.push_back(makeBuiltin("col_sum", "x", 1, Family::Reduction,
                               Lowering::ColSum, NodeKind::ColReduce));
   table.back().reduction = ReductionKind::Sum;
+  auto position = [&](llvm::StringRef name, llvm::StringRef parameters,
+                      unsigned arity, Lowering lowering, NodeKind kind) {
+    table.push_back(
+        makeBuiltin(name, parameters, arity, Family::Position, lowering, kind));
+  };
+  position("partner", "x, d", 2, Lowering::Partner, NodeKind::Partner);
+  position("row", "", 0, Lowering::Direct, NodeKind::Row);
+  position("col", "", 0, Lowering::Direct, NodeKind::Column);
   return table;
 }
 
@@ -91,6 +101,8 @@ static llvm::StringRef spellFamily(Family family) {
     return "elementwise";
   case Family::Reduction:
     return "reduction";
+  case Family::Position:
+    return "position";
   }
   llvm_unreachable("unknown builtin family");
 }

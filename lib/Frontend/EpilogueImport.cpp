@@ -25,7 +25,8 @@ using namespace mlir;
 using namespace mlir::coda;
 using dsl::Node;
 
-static_assert(dsl::kN == DimsAttr::kN && dsl::kM == DimsAttr::kM,
+static_assert(dsl::kN == DimsAttr::kN && dsl::kM == DimsAttr::kM &&
+                  dsl::kHalfN == DimsAttr::kHalfN,
               "the front-end's dims are the dialect's");
 
 namespace {
@@ -132,6 +133,10 @@ Value ModuleBuilder::buildNode(OpBuilder &body, GemmOp gemm, const Node &node,
     return math::TanhOp::create(body, loc, operand(0));
   case Node::Kind::Abs:
     return math::AbsFOp::create(body, loc, operand(0));
+  case Node::Kind::Sin:
+    return math::SinOp::create(body, loc, operand(0));
+  case Node::Kind::Cos:
+    return math::CosOp::create(body, loc, operand(0));
   case Node::Kind::Activation:
     return ActivationOp::create(body, loc, f32, *node.activation, operand(0));
   case Node::Kind::Dropout: {
@@ -144,6 +149,12 @@ Value ModuleBuilder::buildNode(OpBuilder &body, GemmOp gemm, const Node &node,
     return RowReduceOp::create(body, loc, f32, *node.reduction, operand(0));
   case Node::Kind::ColReduce:
     return ColReduceOp::create(body, loc, f32, *node.reduction, operand(0));
+  case Node::Kind::Partner:
+    return PartnerOp::create(body, loc, f32, operand(0), node.index);
+  case Node::Kind::Row:
+    return CoordOp::create(body, loc, f32, OutputDim::M);
+  case Node::Kind::Column:
+    return CoordOp::create(body, loc, f32, OutputDim::N);
   }
   llvm_unreachable("unknown node kind");
 }

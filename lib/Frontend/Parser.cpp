@@ -256,16 +256,27 @@ LogicalResult Parser::parseType(ValueType &type) {
                  "'; the dimensions are M (rows) and N (columns)")
                     .str()
               : "expected a dimension: M (rows) or N (columns)");
-    dims.push_back(dim);
     consume();
+    if (dim == kN && token.is(Kind::Slash)) {
+      // N/2: the even columns of an output.
+      consume();
+      if (!token.is(Kind::Number) || token.spelling != "2")
+        return emitErrorHere("expected 2 after 'N/': an output of the even "
+                             "columns is [M, N/2]");
+      consume();
+      dim = kN | kHalfN;
+    }
+    dims.push_back(dim);
   }
   consume();
-  bool valid = dims.empty() || (dims.size() == 1) ||
-               (dims.size() == 2 && dims[0] == kM && dims[1] == kN);
+  bool valid =
+      dims.empty() ||
+      (dims.size() == 1 && dims[0] != kMHalfN && !(dims[0] & kHalfN)) ||
+      (dims.size() == 2 && dims[0] == kM && (dims[1] & kN));
   if (!valid)
     return emitError(open,
-                     "dimensions must be [M, N], [M] or [N], or left "
-                     "out for a scalar",
+                     "dimensions must be [M, N], [M] or [N] (or [M, N/2] for "
+                     "an output), or left out for a scalar",
                      {open, previousEnd});
   for (unsigned dim : dims)
     type.dims |= dim;

@@ -16,6 +16,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/LogicalResult.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <cmath>
@@ -50,6 +51,8 @@ static StringRef spellDims(unsigned dims) {
     return "[M]";
   case kN:
     return "[N]";
+  case kMHalfN:
+    return "[M, N/2]";
   default:
     return "a scalar";
   }
@@ -219,6 +222,15 @@ unsigned Analyzer::addNode(Node node) {
   case NodeKind::ColReduce:
     node.dims = program.nodes[node.operands[0]].dims & ~kM;
     break;
+  case NodeKind::Partner:
+    node.dims = program.nodes[node.operands[0]].dims | kN;
+    break;
+  case NodeKind::Row:
+    node.dims = kM;
+    break;
+  case NodeKind::Column:
+    node.dims = kN;
+    break;
   default:
     node.dims = kScalar;
     for (unsigned operand : node.operands)
@@ -268,6 +280,12 @@ LogicalResult Analyzer::checkDeclarable(const Declaration &declaration,
                      "scalar operand '" + name +
                          "' must be f32 (a tensor operand may also be bf16 "
                          "or f16)",
+                     declaration.typeRange);
+  if (!isOutput && (declaration.type.dims & kHalfN))
+    return emitError(declaration.typeRange.Start,
+                     "operand '" + name +
+                         "' cannot be [M, N/2]: only an output takes the even "
+                         "columns; an operand spans [M, N], [M] or [N]",
                      declaration.typeRange);
   if (isOutput && declaration.type.dims == kScalar)
     return emitError(declaration.typeRange.Start,
@@ -607,6 +625,28 @@ FailureOr<unsigned> Analyzer::analyzeCall(const Expr &expr,
   }
   case Lowering::ColSum:
     return analyzeColSum(expr, arguments[0], target);
+  case Lowering::Partner: {
+    FailureOr<float> distance =
+        getConstant(arguments[1], *expr.operands[1],
+                    "the distance of partner must be a constant (a number or "
+                    "arithmetic on numbers)");
+    if (failed(distance))
+      return failure();
+    if (!(*distance >= 1 && *distance <= (1u << 30) &&
+          *distance == std::trunc(*distance) &&
+          llvm::isPowerOf2_32(static_cast<uint32_t>(*distance))))
+      return emitError(expr.operands[1]->range.Start,
+                       "the distance of partner must be a power of 2 (1 "
+                       "pairs columns 2j and 2j + 1), got " +
+                           spellNumber(*distance),
+                       expr.operands[1]->range);
+    Node node;
+    node.kind = NodeKind::Partner;
+    node.loc = expr.loc;
+    node.operands = {arguments[0]};
+    node.index = static_cast<unsigned>(*distance);
+    return addNode(std::move(node));
+  }
   }
   llvm_unreachable("unknown lowering");
 }

@@ -172,7 +172,7 @@ static SmallVector<int64_t> shapeFor(unsigned dims,
   if (dims & DimsAttr::kM)
     shape.push_back(problem.m);
   if (dims & DimsAttr::kN)
-    shape.push_back(problem.n);
+    shape.push_back((dims & DimsAttr::kHalfN) ? problem.n / 2 : problem.n);
   return shape;
 }
 
@@ -249,6 +249,11 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
                  " give an output space too large to address (above 2^63 "
                  "bytes)");
   for (auto [i, output] : llvm::enumerate(outputs)) {
+    if ((output.dims & DimsAttr::kHalfN) && problem.n % 2)
+      return error("output '" + output.name +
+                   "' spans [m, n/2], the even "
+                   "columns, which needs an even N; N = " +
+                   Twine(problem.n));
     SmallVector<int64_t> shape = getOutputShape(i, problem);
     for (auto [d, expected] : llvm::enumerate(output.type.getShape()))
       if (!ShapedType::isDynamic(expected) && expected != shape[d])

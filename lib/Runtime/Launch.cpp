@@ -117,7 +117,7 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   }
   if (problem->k == 0)
     return error("'" + name + "': K = 0 is not supported on the GPU");
-  if (!options.autotune || reducesRows)
+  if (!options.autotune || compilerChoosesTile)
     return launchShape(chooseShape(*problem), *problem, arguments, outputs,
                        stream, seedAddress);
   llvm::Expected<KernelShape> tuned =

@@ -22,10 +22,10 @@ using namespace mlir::coda::runtime;
 
 GpuProgram::GpuProgram(GpuRuntime &runtime, std::string source,
                        std::string sourceName, ProgramSignature signature,
-                       GpuCompileOptions options, bool reducesRows)
+                       GpuCompileOptions options, bool compilerChoosesTile)
     : runtime(runtime), source(std::move(source)),
       sourceName(std::move(sourceName)), signature(std::move(signature)),
-      options(options), reducesRows(reducesRows),
+      options(options), compilerChoosesTile(compilerChoosesTile),
       loaded(std::make_unique<Loaded>()) {}
 
 GpuProgram::~GpuProgram() = default;
@@ -132,7 +132,7 @@ KernelShape GpuProgram::chooseShape(const ProblemShape &problem) const {
   // pinned; pinned stages, cluster size and tile order carry over to its
   // choice.
   const KernelShape &pinned = options.shape;
-  if (pinned.tileM || pinned.tileN || pinned.schedule || reducesRows)
+  if (pinned.tileM || pinned.tileN || pinned.schedule || compilerChoosesTile)
     return pinned;
   KernelShape shape = chooseRuleShape(problem, runtime.impl->multiprocessors);
   shape.stages = pinned.stages;

@@ -142,12 +142,20 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       ProgramSignature::get(*module, function);
   if (failed(signature))
     return error(diagnostics.text);
-  bool reducesRows = false;
+  // Row reductions (a row must fit a tile) and partners across 8 columns or
+  // more (both columns in one tile) constrain the tile width, which then
+  // stays the compiler's choice.
+  bool compilerChoosesTile = false;
   module->lookupSymbol<func::FuncOp>(signature->functionName)
-      ->walk([&](RowReduceOp) { reducesRows = true; });
+      ->walk([&](Operation *op) {
+        if (isa<RowReduceOp>(op))
+          compilerChoosesTile = true;
+        if (auto partner = dyn_cast<PartnerOp>(op))
+          compilerChoosesTile |= partner.getDistance() >= 8;
+      });
   return std::unique_ptr<GpuProgram>(
       new GpuProgram(*this, std::move(source), sourceName.str(),
-                     std::move(*signature), options, reducesRows));
+                     std::move(*signature), options, compilerChoosesTile));
 }
 
 llvm::Expected<std::unique_ptr<GpuProgram>>

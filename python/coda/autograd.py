@@ -26,7 +26,7 @@ import itertools
 from typing import Optional
 
 from .reference import ReferenceProgram
-from .runtime import CodaError, Program, _require_torch
+from .runtime import CodaError, Program, _output_shape, _require_torch
 
 torch = _require_torch("coda.autograd")
 
@@ -108,8 +108,8 @@ def _outputs(program, a, b):
     """The (shape, dtype) of each output of `program` on operands a, b."""
     m = a.shape[-1] if program.transpose_a else a.shape[-2]
     n = b.shape[-2] if program.transpose_b else b.shape[-1]
-    return [([size for bit, size in ((2, m), (1, n)) if output["dims"] & bit],
-             _type(program, a, output)) for output in program.outputs]
+    return [(_output_shape(output["dims"], None, m, n), _type(program, a, output))
+            for output in program.outputs]
 
 
 def _split(names):

@@ -13,7 +13,8 @@ library is libcoda_reference.so, found as coda.Program finds its own
 import ctypes
 import json
 
-from .runtime import CodaError, _Options, _declare, _is_epilogue, _load_library, _require_torch
+from .runtime import (CodaError, _Options, _declare, _is_epilogue, _load_library, _output_shape,
+                      _require_torch)
 from .runtime import _check as _runtime_check
 
 _lib = None
@@ -125,7 +126,7 @@ class ReferenceProgram:
         results = {}
         outputs = (_Tensor * max(len(self.outputs), 1))()
         for i, output in enumerate(self.outputs):
-            shape = [size for bit, size in ((4, batch), (2, m), (1, n)) if output["dims"] & bit]
+            shape = _output_shape(output["dims"], batch, m, n)
             tensor = torch.empty(shape, dtype=dtypes[output["type"]])
             results[output["name"]] = tensor
             outputs[i] = self._tensor(tensor)

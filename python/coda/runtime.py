@@ -23,6 +23,15 @@ import os
 import struct
 
 _DIMS_B, _DIMS_M, _DIMS_N = 4, 2, 1
+# With _DIMS_N: an output of the even columns only, N // 2 wide ([m, n/2]).
+_DIMS_HALF_N = 8
+
+
+def _output_shape(dims, batch, m, n):
+    """The shape of an output spanning `dims` (a DimsAttr mask) of a problem."""
+    columns = n // 2 if dims & _DIMS_HALF_N else n
+    return [size for bit, size in ((_DIMS_B, batch), (_DIMS_M, m), (_DIMS_N, columns))
+            if dims & bit]
 
 
 class CodaError(RuntimeError):
@@ -351,8 +360,7 @@ class Program:
         for output, dtype in plan["outputs"]:
             tensor = out.get(output["name"]) if out else None
             if tensor is None:
-                shape = [size for bit, size in ((_DIMS_B, batch), (_DIMS_M, m), (_DIMS_N, n))
-                         if output["dims"] & bit]
+                shape = _output_shape(output["dims"], batch, m, n)
                 tensor = plan["torch"].empty(shape, dtype=dtype, device=plan["device"])
             fields += self._tensor_fields(output, tensor, dtype)
             results[output["name"]] = tensor

@@ -58,6 +58,30 @@ def _bias_grad(arrays, scalars, seed):
     return {"output": grad, "dbias": grad.sum(axis=0)}
 
 
+def _rope_inputs(rng, m, n, k):
+    # Positions of a ragged batch of sequences; 128-column heads whose first
+    # two are Q and K (rotated) and the rest V (inv_freq and sign 0).
+    column = np.arange(n) % 128
+    inv_freq = 10000.0 ** (-(column % 64) / 64.0)
+    heads = np.arange(n) // 128
+    inv_freq = np.where(heads < 2, inv_freq, 0).astype(np.float32)
+    sign = np.where(heads < 2, np.where(column < 64, -1.0, 1.0), 0).astype(np.float32)
+    pos = (np.arange(m) % 1000).astype(np.float32)
+    return {**_ab(rng, m, n, k), "pos": pos, "inv_freq": inv_freq, "sign": sign}, {}
+
+
+def _rope(arrays, scalars, seed):
+    x = _gemm(arrays)
+    n = x.shape[1]
+    partner = np.arange(n) ^ 64
+    inside = partner < n
+    rotated = np.where(inside, x[:, np.minimum(partner, n - 1)], 0)
+    # The angle is an f32 product, as the program computes it.
+    angle = (arrays["pos"][:, None] * arrays["inv_freq"][None, :]).astype(np.float32)
+    angle = angle.astype(np.float64)
+    return {"output": x * np.cos(angle) + rotated * arrays["sign"] * np.sin(angle)}
+
+
 EXAMPLES = {
     "paper": Example(lambda rng, m, n, k: ({**_ab(rng, m, n, k), "residual": random(rng, m, n)}, {}),
                      _paper, {"output": "bf16"}),
@@ -82,4 +106,8 @@ EXAMPLES = {
                                                 "mask": (rng.random((m, n)) > 0.5).astype(np.float32)},
                                                {}),
                          _bias_grad, {"output": "bf16", "dbias": "f32"}),
+    "swiglu": Example(lambda rng, m, n, k: (_ab(rng, m, n, k), {}),
+                      lambda a, s, seed: {"output": ref.silu(_gemm(a)[:, 0::2]) * _gemm(a)[:, 1::2]},
+                      {"output": "bf16"}),
+    "rope": Example(_rope_inputs, _rope, {"output": "bf16"}),
 }

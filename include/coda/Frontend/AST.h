@@ -23,8 +23,16 @@ namespace mlir::coda::dsl {
 enum class ElementType { BF16, F16, F32 };
 
 /// Which output dims (rows M, columns N) a value spans, as a bit mask. The bits
-/// are those of the coda dialect's DimsAttr (n = 1, m = 2).
-enum Dims : unsigned { kScalar = 0, kN = 1, kM = 2, kMN = kM | kN };
+/// are those of the coda dialect's DimsAttr (n = 1, m = 2, and with n, 8 for
+/// an output of the even columns only, `[M, N/2]`).
+enum Dims : unsigned {
+  kScalar = 0,
+  kN = 1,
+  kM = 2,
+  kMN = kM | kN,
+  kHalfN = 8,
+  kMHalfN = kMN | kHalfN
+};
 
 /// A declared type `dtype[dims]`; `elementType` is empty for the GEMM operand
 /// type (the type of undeclared inputs and of an undeclared `output`).

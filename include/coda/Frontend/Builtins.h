@@ -38,6 +38,8 @@ enum class Lowering {
   Dropout,
   /// A ColReduce node, only as the value of an output declared [N].
   ColSum,
+  /// A Partner node at a constant power-of-2 distance.
+  Partner,
 };
 
 /// A built-in function.
@@ -50,6 +52,8 @@ struct Builtin {
     Elementwise,
     /// coda.row_reduce or coda.col_reduce of a kind.
     Reduction,
+    /// The element's coordinates, or a value at another column.
+    Position,
   };
 
   std::string name;
@@ -68,7 +72,7 @@ struct Builtin {
 /// The built-in functions in the order diagnostics and the documentation list
 /// them: one activation per ActivationKind, named as the dialect spells the
 /// kind (but `gelu` for gelu_tanh), the elementwise functions, one `row_<kind>`
-/// per ReductionKind, then `col_sum`.
+/// per ReductionKind, `col_sum`, then the position functions.
 llvm::ArrayRef<Builtin> getBuiltins();
 
 /// The built-in function called `name`, or null.

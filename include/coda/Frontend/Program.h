@@ -44,6 +44,8 @@ struct Node {
     Rsqrt,
     Tanh,
     Abs,
+    Sin,
+    Cos,
     /// `activation` of the operand.
     Activation,
     /// Dropout of the operand with probability `constant`, stream `index`.
@@ -52,6 +54,12 @@ struct Node {
     RowReduce,
     /// `reduction` of the operand over the rows of its column.
     ColReduce,
+    /// The operand at column n xor `index` (0 past the last column).
+    Partner,
+    /// The element's row, as an f32.
+    Row,
+    /// The element's column, as an f32.
+    Column,
   };
 
   Kind kind;

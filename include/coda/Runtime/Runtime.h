@@ -164,7 +164,7 @@ private:
   struct Loaded;
   GpuProgram(GpuRuntime &runtime, std::string source, std::string sourceName,
              ProgramSignature signature, GpuCompileOptions options,
-             bool reducesRows);
+             bool compilerChoosesTile);
   /// The kernel shape launches of `problem` use, without autotuning: the
   /// tile rule's shape (with the pinned stages, and the pinned cluster size
   /// and tile order instead of the rule's) unless the tile or the schedule
@@ -201,9 +201,10 @@ private:
   std::string sourceName;
   ProgramSignature signature;
   GpuCompileOptions options;
-  /// Whether the program has row reductions (whose rows must fit a tile, so
-  /// that the tile width stays the compiler's choice).
-  bool reducesRows;
+  /// Whether the epilogue constrains the tile width (a row reduction, whose
+  /// rows must fit a tile; a partner 8 columns away or more, in the same
+  /// tile), which then stays the compiler's choice.
+  bool compilerChoosesTile;
   GpuCompileStats stats;
   std::unique_ptr<Loaded> loaded;
 };

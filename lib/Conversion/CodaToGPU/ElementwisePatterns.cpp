@@ -4,7 +4,10 @@
 // formulas (those of the CPU reference) on the GPU's primitives; every other
 // scalar arith and math op of the region cloned at the slot on the slot's
 // operands. Math ops without an NVVM instruction (tanh, erf, exp) reach
-// libdevice through convert-gpu-to-nvvm.
+// libdevice through convert-gpu-to-nvvm, but sine and cosine: libdevice's
+// keep a local-memory table for huge arguments, so they are the hardware's
+// sin.approx / cos.approx after a reduction by 2 pi in two parts (absolute
+// error below 1e-6 for |x| < 2^17, a rotary embedding's angles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,6 +92,33 @@ struct ActivationPattern final : EpiloguePattern {
   }
 };
 
+/// sin and cos: x - 2 pi k (k = rint(x / 2 pi)) in two fmas with 2 pi split
+/// into a head of few bits (exact in k * head for |k| < 2^16) and a tail,
+/// then the approximate instruction (absolute error 2^-20.5 on [-pi, pi]).
+struct TrigonometryPattern final : EpiloguePattern {
+  LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
+                           EpilogueBuilder &builder) const override {
+    if (!isa<math::SinOp, math::CosOp>(op))
+      return failure();
+    KernelBuilder &b = builder.getBuilder();
+    Value x = builder.at(op->getOperand(0), h, c);
+    constexpr double kTwoPiHead = 6.28125;
+    constexpr double kTwoPiTail = 6.283185307179586 - kTwoPiHead;
+    Value k = math::RoundEvenOp::create(
+        b, arith::MulFOp::create(b, x, b.f32(1.0 / 6.283185307179586)));
+    Value negK = arith::NegFOp::create(b, k);
+    Value r = math::FmaOp::create(b, negK, b.f32(kTwoPiHead), x);
+    r = math::FmaOp::create(b, negK, b.f32(kTwoPiTail), r);
+    StringRef intrinsic = isa<math::SinOp>(op) ? "llvm.nvvm.sin.approx.ftz.f"
+                                               : "llvm.nvvm.cos.approx.ftz.f";
+    builder.define(op->getResult(0), h, c,
+                   LLVM::CallIntrinsicOp::create(b, b.getF32Type(),
+                                                 b.getStringAttr(intrinsic), r)
+                       .getResult(0));
+    return success();
+  }
+};
+
 /// Any scalar arith or math op: cloned at the slot.
 struct ScalarMathPattern final : EpiloguePattern {
   LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
@@ -109,5 +139,6 @@ struct ScalarMathPattern final : EpiloguePattern {
 
 void mlir::coda::populateElementwisePatterns(EpiloguePatterns &patterns) {
   patterns.push_back(std::make_unique<ActivationPattern>());
+  patterns.push_back(std::make_unique<TrigonometryPattern>());
   patterns.push_back(std::make_unique<ScalarMathPattern>());
 }

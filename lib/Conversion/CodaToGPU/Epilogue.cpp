@@ -70,7 +70,9 @@ Value mlir::coda::getLinearIndex(KernelBuilder &b, const KernelValues &values,
     append(batch, values.batchCount);
   if (mask & DimsAttr::kM)
     append(row, values.m);
-  if (mask & DimsAttr::kN)
+  if (mask & DimsAttr::kHalfN)
+    append(b.shru(col, b.i32(1)), b.shru(values.n, b.i32(1)));
+  else if (mask & DimsAttr::kN)
     append(col, values.n);
   return index;
 }
@@ -165,6 +167,10 @@ Value EpilogueBuilder::inBounds(unsigned mask, int64_t h, int64_t c) {
   if (mask & DimsAttr::kN)
     conjoin(b.ult(cols[c], values.n));
   return inside;
+}
+
+Value EpilogueBuilder::columnInBounds(Value col) {
+  return interior ? Value() : b.ult(col, values.n);
 }
 
 Value EpilogueBuilder::selectInBounds(unsigned mask, int64_t h, int64_t c,
@@ -278,6 +284,14 @@ LogicalResult EpilogueBuilder::build() {
             }))
           continue;
         Type type = getElementType(op.getEpilogueOutputType(i));
+        if (mask & DimsAttr::kHalfN) {
+          // Only the even columns are written (and computed).
+          SmallVector<Value> evens;
+          for (int64_t c = 8 * group; c < 8 * group + 8; c += 2)
+            evens.push_back(at(value, h, c));
+          storeEvenColumns(evens, values.outputs[i], type, mask, h, group);
+          continue;
+        }
         if (!(mask & DimsAttr::kN)) {
           storeSlot(at(value, h, 0), values.outputs[i], type, mask, h, 0);
           continue;

@@ -60,6 +60,8 @@ using EpiloguePatterns = SmallVector<std::unique_ptr<EpiloguePattern>>;
 void populateDropoutPatterns(EpiloguePatterns &patterns);
 /// coda.row_reduce and coda.col_reduce (ReductionPatterns.cpp).
 void populateReductionPatterns(EpiloguePatterns &patterns);
+/// coda.partner and coda.coord (PositionPatterns.cpp).
+void populatePositionPatterns(EpiloguePatterns &patterns);
 /// coda.activation, coda.activation_derivative and every scalar arith and
 /// math op (ElementwisePatterns.cpp); it lowers any op of those dialects,
 /// so it comes last.
@@ -113,6 +115,9 @@ public:
   /// Whether the slot is inside the output, along the dims of `mask`; null
   /// when that needs no check.
   Value inBounds(unsigned mask, int64_t h, int64_t c);
+  /// Whether output column `col` (i32) of the tile is inside the output;
+  /// null in an interior tile, whose columns all are.
+  Value columnInBounds(Value col);
   /// `x` at the slot if it is inside the output along `mask`, else `other`.
   Value selectInBounds(unsigned mask, int64_t h, int64_t c, Value x,
                        Value other);
@@ -158,6 +163,11 @@ private:
   /// Stores the 8 slots `group` of row slot h of an output spanning n.
   void storeGroup(ArrayRef<Value> slots, Value pointer, Type elementType,
                   unsigned mask, int64_t h, int64_t group);
+  /// Stores the 4 even slots of column group `group` (`evens[j]` is slot
+  /// 8 group + 2j) of row slot h of an output spanning n/2: column 2k at
+  /// element k.
+  void storeEvenColumns(ArrayRef<Value> evens, Value pointer, Type elementType,
+                        unsigned mask, int64_t h, int64_t group);
   /// Issues the loads of column group `group` at row slot h of every tensor
   /// input that spans n (and of C); those that do not span m at h = 0.
   void prefetchGroup(int64_t group, int64_t h);

@@ -11,7 +11,9 @@
 // bytes of columns 32g + 8t .. 32g + 8t + 7 when the whole group is inside
 // the output and aligned; otherwise, and for f32, pair by pair. With the
 // plan's chunked_loads, 16-bit [m, n] inputs are read the same way in
-// reverse.
+// reverse. An output of the even columns ([m, n/2]) takes one value of each
+// pair: lane t holds elements 16g + 4j' + t of its half row, which the same
+// transpose turns into the 4 contiguous elements 16g + 4t .. 16g + 4t + 3.
 //
 //===----------------------------------------------------------------------===//
 
@@ -279,6 +281,62 @@ void EpilogueBuilder::storeGroup(ArrayRef<Value> slots, Value pointer,
                           chunkAddress(pointer, elementType, h, group));
   };
   storeWide(mask, groupFits(pointer, mask, h, group), storeChunk, storePairs);
+}
+
+void EpilogueBuilder::storeEvenColumns(ArrayRef<Value> evens, Value pointer,
+                                       Type elementType, unsigned mask,
+                                       int64_t h, int64_t group) {
+  // Element k of the half row holds column 2k; the row slot's address is
+  // that of the thread's first even column, element colBase / 2 + t.
+  Value row = addresses.find(pointer)->second.rows[h];
+  auto storeEach = [&] {
+    for (int64_t j = 0; j < 4; ++j) {
+      int64_t c = 8 * group + 2 * j;
+      auto store = [&] {
+        Value element = evens[j];
+        if (elementType != element.getType())
+          element = arith::TruncFOp::create(b, elementType, element);
+        LLVM::StoreOp::create(
+            b, element, b.gep(row, elementType, b.i64(16 * group + 4 * j)));
+      };
+      if (Value inside = inBounds(mask, h, c))
+        b.ifThen(inside, store);
+      else
+        store();
+    }
+  };
+  Type i32 = b.getI32Type();
+  SmallVector<Value> words;
+  for (Value value : evens)
+    words.push_back(LLVM::BitcastOp::create(b, i32, value));
+  SmallVector<Value> transposed = transposeQuad(words);
+  auto storeQuad = [&] {
+    // Lane t's 4 elements start 3t elements after its first even column.
+    Value shift = b.wide(b.mul(b.remu(values.lane, b.i32(4)), b.i32(3)));
+    Value address =
+        b.gep(b.gep(row, elementType, shift), elementType, b.i64(16 * group));
+    Type f32 = b.getF32Type();
+    auto element = [&](int64_t j) {
+      return LLVM::BitcastOp::create(b, f32, transposed[j]);
+    };
+    Value quad;
+    if (elementType.isF32()) {
+      quad = LLVM::UndefOp::create(b, VectorType::get({4}, f32));
+      for (int64_t j = 0; j < 4; ++j)
+        quad = LLVM::InsertElementOp::create(b, quad, element(j), b.i32(j));
+    } else {
+      quad = LLVM::UndefOp::create(b, VectorType::get({2}, i32));
+      for (int64_t j = 0; j < 2; ++j)
+        quad = LLVM::InsertElementOp::create(
+            b, quad, packPair(element(2 * j), element(2 * j + 1), elementType),
+            b.i32(j));
+    }
+    LLVM::StoreOp::create(b, quad, address);
+  };
+  // Whole where the group is inside the output, N is a multiple of 8 (a
+  // half row of 16-bit elements is then 8-byte aligned, of f32 16-byte) and
+  // the tensor 16-byte aligned.
+  storeWide(mask, groupFits(pointer, mask, h, group), storeQuad, storeEach);
 }
 
 void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,

@@ -51,6 +51,7 @@ struct CodaLowerTileEpilogues final
     EpiloguePatterns patterns;
     populateDropoutPatterns(patterns);
     populateReductionPatterns(patterns);
+    populatePositionPatterns(patterns);
     populateElementwisePatterns(patterns);
     SetVector<gpu::GPUFuncOp> kernels;
     IRRewriter rewriter(&getContext());

@@ -87,6 +87,10 @@ private:
   void lowerEpilogueOp(Operation &inner);
   Materialized lowerReduction(ReductionKind kind, Materialized input,
                               unsigned reducedBit);
+  /// `input` at column n xor `distance`, 0 past the last column.
+  Materialized lowerPartner(Materialized input, int64_t distance);
+  /// The coordinate along `dim` of every element.
+  Materialized lowerCoord(OutputDim dim);
   /// `OpTy` of every element of `input` and the f32 scalar `scalar`.
   template <typename OpTy>
   Materialized withScalar(Materialized input, Value scalar);
@@ -309,6 +313,64 @@ Materialized GemmLowering::lowerReduction(ReductionKind kind,
   return withScalar<arith::DivFOp>(result, sizeAsF32(reducedBit));
 }
 
+Materialized GemmLowering::lowerPartner(Materialized input, int64_t distance) {
+  unsigned mask = input.mask | DimsAttr::kN;
+  Value n = getValueOrCreateConstantIndexOp(rewriter, loc, nSize);
+  Value zero =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getFloatAttr(f32, 0.0));
+  SmallVector<utils::IteratorType> iterators(llvm::popcount(mask),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{emptyTensor(mask, f32).getType()}, ValueRange{},
+      ValueRange{emptyTensor(mask, f32)},
+      ArrayRef<AffineMap>{operandMap(mask, mask)}, iterators,
+      [&](OpBuilder &b, Location l, ValueRange) {
+        auto index = [&](unsigned bit) -> Value {
+          return linalg::IndexOp::create(b, l, positionIn(mask, bit));
+        };
+        Value partner = arith::XOrIOp::create(
+            b, l, index(DimsAttr::kN),
+            arith::ConstantIndexOp::create(b, l, distance));
+        Value inside =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, partner, n);
+        Value value = input.value;
+        if (input.mask) {
+          // Clamped into the tensor where the partner is outside; that
+          // element's value is then replaced by 0.
+          Value safe = arith::SelectOp::create(
+              b, l, inside, partner, arith::ConstantIndexOp::create(b, l, 0));
+          SmallVector<Value> indices;
+          for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN})
+            if (input.mask & bit)
+              indices.push_back(bit == DimsAttr::kN ? safe : index(bit));
+          value = tensor::ExtractOp::create(b, l, input.value, indices);
+        }
+        linalg::YieldOp::create(
+            b, l,
+            ValueRange{arith::SelectOp::create(b, l, inside, value, zero)});
+      });
+  return {generic.getResult(0), mask};
+}
+
+Materialized GemmLowering::lowerCoord(OutputDim dim) {
+  unsigned bit = dim == OutputDim::B   ? DimsAttr::kB
+                 : dim == OutputDim::M ? DimsAttr::kM
+                                       : DimsAttr::kN;
+  if (!(space & bit))
+    return {arith::ConstantOp::create(rewriter, loc,
+                                      rewriter.getFloatAttr(f32, 0.0)),
+            0};
+  return {buildElementwise(bit, {}, {f32},
+                           [&](OpBuilder &b, Location l, ValueRange) {
+                             Value index = linalg::IndexOp::create(b, l, 0);
+                             Value i64 = arith::IndexCastUIOp::create(
+                                 b, l, b.getI64Type(), index);
+                             return SmallVector<Value>{
+                                 arith::UIToFPOp::create(b, l, f32, i64)};
+                           })[0],
+          bit};
+}
+
 template <typename OpTy>
 Materialized GemmLowering::withScalar(Materialized input, Value scalar) {
   if (input.mask == 0)
@@ -334,6 +396,15 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
   if (auto reduce = dyn_cast<ColReduceOp>(inner)) {
     values[reduce.getResult()] =
         lowerReduction(reduce.getKind(), operands[0], DimsAttr::kM);
+    return;
+  }
+  if (auto partner = dyn_cast<PartnerOp>(inner)) {
+    values[partner.getResult()] =
+        lowerPartner(operands[0], partner.getDistance());
+    return;
+  }
+  if (auto coord = dyn_cast<CoordOp>(inner)) {
+    values[coord.getResult()] = lowerCoord(coord.getDim());
     return;
   }
 
@@ -384,6 +455,8 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
 Value GemmLowering::lowerOutput(Materialized value, unsigned mask,
                                 RankedTensorType type) {
   Type elementType = type.getElementType();
+  bool half = mask & DimsAttr::kHalfN;
+  mask &= ~DimsAttr::kHalfN;
   Value result =
       buildElementwise(mask, {value}, {elementType},
                        [&](OpBuilder &b, Location l, ValueRange args) {
@@ -392,6 +465,37 @@ Value GemmLowering::lowerOutput(Materialized value, unsigned mask,
                            v = arith::TruncFOp::create(b, l, elementType, v);
                          return SmallVector<Value>{v};
                        })[0];
+  if (half) {
+    // The even columns: element j of the output is column 2j of the full one.
+    auto full = cast<RankedTensorType>(result.getType());
+    unsigned rank = full.getRank();
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(rewriter, loc, result);
+    Value n = getValueOrCreateConstantIndexOp(rewriter, loc, nSize);
+    sizes.back() =
+        arith::DivUIOp::create(rewriter, loc, n,
+                               arith::ConstantIndexOp::create(rewriter, loc, 2))
+            .getResult();
+    Value init = tensor::EmptyOp::create(rewriter, loc, sizes, elementType);
+    SmallVector<AffineExpr> evenColumns;
+    for (unsigned d = 0; d < rank; ++d)
+      evenColumns.push_back(rewriter.getAffineDimExpr(d) *
+                            (d + 1 == rank ? 2 : 1));
+    MLIRContext *context = rewriter.getContext();
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    result =
+        linalg::GenericOp::create(
+            rewriter, loc, init.getType(), ValueRange{result}, ValueRange{init},
+            ArrayRef<AffineMap>{
+                AffineMap::get(rank, 0, evenColumns, context),
+                AffineMap::getMultiDimIdentityMap(rank, context)},
+            iterators,
+            [](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(b, l, args[0]);
+            })
+            .getResult(0);
+  }
   if (result.getType() != type)
     result = tensor::CastOp::create(rewriter, loc, type, result);
   return result;

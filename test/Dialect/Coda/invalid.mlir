@@ -449,7 +449,7 @@ func.func @outside(%x: f32) -> f32 {
 // -----
 
 func.func @dims_order(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{expected dims to be a subset of [b, m, n] in that order, got 'm'}}
+  // expected-error @+1 {{expected dims to be a subset of [b, m, n] (or n/2) in that order, got 'm'}}
   %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [n, m]) {
   ^bb0(%acc: f32):
     coda.yield %acc : f32
@@ -507,4 +507,72 @@ func.func @tile_epilogue_region(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
     coda.yield %a, %a : f32, f32
   }
   return
+}
+
+// -----
+
+func.func @partner_distance(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'coda.partner' op distance must be a power of 2 (1 pairs columns 2j and 2j + 1), got 3}}
+    %1 = coda.partner %acc xor 3
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @half_input(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<8x16xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op epilogue input #0 spans [m, n/2]; only an output may span n/2 (an input spans n, every column)}}
+  %0 = coda.gemm %a, %b ins(%g : tensor<8x16xf32> [m, n/2]) : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @half_without_m(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<16xf32> {
+  // expected-error @+1 {{'coda.gemm' op output #0 spans [n/2]; an output spanning n/2 must also span m ([m, n/2])}}
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<16xf32> [n/2]) {
+  ^bb0(%acc: f32):
+    %1 = coda.col_reduce sum %acc
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+func.func @half_odd_n(%a: tensor<8x16xbf16>, %b: tensor<16x33xbf16>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'coda.gemm' op output #0 spans n/2, the even columns, but the GEMM has an odd N = 33; n/2 needs an even N}}
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x33xbf16> -> (tensor<8x16xf32> [m, n/2]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @half_size(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op output #0 ('tensor<8x32xf32>') has size 32 along n/2, but the GEMM has N / 2 = 16}}
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n/2]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @half_parse(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{expected 'n/2', got 'n/3'}}
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n/3]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
 }

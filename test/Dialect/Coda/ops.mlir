@@ -105,3 +105,27 @@ func.func @activations(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<
   }
   return %0 : tensor<8x32xf32>
 }
+
+// A gated output of the even columns, partner columns and coordinates.
+// CHECK-LABEL: func.func @positions
+// CHECK:         coda.gemm {{.*}} -> (tensor<4x8x16xbf16> [b, m, n/2], tensor<4x8x32xf32> [b, m, n])
+// CHECK:         coda.partner %{{.*}} xor 1
+// CHECK:         coda.partner %{{.*}} xor 64
+// CHECK:         coda.coord m
+// CHECK:         coda.coord n
+// CHECK:         coda.coord b
+func.func @positions(%a: tensor<4x8x16xbf16>, %b: tensor<16x32xbf16>) -> (tensor<4x8x16xbf16>, tensor<4x8x32xf32>) {
+  %0:2 = coda.gemm %a, %b : tensor<4x8x16xbf16>, tensor<16x32xbf16> -> (tensor<4x8x16xbf16> [b, m, n/2], tensor<4x8x32xf32> [b, m, n]) {
+  ^bb0(%acc: f32):
+    %up = coda.partner %acc xor 1
+    %half = coda.partner %acc xor 64
+    %row = coda.coord m
+    %col = coda.coord n
+    %batch = coda.coord b
+    %1 = arith.mulf %up, %half : f32
+    %2 = arith.addf %row, %col : f32
+    %3 = arith.addf %2, %batch : f32
+    coda.yield %1, %3 : f32, f32
+  }
+  return %0#0, %0#1 : tensor<4x8x16xbf16>, tensor<4x8x32xf32>
+}

@@ -71,6 +71,22 @@ def check(name, source, shapes=None, seed=1234):
 examples = sorted(glob.glob(os.path.join(sys.argv[1], "examples", "*.coda")))
 assert examples, "no examples found"
 for path in examples:
+    source = open(path).read()
+    if "N/2]" in source:
+        # An output of the even columns has no derived backward yet; the
+        # derivation says so rather than dropping its gradient.
+        family = ProgramFamily(source)
+        a = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
+        b = torch.randn(N, K, dtype=torch.float64)
+        try:
+            out = run(family.key, "", a, b, [], "", [], "", torch.tensor(0))[0]
+            out.sum().backward()
+            failures.append(os.path.basename(path) + " (no error)")
+        except CodaError as error:
+            print(f"{os.path.basename(path)}: {error}")
+            if "spans [m, n/2]" not in str(error):
+                failures.append(os.path.basename(path))
+        continue
     check(os.path.basename(path), open(path).read())
 
 # Every builtin, on values inside its domain (p > 0), through an [n] and an
@@ -82,7 +98,9 @@ BUILTINS = {
     "max": "max(x, r)", "clamp": "clamp(x, -0.5, 0.5)", "pow": "pow(p, 3) + pow(p, 0.5)",
     "neg_div": "-x / p", "row_sum": "x * row_sum(x)", "row_max": "x - row_max(x)",
     "row_mean": "x - row_mean(x)", "dropout": "dropout(x, 0.3)",
-    "per_row": "x * w",
+    "per_row": "x * w", "sin": "sin(x)", "cos": "cos(x)",
+    "partner": "x * partner(x, 1) + partner(x, 2) * r + partner(x, 4)",
+    "coordinates": "x * row() + col() * x",
 }
 for name, expression in BUILTINS.items():
     source = (f"EPILOGUE {name}(v: f32[N], r: f32[M, N], w: f32[M]) {{\n"
@@ -215,7 +233,7 @@ family = ProgramFamily("""
 func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %0 = coda.gemm %a, %b transpose_b : tensor<?x?xf32>, tensor<?x?xf32> -> (tensor<?x?xf32> [m, n]) {
   ^bb0(%acc: f32):
-    %1 = math.sin %acc : f32
+    %1 = math.atan %acc : f32
     coda.yield %1 : f32
   }
   return %0 : tensor<?x?xf32>
@@ -226,11 +244,11 @@ b = torch.randn(N, K, dtype=torch.float64)
 out = run(family.key, "", a, b, [], "", [], "", torch.tensor(0))[0]
 try:
     out.sum().backward()
-    failures.append("no error for math.sin")
+    failures.append("no error for math.atan")
 except CodaError as error:
-    print(f"math.sin: {error}")
-    if "'math.sin' op has no derivative" not in str(error):
-        failures.append("message for math.sin")
+    print(f"math.atan: {error}")
+    if "'math.atan' op has no derivative" not in str(error):
+        failures.append("message for math.atan")
 
 print(f"{len(failures)} failed: {failures}" if failures else "all passed")
 sys.exit(1 if failures else 0)

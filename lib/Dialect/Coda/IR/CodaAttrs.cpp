@@ -60,15 +60,27 @@ ParseResult mlir::coda::parseDimsList(AsmParser &parser, unsigned &mask) {
         if (parser.parseKeyword(&name))
           return failure();
         for (unsigned i = next; i < std::size(kDimNames); ++i) {
-          if (name == kDimNames[i].first) {
-            mask |= kDimNames[i].second;
-            next = i + 1;
+          if (name != kDimNames[i].first)
+            continue;
+          mask |= kDimNames[i].second;
+          next = i + 1;
+          if (kDimNames[i].second != DimsAttr::kN ||
+              failed(parser.parseOptionalSlash()))
             return success();
-          }
+          // n/2: the even columns, compacted.
+          SMLoc halfLoc = parser.getCurrentLocation();
+          int64_t divisor;
+          if (parser.parseInteger(divisor))
+            return failure();
+          if (divisor != 2)
+            return parser.emitError(halfLoc)
+                   << "expected 'n/2', got 'n/" << divisor << "'";
+          mask |= DimsAttr::kHalfN;
+          return success();
         }
         return parser.emitError(loc)
-               << "expected dims to be a subset of [b, m, n] in that order, "
-                  "got '"
+               << "expected dims to be a subset of [b, m, n] (or n/2) in that "
+                  "order, got '"
                << name << "'";
       });
 }
@@ -81,11 +93,17 @@ std::string mlir::coda::stringifyDims(unsigned mask) {
     if (text.size() > 1)
       text += ", ";
     text += name;
+    if (bit == DimsAttr::kN && (mask & DimsAttr::kHalfN))
+      text += "/2";
   }
   return text + "]";
 }
 
-unsigned DimsAttr::getRank() const { return llvm::popcount(getMask()); }
+unsigned mlir::coda::getDimsRank(unsigned mask) {
+  return llvm::popcount(mask & (DimsAttr::kB | DimsAttr::kM | DimsAttr::kN));
+}
+
+unsigned DimsAttr::getRank() const { return getDimsRank(getMask()); }
 
 Attribute DimsAttr::parse(AsmParser &parser, Type) {
   unsigned mask;

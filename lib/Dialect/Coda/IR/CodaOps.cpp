@@ -87,10 +87,23 @@ static LogicalResult verifySizes(GemmOp op, RankedTensorType type,
     if (!(mask & bit))
       continue;
     int64_t size = type.getDimSize(index++);
-    if (conflict(size, sizes.get(bit)))
-      return op.emitOpError() << what << " (" << type << ") has size " << size
-                              << " along " << name << ", but the GEMM has "
-                              << sizeName << " = " << sizes.get(bit);
+    int64_t expected = sizes.get(bit);
+    if (bit == DimsAttr::kN && (mask & DimsAttr::kHalfN) &&
+        !ShapedType::isDynamic(expected)) {
+      if (expected % 2)
+        return op.emitOpError()
+               << what << " spans n/2, the even columns, but the GEMM has an "
+               << "odd N = " << expected << "; n/2 needs an even N";
+      if (conflict(size, expected / 2))
+        return op.emitOpError() << what << " (" << type << ") has size " << size
+                                << " along n/2, but the GEMM has N / 2"
+                                << " = " << expected / 2;
+      continue;
+    }
+    if (conflict(size, expected))
+      return op.emitOpError()
+             << what << " (" << type << ") has size " << size << " along "
+             << name << ", but the GEMM has " << sizeName << " = " << expected;
   }
   return success();
 }
@@ -338,7 +351,11 @@ LogicalResult GemmOp::verify() {
       return emitOpError() << what << " has element type "
                            << tensorType.getElementType()
                            << "; expected f32, bf16 or f16";
-    if (static_cast<int64_t>(llvm::popcount(mask)) != tensorType.getRank())
+    if (mask & DimsAttr::kHalfN)
+      return emitOpError() << what << " spans " << stringifyDims(mask)
+                           << "; only an output may span n/2 (an input spans "
+                              "n, every column)";
+    if (static_cast<int64_t>(getDimsRank(mask)) != tensorType.getRank())
       return emitOpError() << what << " spans " << stringifyDims(mask)
                            << " but has rank " << tensorType.getRank();
     if ((mask & DimsAttr::kB) && !batched)
@@ -363,7 +380,12 @@ LogicalResult GemmOp::verify() {
     if (!(mask & (DimsAttr::kM | DimsAttr::kN)))
       return emitOpError() << what << " spans " << stringifyDims(mask)
                            << "; an output must span m, n or both";
-    if (static_cast<int64_t>(llvm::popcount(mask)) != type.getRank())
+    if ((mask & DimsAttr::kHalfN) &&
+        (!(mask & DimsAttr::kN) || !(mask & DimsAttr::kM)))
+      return emitOpError() << what << " spans " << stringifyDims(mask)
+                           << "; an output spanning n/2 must also span m "
+                              "([m, n/2])";
+    if (static_cast<int64_t>(getDimsRank(mask)) != type.getRank())
       return emitOpError() << what << " spans " << stringifyDims(mask)
                            << " but has rank " << type.getRank();
     if (batched && !(mask & DimsAttr::kB))
@@ -578,6 +600,19 @@ OpFoldResult DropoutOp::fold(FoldAdaptor) {
   if (getThreshold() == 0)
     return getInput();
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// PartnerOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PartnerOp::verify() {
+  int64_t distance = getDistance();
+  if (distance <= 0 || !llvm::isPowerOf2_64(distance))
+    return emitOpError() << "distance must be a power of 2 (1 pairs columns "
+                            "2j and 2j + 1), got "
+                         << distance;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

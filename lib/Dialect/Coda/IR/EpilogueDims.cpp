@@ -14,6 +14,14 @@ unsigned EpilogueDims::getResultMask(Operation *op,
     return operandMasks[0] & ~DimsAttr::kM;
   if (isa<DropoutOp>(op))
     return outputSpaceMask;
+  if (isa<PartnerOp>(op))
+    return operandMasks[0] | DimsAttr::kN;
+  if (auto coord = dyn_cast<CoordOp>(op)) {
+    unsigned bit = coord.getDim() == OutputDim::B   ? DimsAttr::kB
+                   : coord.getDim() == OutputDim::M ? DimsAttr::kM
+                                                    : DimsAttr::kN;
+    return bit & outputSpaceMask;
+  }
   unsigned mask = 0;
   for (unsigned m : operandMasks)
     mask |= m;

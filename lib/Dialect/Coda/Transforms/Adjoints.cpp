@@ -4,7 +4,8 @@
 // (b, m, n), uniform along the dims it does not vary along. An elementwise op
 // passes adjoints to its operands at the same element; a row reduction, whose
 // result at (b, m, n) depends on the whole row, passes each element the row
-// reduction of its adjoint. An activation's derivative is the op
+// reduction of its adjoint; coda.partner passes its adjoint to the partner
+// column, a coordinate has none. An activation's derivative is the op
 // coda.activation_derivative, which every target builds through EpilogueMath
 // from the same primitives as the activation.
 //
@@ -106,7 +107,8 @@ using DifferentiableOps =
     OpList<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
            arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, arith::SelectOp,
            math::ExpOp, math::LogOp, math::SqrtOp, math::RsqrtOp, math::TanhOp,
-           math::AbsFOp, math::PowFOp, ActivationOp, DropoutOp, RowReduceOp>;
+           math::AbsFOp, math::PowFOp, math::SinOp, math::CosOp, ActivationOp,
+           DropoutOp, RowReduceOp, PartnerOp, CoordOp>;
 } // namespace
 
 FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
@@ -173,6 +175,14 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
             return SmallVector<Value>{
                 a.mul(g, a.sub(a.constant(1.0), a.mul(t, t)))};
           })
+          .Case([&](math::SinOp) {
+            return SmallVector<Value>{
+                a.mul(g, math::CosOp::create(b, loc, operand(0)))};
+          })
+          .Case([&](math::CosOp) {
+            return SmallVector<Value>{
+                a.neg(a.mul(g, math::SinOp::create(b, loc, operand(0))))};
+          })
           .Case([&](math::AbsFOp) {
             // sign(x) dx, 0 at x = 0 (as PyTorch's abs backward).
             Value x = operand(0);
@@ -205,6 +215,15 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
                                   dropout.getPAttr(), dropout.getStreamAttr());
             return SmallVector<Value>{Value(masked.getResult()), Value()};
           })
+          .Case([&](PartnerOp partner) {
+            // y(n) = x(n xor d): x(n') receives the adjoint at n' xor d (0
+            // where that is past the last column, as y is 0 there).
+            return SmallVector<Value>{
+                Value(PartnerOp::create(b, loc, g.getType(), g,
+                                        partner.getDistanceAttr())
+                          .getResult())};
+          })
+          .Case([&](CoordOp) { return SmallVector<Value>{}; })
           .Case([&](RowReduceOp reduce) {
             return SmallVector<Value>{rowReduceAdjoint(
                 b, loc, a, reduce.getKind(), reduce.getInput(), result(), g)};

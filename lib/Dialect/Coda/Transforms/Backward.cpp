@@ -200,6 +200,14 @@ FailureOr<Forward> analyze(func::FuncOp func) {
   if (gemm.getC())
     return notDifferentiable("the C operand is not supported; add it in the "
                              "epilogue as an [m, n] input");
+  for (const ProgramOutput &output : signature->outputs)
+    if (output.dims & DimsAttr::kHalfN)
+      return notDifferentiable(
+          "output '" + output.name +
+          "' spans [m, n/2] (the even columns); its gradient would run on an "
+          "N / 2-wide GEMM and write both columns of each pair, which the "
+          "derivation does not build yet: write the output [m, n] or "
+          "differentiate the unpaired program");
   Forward forward{func, gemm, *signature};
   forward.aType = cast<RankedTensorType>(gemm.getA().getType());
   forward.bType = cast<RankedTensorType>(gemm.getB().getType());

@@ -32,8 +32,11 @@ namespace coda {
 /// Parses a dims list such as `[b, m, n]`, `[n]` or `[]` into a DimsAttr mask.
 ParseResult parseDimsList(AsmParser &parser, unsigned &mask);
 
-/// Spells a DimsAttr mask as a dims list such as `[m, n]`.
+/// Spells a DimsAttr mask as a dims list such as `[m, n]` or `[m, n/2]`.
 std::string stringifyDims(unsigned mask);
+
+/// The number of dims a DimsAttr mask spans: the rank of a tensor with them.
+unsigned getDimsRank(unsigned mask);
 
 } // namespace coda
 } // namespace mlir

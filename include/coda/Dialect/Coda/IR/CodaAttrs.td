@@ -21,17 +21,26 @@ def Coda_DimsAttr : AttrDef<Coda_Dialect, "Dims"> {
     vector along the rows (a per-row scale), `[]` a scalar. A tensor's rank is
     the number of dims it names; it is broadcast along the others.
 
+    An output may span `n/2` in place of `n`: the even columns of the output
+    space, compacted, so that the value at column `2j` is written at column
+    `j` of an `N / 2`-wide tensor (a gated activation whose gate and up
+    columns alternate: `[m, n/2]`). N must then be even.
+
     ```mlir
     #coda.dims<[m, n]>
+    #coda.dims<[m, n/2]>
     ```
   }];
   let parameters = (ins "unsigned":$mask);
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     static constexpr unsigned kN = 1, kM = 2, kB = 4;
+    /// With kN: only the even columns, compacted (`n/2`).
+    static constexpr unsigned kHalfN = 8;
     bool hasB() const { return getMask() & kB; }
     bool hasM() const { return getMask() & kM; }
     bool hasN() const { return getMask() & kN; }
+    bool isHalfN() const { return getMask() & kHalfN; }
     /// The number of dimensions spanned, i.e. the rank of a tensor with these dims.
     unsigned getRank() const;
   }];
@@ -120,6 +129,17 @@ def Coda_ReductionKind : I32EnumAttr<"ReductionKind", "reduction kind", [
 }
 def Coda_ReductionKindAttr
     : EnumAttr<Coda_Dialect, Coda_ReductionKind, "reduction"> {
+  let assemblyFormat = "$value";
+}
+
+def Coda_OutputDim : I32EnumAttr<"OutputDim", "a dim of the output space", [
+    I32EnumAttrCase<"B", 0, "b">,
+    I32EnumAttrCase<"M", 1, "m">,
+    I32EnumAttrCase<"N", 2, "n">]> {
+  let cppNamespace = "::mlir::coda";
+  let genSpecializedAttr = 0;
+}
+def Coda_OutputDimAttr : EnumAttr<Coda_Dialect, Coda_OutputDim, "output_dim"> {
   let assemblyFormat = "$value";
 }
 

@@ -40,14 +40,17 @@ def Coda_GemmOp : Coda_Op<"gemm", [
     input tensor at this `(b, m, n)` (broadcast along the dims it does not
     span, converted to f32), or the scalar input itself. The block holds
     scalar `arith`/`math` ops on f32 (and integer seeds), `coda.activation`,
-    `coda.activation_derivative`, `coda.dropout`, `coda.row_reduce` and
-    `coda.col_reduce`, and ends with `coda.yield` of one f32 per output; each
+    `coda.activation_derivative`, `coda.dropout`, `coda.partner`,
+    `coda.coord`, `coda.row_reduce` and `coda.col_reduce`, and ends with `coda.yield` of one f32 per output; each
     output is converted to its element type (round to nearest even) when it
     is written.
 
     Each input and output names the dims it spans (`#coda.dims`); an output
     may only receive a value that is uniform along the dims it does not span
     (a `[m]` output takes a row reduction, an `[n]` output a column reduction).
+    An output spanning `[m, n/2]` receives the values of the even columns
+    only, written `N / 2` wide (a gated activation: `silu(acc) *
+    coda.partner(acc)`).
 
     ```mlir
     %out, %dbias = coda.gemm %x, %w transpose_b
@@ -310,6 +313,49 @@ def Coda_DropoutOp : Coda_EpilogueOp<"dropout", [Pure]> {
     /// The drop threshold t = round(p * 65536), in [0, 65536].
     uint32_t getThreshold();
   }];
+}
+
+def Coda_PartnerOp : Coda_EpilogueOp<"partner", [Pure]> {
+  let summary = "a value at the partner column of the element";
+  let description = [{
+    The value of `input` at element `(b, m, n xor distance)` of the output
+    space, or 0 where `n xor distance` is not a column of the output
+    (`distance` is a power of 2). With distance 1 it pairs columns `2j` and
+    `2j + 1`: the gate and up columns of a gated activation whose weight
+    rows alternate (`silu(acc) * partner(acc)` at the even columns), or the
+    two halves of an interleaved rotary embedding; with half a head's width
+    it pairs the halves of each head (the rotate-half rotary embedding).
+
+    On the GPU both columns of a pair sit in one thread's accumulator
+    fragment for distance 1 and for distances from 8 up to half the tile
+    width (the kernel's tile is then at least `2 * distance` wide); distances
+    2 and 4 take one warp shuffle.
+
+    ```mlir
+    %up = coda.partner %acc xor 1
+    ```
+  }];
+  let arguments = (ins F32:$input, I64Attr:$distance);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$input `xor` $distance attr-dict";
+  let hasVerifier = 1;
+}
+
+def Coda_CoordOp : Coda_EpilogueOp<"coord", [Pure]> {
+  let summary = "the element's coordinate along one dim of the output space";
+  let description = [{
+    The index of the element along `dim` of the output space (`b`: its batch,
+    0 when the GEMM is not batched; `m`: its row; `n`: its column), as an f32
+    (exact below 2^24). Position-dependent math uses it: a rotary
+    embedding's angle from the column, a mask from the row and the column.
+
+    ```mlir
+    %col = coda.coord n
+    ```
+  }];
+  let arguments = (ins Coda_OutputDimAttr:$dim);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$dim attr-dict";
 }
 
 class Coda_ReduceOp<string mnemonic> : Coda_EpilogueOp<mnemonic, [Pure]> {
