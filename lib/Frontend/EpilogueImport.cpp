@@ -309,6 +309,21 @@ llvm::Error mlir::coda::setImportOptions(MLIRContext *context, StringRef dtype,
   return llvm::Error::success();
 }
 
+/// Whether `text`, past blank lines and comment lines (`//`, or `#` and a
+/// space, which no MLIR line starts with), starts with the EPILOGUE keyword.
+static bool startsWithEpilogue(StringRef text) {
+  while (true) {
+    text = text.ltrim();
+    if (text.starts_with("//") || text.starts_with("# ") ||
+        text.starts_with("#\n")) {
+      text = text.drop_until([](char c) { return c == '\n'; });
+      continue;
+    }
+    return text.starts_with("EPILOGUE") &&
+           (text.size() == 8 || (!llvm::isAlnum(text[8]) && text[8] != '_'));
+  }
+}
+
 OwningOpRef<ModuleOp>
 mlir::coda::loadProgramFile(StringRef path, llvm::SourceMgr &sourceMgr,
                             MLIRContext *context,
@@ -319,8 +334,16 @@ mlir::coda::loadProgramFile(StringRef path, llvm::SourceMgr &sourceMgr,
     emitError(UnknownLoc::get(context)) << llvm::toString(file.takeError());
     return nullptr;
   }
+  StringRef text = (*file)->getBuffer();
   sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
-  if (path.ends_with(".coda"))
+  if (path.ends_with(".coda") || startsWithEpilogue(text))
     return importEpilogue(sourceMgr, context, options);
-  return parseSourceFile<ModuleOp>(sourceMgr, context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, context);
+  if (!module && !path.ends_with(".mlir"))
+    emitError(FileLineColLoc::get(context, path, 1, 1))
+        << "'" << path
+        << "' was read as coda IR (MLIR), since it is not named .coda and "
+           "does not start with EPILOGUE; a program is an epilogue (a .coda "
+           "file, or one that starts with EPILOGUE) or a module of coda IR";
+  return module;
 }

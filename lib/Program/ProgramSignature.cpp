@@ -234,9 +234,14 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
       continue;
     SmallVector<int64_t> expected = shapeFor(arg.dims, problem);
     if (ArrayRef<int64_t>(shapes[i]) != ArrayRef<int64_t>(expected))
-      return error("'" + arg.name + "' has shape " + shapeString(shapes[i]) +
-                   ", but for M = " + Twine(problem.m) + ", N = " +
-                   Twine(problem.n) + " it must be " + shapeString(expected));
+      return error(
+          "'" + arg.name + "' has shape " + shapeString(shapes[i]) +
+          ", but for M = " + Twine(problem.m) + ", N = " + Twine(problem.n) +
+          " it must be " + shapeString(expected) + " (M is from 'a' " +
+          shapeString(shapes[findRole(ArgumentRole::A)]) +
+          (transposeA ? ", stored [K, M]" : ", stored [M, K]") +
+          "; N from 'b' " + shapeString(shapes[findRole(ArgumentRole::B)]) +
+          (transposeB ? ", stored [N, K])" : ", stored [K, N])"));
   }
   // Sizes whose output space cannot even be counted in bytes are refused
   // here, before anything is allocated for them.

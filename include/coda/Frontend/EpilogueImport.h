@@ -60,9 +60,10 @@ OwningOpRef<ModuleOp> importEpilogue(llvm::SourceMgr &sourceMgr,
                                      MLIRContext *context,
                                      const EpilogueImportOptions &options);
 
-/// Reads the program in the file at `path`: an epilogue (`.coda`), imported
-/// with `options`, or coda IR (any other name). Errors are reported through
-/// `sourceMgr` (which holds the file afterwards) and null is returned.
+/// Reads the program in the file at `path`: an epilogue (a `.coda` file, or
+/// one whose first word is EPILOGUE), imported with `options`, or coda IR.
+/// Errors are reported through `sourceMgr` (which holds the file afterwards)
+/// and null is returned.
 OwningOpRef<ModuleOp> loadProgramFile(StringRef path,
                                       llvm::SourceMgr &sourceMgr,
                                       MLIRContext *context,

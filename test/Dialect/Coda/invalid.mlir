@@ -576,3 +576,40 @@ func.func @half_parse(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8
   }
   return %0 : tensor<8x32xf32>
 }
+
+// -----
+
+// An unknown kind gets one error that lists the kinds.
+func.func @unknown_reduction(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{unknown reduction kind 'median'; expected one of sum, max, mean}}
+    %1 = coda.row_reduce median %acc
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @unknown_activation(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{unknown activation 'swish'; expected one of gelu_tanh, gelu_erf, relu, silu, sigmoid}}
+    %1 = coda.activation swish %acc
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @unknown_coord(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{unknown output dim 'k'; expected one of b, m, n}}
+    %1 = coda.coord k
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<8x32xf32>
+}

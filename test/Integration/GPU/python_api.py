@@ -188,7 +188,7 @@ def refused(expected, **overrides):
 
 
 refused("output 'pre' must have", out={"pre": torch.empty(3, 3, device="cuda")})
-refused("'bias' has shape [7], but for M = 300, N = 264 it must be [264]",
+refused("'bias' has shape [7], but for M = 300, N = 264 it must be [264] (M is from 'a'",
         bias=dev["bias"][:7].contiguous())
 refused("K = 0 is not supported on the GPU",
         a=torch.empty(300, 0, device="cuda", dtype=torch.bfloat16),

@@ -15,6 +15,61 @@ using namespace mlir::coda;
 
 #include "coda/Dialect/Coda/IR/CodaInterfaces.cpp.inc"
 
+//===----------------------------------------------------------------------===//
+// Enum keywords
+//===----------------------------------------------------------------------===//
+
+/// Parses a case of enum `EnumT` as a bare keyword into `attr`, with one
+/// error that lists the cases when it is not one (the enum attribute's own
+/// parser adds a second, TableGen's "failed to parse" message).
+template <typename AttrT, typename EnumT>
+static ParseResult
+parseEnumKeyword(OpAsmParser &parser, AttrT &attr,
+                 std::optional<EnumT> (*symbolize)(StringRef),
+                 StringRef (*stringify)(EnumT), uint32_t maxValue,
+                 StringRef what) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  if (std::optional<EnumT> value = symbolize(keyword)) {
+    attr = AttrT::get(parser.getContext(), *value);
+    return success();
+  }
+  InFlightDiagnostic diag = parser.emitError(loc)
+                            << "unknown " << what << " '" << keyword
+                            << "'; expected one of ";
+  for (uint32_t i = 0; i <= maxValue; ++i)
+    diag << (i ? ", " : "") << stringify(static_cast<EnumT>(i));
+  return diag;
+}
+
+static ParseResult parseKind(OpAsmParser &parser, ReductionKindAttr &attr) {
+  return parseEnumKeyword(parser, attr, symbolizeReductionKind,
+                          stringifyReductionKind,
+                          getMaxEnumValForReductionKind(), "reduction kind");
+}
+static ParseResult parseKind(OpAsmParser &parser, ActivationKindAttr &attr) {
+  return parseEnumKeyword(parser, attr, symbolizeActivationKind,
+                          stringifyActivationKind,
+                          getMaxEnumValForActivationKind(), "activation");
+}
+static ParseResult parseKind(OpAsmParser &parser, OutputDimAttr &attr) {
+  return parseEnumKeyword(parser, attr, symbolizeOutputDim, stringifyOutputDim,
+                          getMaxEnumValForOutputDim(), "output dim");
+}
+static void printKind(OpAsmPrinter &printer, Operation *,
+                      ReductionKindAttr attr) {
+  printer << stringifyReductionKind(attr.getValue());
+}
+static void printKind(OpAsmPrinter &printer, Operation *,
+                      ActivationKindAttr attr) {
+  printer << stringifyActivationKind(attr.getValue());
+}
+static void printKind(OpAsmPrinter &printer, Operation *, OutputDimAttr attr) {
+  printer << stringifyOutputDim(attr.getValue());
+}
+
 #define GET_OP_CLASSES
 #include "coda/Dialect/Coda/IR/CodaOps.cpp.inc"
 

@@ -254,7 +254,7 @@ def Coda_ActivationOp : Coda_EpilogueOp<"activation", [
   }];
   let arguments = (ins Coda_ActivationKindAttr:$kind, F32:$input);
   let results = (outs F32:$result);
-  let assemblyFormat = "$kind $input attr-dict";
+  let assemblyFormat = "custom<Kind>($kind) $input attr-dict";
 }
 
 def Coda_ActivationDerivativeOp : Coda_EpilogueOp<"activation_derivative", [
@@ -274,7 +274,7 @@ def Coda_ActivationDerivativeOp : Coda_EpilogueOp<"activation_derivative", [
   }];
   let arguments = (ins Coda_ActivationKindAttr:$kind, F32:$input);
   let results = (outs F32:$result);
-  let assemblyFormat = "$kind $input attr-dict";
+  let assemblyFormat = "custom<Kind>($kind) $input attr-dict";
 }
 
 def Coda_DropoutOp : Coda_EpilogueOp<"dropout", [Pure]> {
@@ -355,13 +355,13 @@ def Coda_CoordOp : Coda_EpilogueOp<"coord", [Pure]> {
   }];
   let arguments = (ins Coda_OutputDimAttr:$dim);
   let results = (outs F32:$result);
-  let assemblyFormat = "$dim attr-dict";
+  let assemblyFormat = "custom<Kind>($dim) attr-dict";
 }
 
 class Coda_ReduceOp<string mnemonic> : Coda_EpilogueOp<mnemonic, [Pure]> {
   let arguments = (ins Coda_ReductionKindAttr:$kind, F32:$input);
   let results = (outs F32:$result);
-  let assemblyFormat = "$kind $input attr-dict";
+  let assemblyFormat = "custom<Kind>($kind) $input attr-dict";
 }
 
 def Coda_RowReduceOp : Coda_ReduceOp<"row_reduce"> {
