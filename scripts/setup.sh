@@ -5,13 +5,16 @@
 #  - creates .venv with numpy (the end-to-end tests compare against numpy),
 #    setuptools (pip install ./python, tested),
 #    and torch (the python package's autograd tests),
-#  - configures the build in build/ and builds the tools.
+#  - configures the build in build/ and builds the tools,
+#  - builds the DSL's libFuzzer target with clang, AddressSanitizer and
+#    UndefinedBehaviorSanitizer in build-fuzz/, which the tests run.
 # Run it again at any time; it only does what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ python3 python3-venv zlib1g-dev libzstd-dev
-          llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-format)
+          llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-format
+          clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -37,10 +40,21 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   .venv/bin/python -m pip install -q torch
 fi
 
+# The fuzzer: its own build, of the front-end and the dialect only.
+if [ ! -f build-fuzz/build.ninja ]; then
+  CC=clang CXX=clang++ cmake -G Ninja -S . -B build-fuzz \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DPython3_EXECUTABLE="$PWD/.venv/bin/python" \
+    -DCODA_ENABLE_FUZZERS=ON
+fi
+cmake --build build-fuzz --target coda-dsl-fuzzer
+
 if [ ! -f build/build.ninja ]; then
   cmake -G Ninja -S . -B build \
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DPython3_EXECUTABLE="$PWD/.venv/bin/python"
 fi
+cmake -S . -B build -DCODA_DSL_FUZZER="$PWD/build-fuzz/bin/coda-dsl-fuzzer" > /dev/null
 cmake --build build

@@ -32,6 +32,10 @@ config.substitutions.append(
     ("%testlib", os.path.join(config.coda_src_root, "test", "lib")))
 
 tool_dirs = [config.coda_tools_dir, config.llvm_tools_dir]
+# A fuzzer built by a fuzzing build of its own (CODA_DSL_FUZZER), found after
+# this build's tools.
+if config.coda_dsl_fuzzer and os.path.exists(config.coda_dsl_fuzzer):
+    tool_dirs.append(os.path.dirname(config.coda_dsl_fuzzer))
 tools = [
     "coda-opt",
     ToolSubst("coda-lsp-server", unresolved="ignore"),
@@ -55,8 +59,9 @@ if runner and all(os.path.exists(lib) for lib in runner_libs):
     config.substitutions.append(("%mlir_runner_utils", ",".join(runner_libs)))
     config.substitutions.append(("%mlir_runner", runner))
 
-# coda-dsl-fuzzer: the build has the libFuzzer targets (CODA_ENABLE_FUZZERS).
-if os.path.exists(os.path.join(config.coda_tools_dir, "coda-dsl-fuzzer")):
+# coda-dsl-fuzzer: the build has the libFuzzer targets (CODA_ENABLE_FUZZERS),
+# or was given one (CODA_DSL_FUZZER).
+if any(os.path.exists(os.path.join(d, "coda-dsl-fuzzer")) for d in tool_dirs):
     config.available_features.add("coda-dsl-fuzzer")
 
 # numpy: the end-to-end tests compare against fp64 numpy references.

@@ -8,6 +8,7 @@
 #include "coda/Frontend/EpilogueImport.h"
 #include "coda/Dialect/Coda/IR/CodaDialect.h"
 #include "coda/Dialect/Coda/IR/CodaOps.h"
+#include "coda/Frontend/Diagnostics.h"
 #include "coda/Frontend/Sema.h"
 #include "coda/Support/SourceFile.h"
 
@@ -271,8 +272,9 @@ mlir::coda::importEpilogue(llvm::SourceMgr &sourceMgr, MLIRContext *context,
       loc = sourceMgr.FindLocForLineAndColumn(
           sourceMgr.getMainFileID(), fileLoc.getLine(), fileLoc.getColumn());
     bool isError = diagnostic.getSeverity() == DiagnosticSeverity::Error;
-    sourceMgr.PrintMessage(
-        loc, isError ? llvm::SourceMgr::DK_Error : llvm::SourceMgr::DK_Note,
+    dsl::printDiagnostic(
+        sourceMgr, loc,
+        isError ? llvm::SourceMgr::DK_Error : llvm::SourceMgr::DK_Note,
         (isError ? "internal error: the front-end built a program that does "
                    "not verify: "
                  : "") +

@@ -2,6 +2,8 @@
 
 #include "Lexer.h"
 
+#include "coda/Frontend/Diagnostics.h"
+
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Error.h"
@@ -27,8 +29,9 @@ Token Lexer::makeToken(Kind kind, const char *start) const {
 }
 
 Token Lexer::lexError(const char *start, const llvm::Twine &message) {
-  sourceMgr.PrintMessage(
-      SMLoc::getFromPointer(start), llvm::SourceMgr::DK_Error, message,
+  printDiagnostic(
+      sourceMgr, SMLoc::getFromPointer(start), llvm::SourceMgr::DK_Error,
+      message,
       {{SMLoc::getFromPointer(start), SMLoc::getFromPointer(current)}});
   Token token = makeToken(Kind::Error, start);
   current = end;

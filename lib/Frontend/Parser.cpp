@@ -7,6 +7,7 @@
 
 #include "coda/Frontend/Parser.h"
 #include "Lexer.h"
+#include "coda/Frontend/Diagnostics.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/LogicalResult.h"
@@ -52,7 +53,8 @@ private:
   /// Adds a note to the error just reported (if it was).
   void emitNote(SMLoc loc, const llvm::Twine &message, SMRange range = {}) {
     if (!token.is(Kind::Error))
-      sourceMgr.PrintMessage(loc, llvm::SourceMgr::DK_Note, message, {range});
+      printDiagnostic(sourceMgr, loc, llvm::SourceMgr::DK_Note, message,
+                      {range});
   }
 
   /// Consumes a token of kind `kind`, or reports `message` just after the
@@ -103,7 +105,8 @@ private:
 LogicalResult Parser::emitError(SMLoc loc, const llvm::Twine &message,
                                 SMRange range) {
   if (!token.is(Kind::Error))
-    sourceMgr.PrintMessage(loc, llvm::SourceMgr::DK_Error, message, {range});
+    printDiagnostic(sourceMgr, loc, llvm::SourceMgr::DK_Error, message,
+                    {range});
   return failure();
 }
 

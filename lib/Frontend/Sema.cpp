@@ -9,6 +9,7 @@
 
 #include "coda/Frontend/Sema.h"
 #include "coda/Frontend/Builtins.h"
+#include "coda/Frontend/Diagnostics.h"
 #include "coda/Frontend/Parser.h"
 
 #include "llvm/ADT/APFloat.h"
@@ -99,12 +100,13 @@ private:
 
   LogicalResult emitError(SMLoc loc, const llvm::Twine &message,
                           SMRange range = {}) {
-    sourceMgr.PrintMessage(loc, llvm::SourceMgr::DK_Error, message, {range});
+    printDiagnostic(sourceMgr, loc, llvm::SourceMgr::DK_Error, message,
+                    {range});
     return failure();
   }
   void emitNote(SMRange range, const llvm::Twine &message) {
-    sourceMgr.PrintMessage(range.Start, llvm::SourceMgr::DK_Note, message,
-                           {range});
+    printDiagnostic(sourceMgr, range.Start, llvm::SourceMgr::DK_Note, message,
+                    {range});
   }
 
   /// Reports `name` if it is reserved: `input`, `seed` or a function; `use`
