@@ -24,18 +24,36 @@ gated.json and gated.md to $OUT (or --out).
 """
 
 import argparse
+import importlib.util
 import json
 import os
+import site
 import sys
 import time
+import types
 
 import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-import coda  # noqa: E402
+
+
+def _load_coda():
+    """coda's python package, loaded under the name `coda_compiler`: the peer
+    CODA-kernels ships a top-level package `coda` too, and both run in this
+    process (coda's modules import each other relatively)."""
+    folder = os.path.join(HERE, "..", "python", "coda")
+    spec = importlib.util.spec_from_file_location(
+        "coda_compiler", os.path.join(folder, "__init__.py"),
+        submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["coda_compiler"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+coda = _load_coda()
 
 SWIGLU = """
 EPILOGUE swiglu -> (output: bf16[M, N/2]) {
@@ -80,26 +98,20 @@ def rope_eager(x, w, cos, sin, heads, head_dim):
 
 
 def peers(folder):
-    """The peer kernels that import from `folder`, by name. CODA-kernels'
-    package is also called `coda`: it is imported with coda's own modules
-    set aside, then both stay loaded under their own module objects."""
+    """The peer kernels that import from `folder` (a pip --target folder),
+    by name."""
     found = {}
     if not folder:
         return found
-    sys.path.insert(0, folder)
-    ours = {name: module for name, module in sys.modules.items()
-            if name == "coda" or name.startswith("coda.")}
-    for name in ours:
-        del sys.modules[name]
+    site.addsitedir(folder)  # its .pth files name CuTeDSL's packages
+    # coda-kernels 0.2 imports ipdb (a debugger) at import time and never
+    # uses it here.
+    sys.modules.setdefault("ipdb", types.ModuleType("ipdb"))
     try:
-        import coda.core.gemm.functional as cgf  # noqa: F811 - the peer's package
+        import coda.core.gemm.functional as cgf  # CODA-kernels' package
         found["peer_coda"] = cgf
     except Exception as error:  # noqa: BLE001 - a peer that does not load is left out
         print(f"CODA-kernels: not available ({type(error).__name__}: {error})")
-    finally:
-        for name in [name for name in sys.modules if name == "coda" or name.startswith("coda.")]:
-            del sys.modules[name]
-        sys.modules.update(ours)
     try:
         import quack.gemm_interface as qgi
         found["peer_quack"] = qgi

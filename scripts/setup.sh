@@ -6,8 +6,9 @@
 #    setuptools (pip install ./python, tested),
 #    and torch (the python package's autograd tests),
 #  - configures the build in build/ and builds the tools,
-#  - builds the DSL's libFuzzer target with clang, AddressSanitizer and
-#    UndefinedBehaviorSanitizer in build-fuzz/, which the tests run.
+#  - builds the libFuzzer targets (the DSL, coda IR through the pipelines)
+#    with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
+#    build-fuzz/, which the tests run.
 # Run it again at any time; it only does what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +49,7 @@ if [ ! -f build-fuzz/build.ninja ]; then
     -DPython3_EXECUTABLE="$PWD/.venv/bin/python" \
     -DCODA_ENABLE_FUZZERS=ON
 fi
-cmake --build build-fuzz --target coda-dsl-fuzzer
+cmake --build build-fuzz --target coda-dsl-fuzzer coda-ir-fuzzer
 
 if [ ! -f build/build.ninja ]; then
   cmake -G Ninja -S . -B build \
@@ -56,5 +57,5 @@ if [ ! -f build/build.ninja ]; then
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DPython3_EXECUTABLE="$PWD/.venv/bin/python"
 fi
-cmake -S . -B build -DCODA_DSL_FUZZER="$PWD/build-fuzz/bin/coda-dsl-fuzzer" > /dev/null
+cmake -S . -B build -DCODA_FUZZER_DIR="$PWD/build-fuzz/bin" > /dev/null
 cmake --build build

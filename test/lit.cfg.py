@@ -32,16 +32,18 @@ config.substitutions.append(
     ("%testlib", os.path.join(config.coda_src_root, "test", "lib")))
 
 tool_dirs = [config.coda_tools_dir, config.llvm_tools_dir]
-# A fuzzer built by a fuzzing build of its own (CODA_DSL_FUZZER), found after
+# The fuzzers of a fuzzing build of its own (CODA_FUZZER_DIR), found after
 # this build's tools.
-if config.coda_dsl_fuzzer and os.path.exists(config.coda_dsl_fuzzer):
-    tool_dirs.append(os.path.dirname(config.coda_dsl_fuzzer))
+fuzzer_dir = getattr(config, "coda_fuzzer_dir", "")
+if fuzzer_dir and os.path.isdir(fuzzer_dir):
+    tool_dirs.append(fuzzer_dir)
 tools = [
     "coda-opt",
     ToolSubst("coda-lsp-server", unresolved="ignore"),
     ToolSubst("coda-run", unresolved="ignore"),
     ToolSubst("coda-translate", unresolved="ignore"),
     ToolSubst("coda-dsl-fuzzer", unresolved="ignore"),
+    ToolSubst("coda-ir-fuzzer", unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.coda_tools_dir, append_path=True)
@@ -59,10 +61,11 @@ if runner and all(os.path.exists(lib) for lib in runner_libs):
     config.substitutions.append(("%mlir_runner_utils", ",".join(runner_libs)))
     config.substitutions.append(("%mlir_runner", runner))
 
-# coda-dsl-fuzzer: the build has the libFuzzer targets (CODA_ENABLE_FUZZERS),
-# or was given one (CODA_DSL_FUZZER).
-if any(os.path.exists(os.path.join(d, "coda-dsl-fuzzer")) for d in tool_dirs):
-    config.available_features.add("coda-dsl-fuzzer")
+# coda-dsl-fuzzer, coda-ir-fuzzer: the build has the libFuzzer targets
+# (CODA_ENABLE_FUZZERS), or was given a fuzzing build's (CODA_FUZZER_DIR).
+for fuzzer in ("coda-dsl-fuzzer", "coda-ir-fuzzer"):
+    if any(os.path.exists(os.path.join(d, fuzzer)) for d in tool_dirs):
+        config.available_features.add(fuzzer)
 
 # numpy: the end-to-end tests compare against fp64 numpy references.
 # %python (from llvm_config) is the interpreter running lit.

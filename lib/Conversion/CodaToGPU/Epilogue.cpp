@@ -274,7 +274,8 @@ LogicalResult EpilogueBuilder::build() {
   for (int64_t group = 0; group < groups; ++group) {
     for (int64_t h = 0; h < numRowSlots(); ++h) {
       prefetchStep(group * numRowSlots() + h + kPrefetchSteps);
-      for (auto [i, value] : llvm::enumerate(yielded)) {
+      for (unsigned i = 0, e = yielded.size(); i < e; ++i) {
+        Value value = yielded[i];
         unsigned mask = op.getResultDimsAt(i).getMask();
         if ((!(mask & DimsAttr::kM) && h != 0) ||
             (!(mask & DimsAttr::kN) && group != 0))
