@@ -272,10 +272,8 @@ LogicalResult Parser::parseType(ValueType &type) {
     dims.push_back(dim);
   }
   consume();
-  bool valid =
-      dims.empty() ||
-      (dims.size() == 1 && dims[0] != kMHalfN && !(dims[0] & kHalfN)) ||
-      (dims.size() == 2 && dims[0] == kM && (dims[1] & kN));
+  bool valid = dims.empty() || (dims.size() == 1 && !(dims[0] & kHalfN)) ||
+               (dims.size() == 2 && dims[0] == kM && (dims[1] & kN));
   if (!valid)
     return emitError(open,
                      "dimensions must be [M, N], [M] or [N] (or [M, N/2] for "

@@ -9,6 +9,10 @@ using namespace mlir;
 using llvm::StringRef;
 using namespace mlir::coda;
 
+int64_t mlir::coda::getPartnerTileMultiple(int64_t distance) {
+  return distance >= 8 ? 2 * distance : 0;
+}
+
 StringRef mlir::coda::getScheduleName(Schedule schedule) {
   return schedule == Schedule::Pingpong ? "pingpong" : "cooperative";
 }

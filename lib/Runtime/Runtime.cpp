@@ -151,7 +151,8 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
         if (isa<RowReduceOp>(op))
           compilerChoosesTile = true;
         if (auto partner = dyn_cast<PartnerOp>(op))
-          compilerChoosesTile |= partner.getDistance() >= 8;
+          compilerChoosesTile |=
+              getPartnerTileMultiple(partner.getDistance()) != 0;
       });
   return std::unique_ptr<GpuProgram>(
       new GpuProgram(*this, std::move(source), sourceName.str(),

@@ -412,15 +412,20 @@ constexpr const char *kLowerings[] = {
 
 } // namespace
 
+/// The dialects every input's context loads, registered once.
+static DialectRegistry &getRegistry() {
+  static DialectRegistry registry;
+  return registry;
+}
+
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   registerPasses();
+  registerDialects(getRegistry());
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  DialectRegistry registry;
-  registerDialects(registry);
-  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  MLIRContext context(getRegistry(), MLIRContext::Threading::DISABLED);
   context.loadAllAvailableDialects();
   FuzzedDataProvider in(data, size);
   OwningOpRef<ModuleOp> module = Generator(in, context).build();

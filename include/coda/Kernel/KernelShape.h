@@ -35,6 +35,12 @@ llvm::StringRef getScheduleName(Schedule schedule);
 /// The schedule named `name`, if it names one.
 std::optional<Schedule> parseScheduleName(llvm::StringRef name);
 
+/// What a coda.partner at `distance` asks of the tile width: a multiple of
+/// 2 * distance for distances of 8 or more, whose pair the GPU lowering
+/// reads from the same tile; 0 (any width) for 1, 2 and 4, which sit in the
+/// thread's fragment or one shuffle away.
+int64_t getPartnerTileMultiple(int64_t distance);
+
 /// The kernel shape: what coda-to-gpu's options tile-m, tile-n, stages,
 /// schedule, cluster-m and group-rows ask for. A value of 0 (no schedule)
 /// lets the compiler choose.

@@ -170,14 +170,14 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
               "consumer warpgroups share a tile), got "
            << tile.tileM;
   for (auto partner : op.getEpilogueBlock().getOps<PartnerOp>()) {
-    int64_t distance = partner.getDistance();
-    if (distance >= 8 && tile.tileN % (2 * distance))
+    int64_t multiple = getPartnerTileMultiple(partner.getDistance());
+    if (multiple && tile.tileN % multiple)
       return partner.emitOpError()
-             << "pairs columns " << distance
+             << "pairs columns " << partner.getDistance()
              << " apart, which the GPU lowering reads from the same tile: "
                 "tile-n must be a multiple of "
-             << 2 * distance << ", got " << tile.tileN
-             << (2 * distance > 256 ? " (the widest tile is 256 columns)" : "");
+             << multiple << ", got " << tile.tileN
+             << (multiple > 256 ? " (the widest tile is 256 columns)" : "");
   }
   int64_t consumerRows = pingpong ? tile.tileM : tile.tileM / 2;
   if (consumerRows / 64 * tile.tileN / 2 > 128)

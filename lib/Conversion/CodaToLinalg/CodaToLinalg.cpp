@@ -353,9 +353,7 @@ Materialized GemmLowering::lowerPartner(Materialized input, int64_t distance) {
 }
 
 Materialized GemmLowering::lowerCoord(OutputDim dim) {
-  unsigned bit = dim == OutputDim::B   ? DimsAttr::kB
-                 : dim == OutputDim::M ? DimsAttr::kM
-                                       : DimsAttr::kN;
+  unsigned bit = getDimsBit(dim);
   if (!(space & bit))
     return {arith::ConstantOp::create(rewriter, loc,
                                       rewriter.getFloatAttr(f32, 0.0)),

@@ -103,6 +103,18 @@ unsigned mlir::coda::getDimsRank(unsigned mask) {
   return llvm::popcount(mask & (DimsAttr::kB | DimsAttr::kM | DimsAttr::kN));
 }
 
+unsigned mlir::coda::getDimsBit(OutputDim dim) {
+  switch (dim) {
+  case OutputDim::B:
+    return DimsAttr::kB;
+  case OutputDim::M:
+    return DimsAttr::kM;
+  case OutputDim::N:
+    return DimsAttr::kN;
+  }
+  llvm_unreachable("unknown output dim");
+}
+
 unsigned DimsAttr::getRank() const { return getDimsRank(getMask()); }
 
 Attribute DimsAttr::parse(AsmParser &parser, Type) {

@@ -16,12 +16,8 @@ unsigned EpilogueDims::getResultMask(Operation *op,
     return outputSpaceMask;
   if (isa<PartnerOp>(op))
     return operandMasks[0] | DimsAttr::kN;
-  if (auto coord = dyn_cast<CoordOp>(op)) {
-    unsigned bit = coord.getDim() == OutputDim::B   ? DimsAttr::kB
-                   : coord.getDim() == OutputDim::M ? DimsAttr::kM
-                                                    : DimsAttr::kN;
-    return bit & outputSpaceMask;
-  }
+  if (auto coord = dyn_cast<CoordOp>(op))
+    return getDimsBit(coord.getDim()) & outputSpaceMask;
   unsigned mask = 0;
   for (unsigned m : operandMasks)
     mask |= m;

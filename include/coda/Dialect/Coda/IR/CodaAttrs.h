@@ -38,6 +38,9 @@ std::string stringifyDims(unsigned mask);
 /// The number of dims a DimsAttr mask spans: the rank of a tensor with them.
 unsigned getDimsRank(unsigned mask);
 
+/// The DimsAttr bit of output-space dim `dim`.
+unsigned getDimsBit(OutputDim dim);
+
 } // namespace coda
 } // namespace mlir
 
