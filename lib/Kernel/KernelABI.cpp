@@ -84,7 +84,8 @@ int64_t KernelABI::getNumTiles(int64_t m, int64_t n, int64_t batch) const {
 }
 
 int64_t KernelABI::getNumUnits(int64_t m, int64_t n, int64_t batch) const {
-  return llvm::divideCeilSigned(n, tileN) *
+  int64_t unitCols = clusterN > 1 ? 1 : llvm::divideCeilSigned(n, tileN);
+  return unitCols *
          llvm::divideCeilSigned(llvm::divideCeilSigned(m, tileM), clusterM) *
          batch;
 }
@@ -93,7 +94,8 @@ std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
                                               int64_t batch,
                                               int64_t clusters) const {
   int64_t units = getNumUnits(m, n, batch);
-  return {std::max<int64_t>(1, std::min(units, clusters)) * clusterM, 1, 1};
+  return {std::max<int64_t>(1, std::min(units, clusters)) * getClusterSize(),
+          1, 1};
 }
 
 KernelShape KernelABI::getShape() const {
@@ -102,6 +104,7 @@ KernelShape KernelABI::getShape() const {
   shape.tileN = tileN;
   shape.schedule = schedule;
   shape.clusterM = clusterM;
+  shape.clusterN = clusterN;
   shape.groupRows = groupRows;
   return shape;
 }
@@ -123,7 +126,7 @@ DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
       fields.push_back(b.getNamedAttr("fill", b.getF64FloatAttr(*param.fill)));
     paramAttrs.push_back(b.getDictionaryAttr(fields));
   }
-  return b.getDictionaryAttr({
+  SmallVector<NamedAttribute> fields = {
       b.getNamedAttr("module", b.getStringAttr(module)),
       b.getNamedAttr("kernel", b.getStringAttr(kernel)),
       b.getNamedAttr("block", b.getDenseI64ArrayAttr(blockDims)),
@@ -135,7 +138,12 @@ DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
       b.getNamedAttr("group_rows", b.getI64IntegerAttr(groupRows)),
       b.getNamedAttr("params", b.getArrayAttr(paramAttrs)),
       b.getNamedAttr("schedule", b.getStringAttr(getScheduleName(schedule))),
-  });
+  };
+  // Absent: 1.
+  if (clusterN > 1)
+    fields.push_back(
+        b.getNamedAttr("cluster_n", b.getI64IntegerAttr(clusterN)));
+  return b.getDictionaryAttr(fields);
 }
 
 std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
@@ -148,12 +156,14 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   auto smem = attr.getAs<IntegerAttr>("shared_memory_bytes");
   auto maxN = attr.getAs<IntegerAttr>("max_n");
   auto clusterM = attr.getAs<IntegerAttr>("cluster_m");
+  auto clusterN = attr.getAs<IntegerAttr>("cluster_n");
   auto groupRows = attr.getAs<IntegerAttr>("group_rows");
   auto params = attr.getAs<ArrayAttr>("params");
   auto schedule = attr.getAs<StringAttr>("schedule");
   if (!module || !kernel || !block || block.size() != 3 || !tile ||
       tile.size() != 3 || !smem || !maxN || !clusterM ||
-      clusterM.getInt() < 1 || !groupRows || groupRows.getInt() < 1 ||
+      clusterM.getInt() < 1 || (clusterN && clusterN.getInt() < 1) ||
+      !groupRows || groupRows.getInt() < 1 ||
       !params || !schedule || !parseScheduleName(schedule.getValue()))
     return std::nullopt;
   KernelABI abi;
@@ -166,6 +176,7 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   abi.sharedMemoryBytes = smem.getInt();
   abi.maxN = maxN.getInt();
   abi.clusterM = clusterM.getInt();
+  abi.clusterN = clusterN ? clusterN.getInt() : 1;
   abi.groupRows = groupRows.getInt();
   abi.schedule = *parseScheduleName(schedule.getValue());
   for (Attribute paramAttr : params) {

@@ -28,18 +28,20 @@ std::string KernelShape::getKey() const {
   return std::to_string(tileM) + "/" + std::to_string(tileN) + "/" +
          std::to_string(stages) + "/" +
          (schedule ? getScheduleName(*schedule).str() : "") + "/" +
-         std::to_string(clusterM) + "/" + std::to_string(groupRows);
+         std::to_string(clusterM) + "/" + std::to_string(groupRows) + "/" +
+         std::to_string(clusterN);
 }
 
 std::optional<KernelShape> KernelShape::parseKey(StringRef key) {
-  llvm::SmallVector<StringRef, 6> parts;
+  llvm::SmallVector<StringRef, 7> parts;
   key.trim().split(parts, '/');
   KernelShape shape;
-  if (parts.size() != 6 || parts[0].getAsInteger(10, shape.tileM) ||
+  if (parts.size() != 7 || parts[0].getAsInteger(10, shape.tileM) ||
       parts[1].getAsInteger(10, shape.tileN) ||
       parts[2].getAsInteger(10, shape.stages) ||
       parts[4].getAsInteger(10, shape.clusterM) ||
-      parts[5].getAsInteger(10, shape.groupRows))
+      parts[5].getAsInteger(10, shape.groupRows) ||
+      parts[6].getAsInteger(10, shape.clusterN))
     return std::nullopt;
   if (!parts[3].empty() && !(shape.schedule = parseScheduleName(parts[3])))
     return std::nullopt;
@@ -51,6 +53,7 @@ std::string KernelShape::describe() const {
          std::to_string(tileN ? tileN : kDefaultTileN) + " " +
          getScheduleName(schedule.value_or(kDefaultSchedule)).str() +
          (clusterM > 1 ? " cluster " + std::to_string(clusterM) : "") +
+         (clusterN > 1 ? " row cluster " + std::to_string(clusterN) : "") +
          (groupRows ? " group " + std::to_string(groupRows) : "");
 }
 

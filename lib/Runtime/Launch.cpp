@@ -19,7 +19,7 @@ CUlaunchConfig runtime::getLaunchConfig(const Kernel &kernel, int64_t grid,
   const KernelABI &abi = kernel.abi;
   attribute = {};
   attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attribute.value.clusterDim.x = static_cast<unsigned>(abi.clusterM);
+  attribute.value.clusterDim.x = static_cast<unsigned>(abi.getClusterSize());
   attribute.value.clusterDim.y = 1;
   attribute.value.clusterDim.z = 1;
   CUlaunchConfig config = {};
@@ -31,7 +31,7 @@ CUlaunchConfig runtime::getLaunchConfig(const Kernel &kernel, int64_t grid,
   config.sharedMemBytes = static_cast<unsigned>(abi.sharedMemoryBytes);
   config.hStream = stream;
   config.attrs = &attribute;
-  config.numAttrs = abi.clusterM > 1 ? 1 : 0;
+  config.numAttrs = abi.getClusterSize() > 1 ? 1 : 0;
   return config;
 }
 
@@ -117,7 +117,7 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   }
   if (problem->k == 0)
     return error("'" + name + "': K = 0 is not supported on the GPU");
-  if (!options.autotune || compilerChoosesTile)
+  if (!options.autotune || constraint != TileConstraint::None)
     return launchShape(chooseShape(*problem), *problem, arguments, outputs,
                        stream, seedAddress);
   llvm::Expected<KernelShape> tuned =
@@ -143,9 +143,13 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
   if (abi.maxN && problem.n > abi.maxN)
     return error(
         "'" + name + "' reduces rows over N = " + Twine(problem.n) +
-        ", but its GPU kernel holds at most " + Twine(abi.maxN) +
-        " columns per row: rows longer than one tile are not supported "
-        "yet");
+        ", but its GPU kernel (" + Twine(abi.tileN) + "-column tiles in " +
+        "clusters of " + Twine(abi.clusterN) + ") holds at most " +
+        Twine(abi.maxN) + " columns per row; the GPU reduces rows of up to " +
+        Twine(256 * KernelShape::kMaxClusterN) +
+        " columns (256-column tiles in clusters of " +
+        Twine(KernelShape::kMaxClusterN) +
+        ", chosen unless the tile is pinned), the CPU reference any");
   for (int64_t size : {problem.m, problem.n, problem.k, problem.batch,
                        abi.getNumTiles(problem.m, problem.n, problem.batch)})
     if (size > INT32_MAX)

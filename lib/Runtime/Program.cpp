@@ -22,10 +22,10 @@ using namespace mlir::coda::runtime;
 
 GpuProgram::GpuProgram(GpuRuntime &runtime, std::string source,
                        std::string sourceName, ProgramSignature signature,
-                       GpuCompileOptions options, bool compilerChoosesTile)
+                       GpuCompileOptions options, TileConstraint constraint)
     : runtime(runtime), source(std::move(source)),
       sourceName(std::move(sourceName)), signature(std::move(signature)),
-      options(options), compilerChoosesTile(compilerChoosesTile),
+      options(options), constraint(constraint),
       loaded(std::make_unique<Loaded>()) {}
 
 GpuProgram::~GpuProgram() = default;
@@ -92,10 +92,17 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
                              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              static_cast<int>(kernel.abi.sharedMemoryBytes)),
                          "cuFuncSetAttribute", what);
-  if (!error && kernel.abi.clusterM > 1) {
+  int64_t clusterSize = kernel.abi.getClusterSize();
+  if (!error && clusterSize > KernelShape::kPortableClusterSize)
+    error = driver.check(
+        driver.cuFuncSetAttribute(
+            kernel.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            1),
+        "cuFuncSetAttribute", what);
+  if (!error && clusterSize > 1) {
     CUlaunchAttribute attribute;
     CUlaunchConfig config = getLaunchConfig(
-        kernel, /*grid=*/kernel.abi.clusterM, /*stream=*/nullptr, attribute);
+        kernel, /*grid=*/clusterSize, /*stream=*/nullptr, attribute);
     int clusters = 0;
     error = driver.check(driver.cuOccupancyMaxActiveClusters(
                              &clusters, kernel.function, &config),
@@ -104,7 +111,7 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
       error = llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "%s: the device cannot run a cluster of %d blocks of this kernel",
-          what.c_str(), static_cast<int>(kernel.abi.clusterM));
+          what.c_str(), static_cast<int>(clusterSize));
     kernel.activeClusters = clusters;
   } else {
     kernel.activeClusters = multiprocessors;
@@ -132,7 +139,10 @@ KernelShape GpuProgram::chooseShape(const ProblemShape &problem) const {
   // pinned; pinned stages, cluster size and tile order carry over to its
   // choice.
   const KernelShape &pinned = options.shape;
-  if (pinned.tileM || pinned.tileN || pinned.schedule || compilerChoosesTile)
+  if (constraint == TileConstraint::RowCluster)
+    return chooseRowClusterShape(pinned, problem.n);
+  if (pinned.tileM || pinned.tileN || pinned.schedule ||
+      constraint == TileConstraint::CompilerTile)
     return pinned;
   KernelShape shape = chooseRuleShape(problem, runtime.impl->multiprocessors);
   shape.stages = pinned.stages;

@@ -142,21 +142,21 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       ProgramSignature::get(*module, function);
   if (failed(signature))
     return error(diagnostics.text);
-  // Row reductions (a row must fit a tile) and partners across 8 columns or
-  // more (both columns in one tile) constrain the tile width, which then
-  // stays the compiler's choice.
-  bool compilerChoosesTile = false;
+  // Row reductions (a row must fit the tiles of a cluster) and partners
+  // across 8 columns or more (both columns in one tile) constrain the tile.
+  TileConstraint constraint = TileConstraint::None;
   module->lookupSymbol<func::FuncOp>(signature->functionName)
       ->walk([&](Operation *op) {
         if (isa<RowReduceOp>(op))
-          compilerChoosesTile = true;
-        if (auto partner = dyn_cast<PartnerOp>(op))
-          compilerChoosesTile |=
-              getPartnerTileMultiple(partner.getDistance()) != 0;
+          constraint = TileConstraint::RowCluster;
+        if (auto partner = dyn_cast<PartnerOp>(op);
+            partner && constraint == TileConstraint::None &&
+            getPartnerTileMultiple(partner.getDistance()) != 0)
+          constraint = TileConstraint::CompilerTile;
       });
   return std::unique_ptr<GpuProgram>(
       new GpuProgram(*this, std::move(source), sourceName.str(),
-                     std::move(*signature), options, compilerChoosesTile));
+                     std::move(*signature), options, constraint));
 }
 
 llvm::Expected<std::unique_ptr<GpuProgram>>

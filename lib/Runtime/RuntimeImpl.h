@@ -52,8 +52,8 @@ struct Kernel {
   KernelABI abi;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
-  /// How many clusters of the kernel (of abi.clusterM blocks) the device runs
-  /// at once: the persistent grid, in clusters.
+  /// How many clusters of the kernel (of abi.getClusterSize() blocks) the
+  /// device runs at once: the persistent grid, in clusters.
   int64_t activeClusters = 0;
 };
 

@@ -62,6 +62,20 @@ KernelShape mlir::coda::chooseRuleShape(const ProblemShape &problem,
   return shape;
 }
 
+KernelShape mlir::coda::chooseRowClusterShape(KernelShape pinned, int64_t n) {
+  constexpr int64_t kNarrowTileN = 128, kWideTileN = 256;
+  if (pinned.clusterN || (!pinned.tileN && n <= kNarrowTileN))
+    return pinned;
+  if (!pinned.tileN)
+    pinned.tileN = n <= kNarrowTileN * KernelShape::kPortableClusterSize
+                       ? kNarrowTileN
+                       : kWideTileN;
+  // Past the widest cluster, the launch says how wide a row may be.
+  pinned.clusterN = std::clamp<int64_t>(llvm::divideCeilSigned(n, pinned.tileN),
+                                        1, KernelShape::kMaxClusterN);
+  return pinned;
+}
+
 KernelShape mlir::coda::getCooperativeShape(int64_t tileN) {
   // 256 columns is the compiler's own default: the empty shape, whose kernel
   // prepare() compiles, rather than a second copy of it.

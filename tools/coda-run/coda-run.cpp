@@ -119,6 +119,11 @@ struct KernelShapeOptions {
                             cl::desc("with --device cuda: blocks per cluster "
                                      "along M (1 or 2)"),
                             cl::init(0), cl::cat(category)};
+  cl::opt<int64_t> clusterN{
+      "cluster-n",
+      cl::desc("with --device cuda: blocks per cluster along N, whose row "
+               "reductions combine across their tiles (1 to 16)"),
+      cl::init(0), cl::cat(category)};
   cl::opt<int64_t> groupRows{
       "group-rows",
       cl::desc("with --device cuda: row blocks per group of the tile order"),
@@ -342,8 +347,10 @@ int main(int argc, char **argv) {
             ? std::string("kernel from the disk cache")
             : llvm::formatv("compile {0:f3} s", stats.compileSeconds).str(),
         stats.loadSeconds, runSeconds,
-        stats.shape.clusterM > 1
-            ? llvm::formatv(" in clusters of {0}", stats.shape.clusterM).str()
+        stats.shape.clusterM * stats.shape.clusterN > 1
+            ? llvm::formatv(" in clusters of {0}",
+                            stats.shape.clusterM * stats.shape.clusterN)
+                  .str()
             : std::string(),
         stats.shape.groupRows);
     if (stats.tuningFromDiskCache)

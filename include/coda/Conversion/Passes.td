@@ -29,7 +29,7 @@ def CodaPlanKernels : Pass<"coda-plan-kernels", "::mlir::ModuleOp"> {
     epilogue's choices (a bias the accumulators start at, 16-byte loads).
     Programs the kernel cannot run (target, layouts wgmma cannot read, TMA
     row alignment, column reductions into non-f32 outputs, row reductions
-    wider than a tile, shared-memory budget) are rejected with an error that
+    wider than a cluster of tiles, shared-memory budget) are rejected with an error that
     says what would be legal, and the module is left unchanged.
   }];
   let options = [
@@ -56,6 +56,11 @@ def CodaPlanKernels : Pass<"coda-plan-kernels", "::mlir::ModuleOp"> {
            "Blocks per cluster along M: 1, or 2 (the two blocks compute "
            "vertically adjacent tiles and each loads half of their common B "
            "tile into both by TMA multicast); 0 chooses">,
+    Option<"clusterN", "cluster-n", "int64_t", /*default=*/"0",
+           "Blocks per cluster along N, 1 to 16: the blocks compute the "
+           "adjacent tiles of one row block and row reductions combine "
+           "across them through distributed shared memory, for rows of up "
+           "to cluster-n x tile-n columns; 0 chooses (from a static N)">,
     Option<"groupRows", "group-rows", "int64_t", /*default=*/"0",
            "The tile order (raster): the blocks walk the output tiles "
            "group-rows row blocks at a time, column by column (1: row by "

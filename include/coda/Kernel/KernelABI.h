@@ -10,12 +10,14 @@
 //
 //  - Load the PTX (or cubin) of the gpu.binary named `module`, get the entry
 //    `kernel` (the PTX `.entry` of that name).
-//  - Grid: (min(tiles, multiprocessors), 1, 1), where tiles =
-//    ceildiv(M, tileM) * ceildiv(N, tileN) * batch (batch = 1 for an
-//    unbatched GEMM) and multiprocessors is the device's SM count
-//    (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT). The kernel is persistent:
-//    block b computes tiles b, b + gridDim.x, ... (it reads the tile count
-//    from M, N and the batch count), so any grid size of at least 1 is
+//  - Grid: (min(units, clusters) * clusterM * clusterN, 1, 1) (getGridDims),
+//    where units = getNumUnits (without clusters, the tiles: ceildiv(M,
+//    tileM) * ceildiv(N, tileN) * batch, batch = 1 for an unbatched GEMM)
+//    and clusters is how many clusters of the kernel run at once (without
+//    clusters, the device's SM count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_
+//    COUNT; else cuOccupancyMaxActiveClusters). The kernel is persistent:
+//    cluster c computes units c, c + clusters, ... (it reads the unit count
+//    from M, N and the batch count), so any grid of at least one cluster is
 //    correct; one block per SM is the fast one (a block takes most of an
 //    SM's shared memory and registers). Skip the launch when M or N is 0;
 //    the tile count must fit an i32.
@@ -149,9 +151,11 @@ struct KernelABI {
   int64_t sharedMemoryBytes = 0;
   /// The largest N the kernel supports; 0 when there is no limit.
   int64_t maxN = 0;
-  /// Blocks per cluster (along the grid's x): the kernel must be launched
-  /// with this cluster shape, on a grid of whole clusters.
-  int64_t clusterM = 1;
+  /// Blocks per cluster along M and along N (one of them 1): the kernel must
+  /// be launched in clusters of clusterM * clusterN blocks along the grid's
+  /// x, on a grid of whole clusters (a cluster of more than 8 blocks is a
+  /// non-portable size, which the kernel must be allowed first).
+  int64_t clusterM = 1, clusterN = 1;
   /// Row blocks per group of the kernel's tile order (informational: the
   /// launch does not depend on it).
   int64_t groupRows = 1;
@@ -162,8 +166,11 @@ struct KernelABI {
   /// The number of output tiles of a GEMM of the given sizes (batch = 1 when
   /// unbatched).
   int64_t getNumTiles(int64_t m, int64_t n, int64_t batch) const;
+  /// Blocks per cluster.
+  int64_t getClusterSize() const { return clusterM * clusterN; }
   /// The number of units the clusters walk: clusterM vertically adjacent
-  /// tiles each (the tiles themselves without clusters).
+  /// tiles each, or a whole row block under a cluster along N (the tiles
+  /// themselves without clusters).
   int64_t getNumUnits(int64_t m, int64_t n, int64_t batch) const;
   /// The grid for a GEMM of the given sizes when at most `clusters`
   /// clusters of the kernel run at once (one block per SM).

@@ -42,7 +42,7 @@ std::optional<Schedule> parseScheduleName(llvm::StringRef name);
 int64_t getPartnerTileMultiple(int64_t distance);
 
 /// The kernel shape: what coda-to-gpu's options tile-m, tile-n, stages,
-/// schedule, cluster-m and group-rows ask for. A value of 0 (no schedule)
+/// schedule, cluster-m, cluster-n and group-rows ask for. A value of 0 (no schedule)
 /// lets the compiler choose.
 struct KernelShape {
   /// Output rows per tile: 128 or 256 (cooperative), 64 or 128 (ping-pong).
@@ -56,6 +56,11 @@ struct KernelShape {
   /// vertically adjacent tiles, whose B tile is the same: each loads its
   /// share of it into both blocks' shared memory (TMA multicast).
   int64_t clusterM = 0;
+  /// Blocks per cluster along N: 1 to kMaxClusterN. The blocks of a cluster
+  /// compute the horizontally adjacent tiles of one row block, so that a
+  /// row reduction combines the partial results of all of them (through
+  /// distributed shared memory): N may then be up to clusterN * tileN.
+  int64_t clusterN = 0;
   /// Row blocks per group of the tile order: the blocks walk groupRows row
   /// blocks column by column, then the next groupRows (1: row by row; at
   /// least the number of row blocks: column by column). A multiple of
@@ -67,20 +72,26 @@ struct KernelShape {
   static constexpr int64_t kDefaultTileM = 128;
   static constexpr int64_t kDefaultTileN = 256;
   static constexpr Schedule kDefaultSchedule = Schedule::Cooperative;
+  /// The largest cluster along N: 16 blocks, a non-portable cluster size
+  /// (sm_90 guarantees 8), which the runtime enables for the kernel.
+  static constexpr int64_t kMaxClusterN = 16;
+  /// The portable cluster size of sm_90.
+  static constexpr int64_t kPortableClusterSize = 8;
 
   /// Whether any part of the shape is fixed.
   bool isPinned() const {
-    return tileM || tileN || stages || schedule || clusterM || groupRows;
+    return tileM || tileN || stages || schedule || clusterM || clusterN ||
+           groupRows;
   }
 
   /// The shape as a cache key: "tileM/tileN/stages/schedule/clusterM/
-  /// groupRows" (the schedule's name, or empty).
+  /// groupRows/clusterN" (the schedule's name, or empty).
   std::string getKey() const;
   /// The shape of a getKey string, if it is one.
   static std::optional<KernelShape> parseKey(llvm::StringRef key);
 
-  /// "MxN cooperative" or "MxN pingpong" (then " cluster C" and " group G"
-  /// when the shape sets them), with the compiler's defaults for what the
+  /// "MxN cooperative" or "MxN pingpong" (then " cluster C", " row cluster
+  /// R" and " group G" when the shape sets them), with the compiler's defaults for what the
   /// shape leaves open.
   std::string describe() const;
 
@@ -89,13 +100,14 @@ struct KernelShape {
 
   /// Sets the kernel-shape options of `options` (coda-to-gpu's or
   /// coda-gpu-pipeline's: fields tileM, tileN, stages, schedule (a name),
-  /// clusterM and groupRows) to this shape.
+  /// clusterM, clusterN and groupRows) to this shape.
   template <typename Options> void setOptions(Options &options) const {
     options.tileM = tileM;
     options.tileN = tileN;
     options.stages = stages;
     options.schedule = schedule ? getScheduleName(*schedule).str() : "";
     options.clusterM = clusterM;
+    options.clusterN = clusterN;
     options.groupRows = groupRows;
   }
 
@@ -111,6 +123,7 @@ struct KernelShape {
     if (!name.empty() && !(shape.schedule = parseScheduleName(name)))
       return std::nullopt;
     shape.clusterM = options.clusterM;
+    shape.clusterN = options.clusterN;
     shape.groupRows = options.groupRows;
     return shape;
   }

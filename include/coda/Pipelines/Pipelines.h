@@ -71,6 +71,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("Blocks per cluster along M, sharing B tiles by TMA "
                      "multicast: 1 or 2; 0 chooses"),
       llvm::cl::init(0)};
+  Option<int64_t> clusterN{
+      *this, "cluster-n",
+      llvm::cl::desc("Blocks per cluster along N, whose row reductions "
+                     "combine across their tiles: 1 to 16; 0 chooses"),
+      llvm::cl::init(0)};
   Option<int64_t> groupRows{
       *this, "group-rows",
       llvm::cl::desc("The tile order: row blocks walked column by column "

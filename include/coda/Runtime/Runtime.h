@@ -86,6 +86,25 @@ SmallVector<KernelShape> getTuningCandidates(const KernelShape &ruleShape);
 /// 3-16%). GPT-2's N = 768 makes 4 tiles per row block instead of 3, e.g.
 int64_t chooseTileN(const ProblemShape &problem, int multiprocessors);
 
+/// What a program's epilogue asks of its kernel's tile.
+enum class TileConstraint {
+  None,
+  /// Row reductions: a row must fit the tiles of one cluster along N, which
+  /// chooseRowClusterShape sizes for each problem.
+  RowCluster,
+  /// A partner 8 columns away or more, read from the same tile: the tile
+  /// width stays the compiler's choice.
+  CompilerTile,
+};
+
+/// The kernel shape of a program with row reductions for rows `n` columns
+/// wide: `pinned`, and unless it pins cluster-n, a cluster along N that
+/// spans the row: of 128-column tiles (unless the tile width is pinned) up
+/// to 8 of them (N <= 1024, the portable cluster size), else of 256-column
+/// tiles, up to 16 (N <= 4096). Rows of up to 128 columns keep the
+/// compiler's choice (one tile, no cluster).
+KernelShape chooseRowClusterShape(KernelShape pinned, int64_t n);
+
 /// The tile rule's kernel shape for `problem`: the chooseTileN width, and
 /// for K of at least 4096 clusters of two blocks walking the tiles in groups
 /// of 16 row blocks, where there are two row blocks or more and the clusters
@@ -164,7 +183,7 @@ private:
   struct Loaded;
   GpuProgram(GpuRuntime &runtime, std::string source, std::string sourceName,
              ProgramSignature signature, GpuCompileOptions options,
-             bool compilerChoosesTile);
+             TileConstraint constraint);
   /// The kernel shape launches of `problem` use, without autotuning: the
   /// tile rule's shape (with the pinned stages, and the pinned cluster size
   /// and tile order instead of the rule's) unless the tile or the schedule
@@ -201,10 +220,9 @@ private:
   std::string sourceName;
   ProgramSignature signature;
   GpuCompileOptions options;
-  /// Whether the epilogue constrains the tile width (a row reduction, whose
-  /// rows must fit a tile; a partner 8 columns away or more, in the same
-  /// tile), which then stays the compiler's choice.
-  bool compilerChoosesTile;
+  /// What the epilogue asks of the tile; autotuning leaves such programs
+  /// alone.
+  TileConstraint constraint;
   GpuCompileStats stats;
   std::unique_ptr<Loaded> loaded;
 };

@@ -192,12 +192,12 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   values.warpgroup = kb.divu(values.threadId, kb.i32(128));
   values.sharedMemory = LLVM::AddressOfOp::create(kb, sharedMemory);
 
-  // A fused row reduction needs the whole row in this block's tile; the
-  // runtime checks N against max_n, and the kernel traps rather than
+  // A fused row reduction needs the whole row in the tiles of one cluster;
+  // the runtime checks N against max_n, and the kernel traps rather than
   // compute a wrong answer if it was launched anyway.
   if (plan.hasRowReduction)
     kb.ifThen(
-        kb.cmp(arith::CmpIPredicate::ugt, values.n, kb.i32(plan.tile.tileN)),
+        kb.cmp(arith::CmpIPredicate::ugt, values.n, kb.i32(plan.getMaxN())),
         [&] { LLVM::Trap::create(kb); });
 
   buildPersistentKernel(b, loc, plan, values);
@@ -210,8 +210,9 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   abi.tileN = plan.tile.tileN;
   abi.tileK = plan.tileK;
   abi.sharedMemoryBytes = plan.getSharedMemoryBytes();
-  abi.maxN = plan.hasRowReduction ? plan.tile.tileN : 0;
+  abi.maxN = plan.getMaxN();
   abi.clusterM = plan.tile.clusterM;
+  abi.clusterN = plan.tile.clusterN;
   abi.groupRows = plan.tile.groupRows;
   abi.schedule = *plan.tile.schedule;
   DictionaryAttr abiAttr = abi.toAttr(ctx);

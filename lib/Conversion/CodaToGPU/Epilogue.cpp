@@ -120,6 +120,10 @@ EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, TileEpilogueOp op,
       interior(interior), patterns(patterns) {
   if (plan.getBiasInput() >= 0)
     biasAdd = *op.getAccumulator().user_begin();
+  if (plan.getClusterN() > 1)
+    for (auto reduce : op.getEpilogueBlock().getOps<RowReduceOp>())
+      if (dims.getMask(reduce.getInput()) & DimsAttr::kN)
+        rowExchanges.push_back(reduce);
   // Row r + 64i + 8h' of fragment i of warp v, lane l: r = 16v + l / 4.
   Value rowInFragment =
       b.add(b.mul(values.warp, b.i32(16)), b.divu(values.lane, b.i32(4)));
@@ -256,7 +260,17 @@ Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
   return acc;
 }
 
+Value EpilogueBuilder::takeRowExchange() {
+  int64_t count = rowExchanges.size();
+  return b.add(b.mul(values.ordinal, b.i32(count)),
+               b.i32(rowExchangesTaken++));
+}
+
 LogicalResult EpilogueBuilder::build() {
+  // The row exchanges first, in order (see takeRowExchange).
+  for (RowReduceOp reduce : rowExchanges)
+    at(reduce.getResult(), 0, 0);
+
   // Column group by column group (the 8 slots one Philox call serves), row
   // slot by row slot, every output that spans them: values that vary only
   // along n (a bias) and a row's Philox words die after their group, and the
@@ -370,6 +384,8 @@ LogicalResult mlir::coda::lowerTileEpilogue(RewriterBase &rewriter,
   values.beta = op.getBeta();
   llvm::append_range(values.inputs, op.getInputs());
   llvm::append_range(values.outputs, op.getOutputs());
+  values.exchange = op.getExchange();
+  values.ordinal = op.getOrdinal();
   // Interior tiles (all but the last row and column of tiles, for aligned
   // tensors) run a copy of the epilogue without bounds or alignment checks.
   auto ifOp = scf::IfOp::create(b, EpilogueBuilder::isInterior(b, op, values),

@@ -98,6 +98,16 @@ public:
   /// The output row of row slot h and column of column slot c (i32).
   Value getRow(int64_t h) const { return rows[h]; }
   Value getCol(int64_t c) const { return cols[c]; }
+  /// The row of row slot h within the tile (i32, below tile_m).
+  Value getRowInTile(int64_t h) {
+    return b.remu(rows[h], b.i32(plan.getTileM()));
+  }
+  /// The index (i32) of the next exchange of row partial results across a
+  /// cluster along N among all of the block's: each tile makes one per
+  /// row reduction of a row-varying value (build() makes them first, in
+  /// the region's order, so that both copies of the epilogue make the same
+  /// ones), `ordinal * that count + the exchanges so far`.
+  Value takeRowExchange();
 
   /// The epilogue value `v` at row slot `h`, column slot `c`, built the first
   /// time it is asked for.
@@ -218,6 +228,10 @@ private:
   const EpiloguePatterns &patterns;
   /// Whether an op had no pattern (build then fails).
   bool unlowered = false;
+  /// The row reductions that exchange partial results across a cluster
+  /// along N, and how many have.
+  SmallVector<RowReduceOp> rowExchanges;
+  int64_t rowExchangesTaken = 0;
   /// The addition of the bias the accumulators start at (see
   /// KernelPlan::biasAdd), or null.
   Operation *biasAdd = nullptr;

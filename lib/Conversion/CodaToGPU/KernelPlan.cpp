@@ -4,7 +4,8 @@
 // errors, that the GEMM can run that way: the target, the tile options, the
 // shared-memory budget, the operand layouts wgmma can read, the 16-byte row
 // alignment TMA needs (when sizes are static) and the epilogue reductions
-// (row reductions within one tile, column reductions into f32 outputs).
+// (row reductions within the tiles of one cluster, column reductions into
+// f32 outputs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
@@ -106,10 +108,12 @@ static LogicalResult checkRowAlignment(GemmOp op, StringRef name, Value operand,
 
 /// Fills in the choices `tile` leaves open for a GEMM whose N is `n`
 /// (dynamic or static). The defaults: cooperative 128 x 256 tiles (ping-pong
-/// 128 x 128 or 64 x 256), 128 columns for row reductions over N <= 128 (a
-/// row reduction keeps its row's values live), and as many stages as shared
-/// memory holds, up to kMaxDefaultStages; tiles walked in groups of 8 row
-/// blocks.
+/// 128 x 128 or 64 x 256), 128 columns for row reductions over N <= 128 or
+/// over a dynamic N (a row reduction keeps its row's values live), and for
+/// a static N wider than 256, 128 columns in clusters along N spanning the
+/// row (256 columns past the portable cluster size); as many stages as
+/// shared memory holds, up to kMaxDefaultStages; tiles walked in groups of
+/// 8 row blocks.
 static TileConfig chooseTile(TileConfig tile, bool rowReduction, int64_t n) {
   constexpr int64_t kMaxDefaultStages = 8;
   // Measured against 4, 16 and 32 on the benchmark's shapes
@@ -124,9 +128,17 @@ static TileConfig chooseTile(TileConfig tile, bool rowReduction, int64_t n) {
     // The widest tile whose accumulator fits 128 registers per thread.
     int64_t rows = pingpong ? tile.tileM : tile.tileM / 2;
     tile.tileN = rows > 64 ? 128 : 256;
-    if (rowReduction && (ShapedType::isDynamic(n) || n <= 128))
+    if (rowReduction &&
+        (ShapedType::isDynamic(n) || n <= 128 ||
+         (n > 256 && n <= 128 * KernelShape::kPortableClusterSize)))
       tile.tileN = std::min<int64_t>(tile.tileN, 128);
   }
+  // Past the widest cluster, build says how wide a row may be.
+  if (!tile.clusterN)
+    tile.clusterN = rowReduction && !ShapedType::isDynamic(n)
+                        ? std::clamp<int64_t>(llvm::divideCeil(n, tile.tileN),
+                                              1, KernelShape::kMaxClusterN)
+                        : 1;
   if (!tile.epilogueVectorBytes)
     tile.epilogueVectorBytes = 16;
   if (!tile.clusterM)
@@ -198,6 +210,27 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
   if (tile.clusterM != 1 && tile.clusterM != 2)
     return op.emitOpError()
            << "cluster-m must be 1 or 2, got " << tile.clusterM;
+  if (tile.clusterN < 1 || tile.clusterN > KernelShape::kMaxClusterN)
+    return op.emitOpError() << "cluster-n must be between 1 and "
+                            << KernelShape::kMaxClusterN << ", got "
+                            << tile.clusterN;
+  if (tile.clusterN > 1) {
+    if (!rowReduction)
+      return op.emitOpError()
+             << "cluster-n = " << tile.clusterN
+             << " spans a row with a cluster of blocks for row reductions, "
+                "but this epilogue has none; use cluster-n = 1";
+    if (tile.clusterM != 1)
+      return op.emitOpError() << "cluster-n = " << tile.clusterN
+                              << " and cluster-m = " << tile.clusterM
+                              << " cannot be combined: a cluster spans either "
+                                 "a row or a column of tiles";
+    if (pingpong)
+      return op.emitOpError()
+             << "cluster-n = " << tile.clusterN
+             << " needs the cooperative schedule: both consumer warpgroups "
+                "take part in each row exchange of a tile";
+  }
   if (tile.groupRows < 1 || tile.groupRows > kMaxGroupRows ||
       tile.groupRows % tile.clusterM)
     return op.emitOpError()
@@ -264,8 +297,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
         plan.biasInput = arg.getArgNumber() - 1;
       }
     }
-  if (!config.stages && plan.tile.stages > 2 &&
-      plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
+  while (!config.stages && plan.tile.stages > 2 &&
+         plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
     --plan.tile.stages;
 
   // A pinned count is bounded before the total, which it could overflow.
@@ -273,8 +306,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
       plan.getSharedMemoryBytes() > kMaxSharedMemoryBytes)
     return op.emitOpError()
            << plan.tile.stages << " stages of " << plan.getStageBytes()
-           << " bytes, with their mbarriers and bias buffers, need more than "
-              "the "
+           << " bytes, with their mbarriers, bias buffers and row exchange, "
+              "need more than the "
            << kMaxSharedMemoryBytes
            << " bytes of shared memory sm_90a gives a block; use fewer "
               "stages or a smaller tile";
@@ -293,15 +326,16 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
              << "is accumulated across row blocks with f32 atomics: output #"
              << i << " must be f32, not " << type;
   }
-  if (plan.hasRowReduction) {
-    if (!ShapedType::isDynamic(n) && n > tile.tileN)
-      return op.emitOpError()
-             << "cannot fuse a row reduction on the GPU: a whole row must "
-                "fit one tile, but N = "
-             << n << " is more than tile-n = " << tile.tileN
-             << (tile.tileN < 256 ? " (tile-n can be up to 256)"
-                                  : ", the widest tile");
-  }
+  int64_t widest = 256 * KernelShape::kMaxClusterN;
+  if (plan.hasRowReduction && !ShapedType::isDynamic(n) && n > plan.getMaxN())
+    return op.emitOpError()
+           << "cannot fuse a row reduction on the GPU: a whole row must fit "
+              "the tiles of one cluster along N, but N = "
+           << n << " is more than tile-n x cluster-n = " << tile.tileN << " x "
+           << tile.clusterN
+           << "; tile-n can be up to 256 and cluster-n up to "
+           << KernelShape::kMaxClusterN << ", rows of up to " << widest
+           << " columns";
   return plan;
 }
 
@@ -317,6 +351,7 @@ FailureOr<KernelPlan> KernelPlan::get(GemmOp op) {
   tile.stages = attr.getStages();
   tile.schedule = attr.getSchedule();
   tile.clusterM = attr.getClusterM();
+  tile.clusterN = attr.getClusterN();
   tile.groupRows = attr.getGroupRows();
   tile.epilogueVectorBytes = attr.getEpilogueVectorBytes();
   FailureOr<KernelPlan> plan = build(op, tile, attr.getChip());
@@ -351,5 +386,5 @@ KernelPlanAttr KernelPlan::getAttr() const {
   return KernelPlanAttr::get(op->getContext(), chip, tile.tileM, tile.tileN,
                              tile.stages, *tile.schedule, tile.clusterM,
                              tile.groupRows, epilogueVectorBytes, biasInput,
-                             chunkedLoads, fastActivations, seedInMemory);
+                             tile.clusterN, chunkedLoads, fastActivations, seedInMemory);
 }

@@ -29,6 +29,14 @@
 //    boxes into both blocks' slots (TMA multicast). A slot is then written
 //    by both producers, so its empty barrier counts the consumer threads of
 //    both blocks (each thread arrives in one of them);
+//  - with cluster-n = R > 1 (row reductions over rows wider than a tile) the
+//    blocks run in clusters of R that walk row blocks, the block of rank r
+//    taking the row block's column block r; each row reduction of the
+//    epilogue combines the thread's columns and its quad's (as in one
+//    tile), then exchanges the row's partial result with the other blocks
+//    through distributed shared memory (RowExchangeLayout) and combines the
+//    R partial results in rank order, so that every block of the row gets
+//    the same, deterministic, result;
 //  - a consumer warpgroup holds `consumerRows` (64 or 128) rows of a tile as
 //    one or two m64nNk16 (m64nNk8 for tf32) wgmma D fragments: lane l of warp
 //    v holds rows 64i + 16v + l/4 + {0, 8} of fragment i, columns
@@ -101,6 +109,28 @@ struct OperandPlan {
   int64_t getSwizzleElems() const { return 128 / elementBytes; }
 };
 
+/// The shared memory where the blocks of a cluster along N exchange their
+/// row reductions' partial results: two slots, used in turn by successive
+/// exchanges, each holding `clusterN` x `tileM` f32 (at [r][row], rank r's
+/// partial result for the tile's row), then one mbarrier per slot. Each
+/// thread that holds a row's partial result after its quad's combine (lane
+/// 0 of the quad) writes it into slot s of every block of the cluster and
+/// arrives on each block's barrier s (release, cluster scope); each reads
+/// the R partial results of its rows from its own block's slot once the
+/// barrier's phase completes.
+struct RowExchangeLayout {
+  int64_t clusterN = 1, tileM = 0;
+
+  /// Arrivals that complete one phase of a barrier: every quad leader of
+  /// the two consumer warpgroups (8 per warp) of every block.
+  int64_t getArrivals() const { return clusterN * 8 * 8; }
+  int64_t getSlotBytes() const { return clusterN * tileM * 4; }
+  int64_t getBarrierOffset(int64_t slot) const {
+    return 2 * getSlotBytes() + 8 * slot;
+  }
+  int64_t getBytes() const { return clusterN > 1 ? getBarrierOffset(2) : 0; }
+};
+
 /// Everything coda-to-gpu decides about the kernel of one coda.gemm.
 struct KernelPlan {
   /// One producer and two consumer warpgroups.
@@ -145,7 +175,8 @@ struct KernelPlan {
   /// The K extent of one stage (128 bytes of elements) and of one wgmma.
   int64_t tileK = 0, mmaK = 0;
   OperandPlan a, b;
-  /// Whether the epilogue has row reductions (then N must fit one tile).
+  /// Whether the epilogue has row reductions (then N must fit the tiles of
+  /// one cluster).
   bool hasRowReduction = false;
   /// Whether GELU(tanh), SiLU and sigmoid run on tanh.approx.f32
   /// (coda-to-gpu's fast-activations).
@@ -176,13 +207,29 @@ struct KernelPlan {
   /// producer warpgroup, a tile ahead).
   int64_t getBiasOffset() const { return tile.stages * getStageBytes(); }
   int64_t getBiasBytes() const { return biasAdd ? 2 * tile.tileN * 4 : 0; }
-  /// Offset of the mbarriers in shared memory (after the operand stages and
-  /// the bias buffers).
-  int64_t getBarrierOffset() const { return getBiasOffset() + getBiasBytes(); }
-  /// Dynamic shared memory of one block: the stages, the bias buffers, then a
-  /// full and an empty mbarrier (8 bytes each) per stage and per bias buffer.
+  /// The row exchange of a cluster along N (empty without one), after the
+  /// bias buffers.
+  RowExchangeLayout getRowExchange() const {
+    return {tile.clusterN, tile.tileM};
+  }
+  int64_t getExchangeOffset() const { return getBiasOffset() + getBiasBytes(); }
+  /// Offset of the mbarriers in shared memory (after the operand stages, the
+  /// bias buffers and the row exchange).
+  int64_t getBarrierOffset() const {
+    return getExchangeOffset() + getRowExchange().getBytes();
+  }
+  /// Dynamic shared memory of one block: the stages, the bias buffers, the
+  /// row exchange, then a full and an empty mbarrier (8 bytes each) per
+  /// stage and per bias buffer.
   int64_t getSharedMemoryBytes() const {
     return getBarrierOffset() + 16 * tile.stages + (biasAdd ? 32 : 0);
+  }
+  /// Blocks per cluster.
+  int64_t getClusterSize() const { return tile.clusterM * tile.clusterN; }
+  /// The widest N the kernel computes: its row reductions combine the tiles
+  /// of one cluster (0: any N).
+  int64_t getMaxN() const {
+    return hasRowReduction ? tile.tileN * tile.clusterN : 0;
   }
   /// The wgmma element type of A and B.
   NVVM::WGMMATypes getMmaType() const;
@@ -216,6 +263,10 @@ struct KernelValues {
   /// one pointer per output.
   Value tensorMapA, tensorMapB, c, alpha, beta;
   SmallVector<Value> inputs, outputs;
+  /// In a tile's epilogue under a cluster along N: the row exchange
+  /// (!llvm.ptr<3>, RowExchangeLayout) and the tiles the block computed
+  /// before this one.
+  Value exchange, ordinal;
 };
 
 /// Builds the kernel body after the parameters are bound: the mbarriers, the
@@ -249,9 +300,11 @@ SmallVector<Value> buildBiasAccumulators(OpBuilder &b, Location loc,
 /// Builds the epilogue of one tile as a coda.tile_epilogue: the coda.gemm
 /// region on the consumer's accumulators (`accumulators`: its wgmma
 /// fragments, LLVM structs of tileN / 2 f32), which coda-lower-tile-epilogues
-/// lowers.
+/// lowers. `ordinal` (i32) counts the tiles the block computed before this
+/// one; only a cluster along N uses it (the row exchange's turn).
 void buildTileEpilogue(OpBuilder &b, Location loc, const KernelPlan &plan,
-                       const KernelValues &values, ValueRange accumulators);
+                       const KernelValues &values, ValueRange accumulators,
+                       Value ordinal);
 
 } // namespace mlir::coda
 

@@ -10,7 +10,9 @@
 // persistently in a grouped order; the producer runs ahead into the next tile
 // while the consumers run the epilogue. In clusters of two blocks along M, the
 // blocks walk pairs of vertically adjacent tiles and each multicasts half of
-// their common B tile into both (KernelPlan.h).
+// their common B tile into both; in clusters along N, the blocks walk row
+// blocks, each computing one column block of it, and their epilogues
+// exchange row reductions (KernelPlan.h).
 //
 // A slot's state is (slot, phase): the K steps of the whole block go through
 // the slots in order, and each pass over the ring flips the phase. Consumers
@@ -149,10 +151,12 @@ private:
   int64_t stages;
   Value kSteps, tilesM, tilesN;
   /// The blocks walk the tiles by units: a unit is the clusterM vertically
-  /// adjacent tiles of one cluster, the block of rank `clusterRank` in the
-  /// cluster taking the unit's tile of that rank. The cluster's units are
-  /// clusterId, then every clusterCount-th, of numUnits.
-  Value unitsPerBatch, numUnits, clusterId, clusterCount, clusterRank;
+  /// adjacent tiles (or the clusterN horizontally adjacent tiles) of one
+  /// cluster, the block of rank `clusterRank` in the cluster taking the
+  /// unit's tile of that rank. The cluster's units are clusterId, then every
+  /// clusterCount-th, of numUnits; unitCols are the units of a row of them.
+  Value unitsPerBatch, numUnits, unitCols, clusterId, clusterCount,
+      clusterRank;
   LLVM::LLVMStructType accType;
 };
 
@@ -165,8 +169,8 @@ TileCoords KernelBodyBuilder::decodeTile(Value unit) {
   int64_t rowsPerGroup = plan.tile.groupRows / clusterM;
   Value batch = b.divu(unit, unitsPerBatch);
   Value inBatch = b.remu(unit, unitsPerBatch);
-  Value unitRows = b.divu(unitsPerBatch, tilesN);
-  Value groupSize = b.mul(b.i32(rowsPerGroup), tilesN);
+  Value unitRows = b.divu(unitsPerBatch, unitCols);
+  Value groupSize = b.mul(b.i32(rowsPerGroup), unitCols);
   Value group = b.divu(inBatch, groupSize);
   Value firstRow = b.mul(group, b.i32(rowsPerGroup));
   Value groupRows =
@@ -176,7 +180,9 @@ TileCoords KernelBodyBuilder::decodeTile(Value unit) {
   Value rowBlock = clusterM == 1
                        ? unitRow
                        : b.add(b.mul(unitRow, b.i32(clusterM)), clusterRank);
-  return {unit, batch, rowBlock, b.divu(inGroup, groupRows)};
+  Value unitCol = b.divu(inGroup, groupRows);
+  Value colBlock = plan.tile.clusterN == 1 ? unitCol : clusterRank;
+  return {unit, batch, rowBlock, colBlock};
 }
 
 void KernelBodyBuilder::buildTileLoop(
@@ -457,8 +463,16 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
         Value split = arith::MaxSIOp::create(
             b, b.sub(kSteps, b.i32(kPrefetchLeadSteps)), b.i32(1));
         auto head = buildSteps(b.i32(1), split, firstStep.getResults());
-        ifTileInside(
-            [&] { buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues); });
+        // A cluster along N wider than the row has blocks past its last
+        // column: they prefetch nothing, but their epilogues take part in
+        // the row exchanges (and write nothing).
+        ifTileInside([&] {
+          if (plan.tile.clusterN == 1)
+            return buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
+          b.ifThen(b.ult(tile.colBlock, tilesN), [&] {
+            buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
+          });
+        });
         auto loop = buildSteps(split, kSteps, head.getResults());
         // The other consumer's turn, if it has a next tile.
         if (pingpong)
@@ -469,8 +483,12 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
         b.ifThen(b.ult(b.i32(0), kSteps),
                  [&] { releasePrevious(base, kSteps); });
 
+        // The tiles this consumer computed before (cooperative: the block).
+        Value ordinal = b.divu(b.sub(tile.index, first),
+                               b.mul(clusterCount, b.i32(stride)));
         ifTileInside([&] {
-          buildTileEpilogue(b, b.getLoc(), plan, tileValues, loop.getResults());
+          buildTileEpilogue(b, b.getLoc(), plan, tileValues, loop.getResults(),
+                            ordinal);
         });
       });
 }
@@ -495,6 +513,14 @@ void KernelBodyBuilder::build() {
                                      b.i32(plan.getSlotReleases()),
                                      /*predicate=*/Value());
       }
+    RowExchangeLayout exchange = plan.getRowExchange();
+    for (int64_t slot = 0; exchange.getBytes() && slot < 2; ++slot)
+      NVVM::MBarrierInitOp::create(
+          b,
+          b.byteGep(values.sharedMemory,
+                    b.i32(plan.getExchangeOffset() +
+                          exchange.getBarrierOffset(slot))),
+          b.i32(exchange.getArrivals()), /*predicate=*/Value());
     NVVM::FenceMbarrierInitOp::create(b);
   });
   // The barriers of every block of the cluster are ready before any block
@@ -508,22 +534,25 @@ void KernelBodyBuilder::build() {
   tilesM = ceilDiv(values.m, plan.tile.tileM);
   tilesN = ceilDiv(values.n, plan.tile.tileN);
   int64_t clusterM = plan.tile.clusterM;
+  // A cluster along N spans the row: one unit per row block.
+  unitCols = plan.tile.clusterN == 1 ? tilesN : b.i32(1);
   unitsPerBatch =
-      b.mul(clusterM == 1 ? tilesM : ceilDiv(tilesM, clusterM), tilesN);
+      b.mul(clusterM == 1 ? tilesM : ceilDiv(tilesM, clusterM), unitCols);
   numUnits = b.mul(unitsPerBatch, values.batchCount);
   auto toI32 = [&](Value index) -> Value {
     return arith::IndexCastUIOp::create(b, b.getI32Type(), index);
   };
-  // The grid is a whole number of clusters of clusterM blocks along x.
+  // The grid is a whole number of clusters along x.
+  int64_t clusterSize = plan.getClusterSize();
   Value blockId = toI32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
   Value gridSize = toI32(gpu::GridDimOp::create(b, gpu::Dimension::x));
   clusterId = blockId;
   clusterCount = gridSize;
   clusterRank = b.i32(0);
-  if (clusterM > 1) {
-    clusterId = b.divu(blockId, b.i32(clusterM));
-    clusterCount = b.divu(gridSize, b.i32(clusterM));
-    clusterRank = b.remu(blockId, b.i32(clusterM));
+  if (clusterSize > 1) {
+    clusterId = b.divu(blockId, b.i32(clusterSize));
+    clusterCount = b.divu(gridSize, b.i32(clusterSize));
+    clusterRank = b.remu(blockId, b.i32(clusterSize));
   }
 
   // Warpgroup 0 produces, warpgroups 1 and 2 consume; each role is one side
@@ -544,13 +573,13 @@ void KernelBodyBuilder::build() {
     buildConsumer(b.sub(values.warpgroup, b.i32(1)));
   }
   // No block leaves while another of its cluster may still arrive on its
-  // barriers.
-  if (plan.tile.clusterM > 1)
+  // barriers or write its row exchange.
+  if (plan.getClusterSize() > 1)
     syncCluster();
 }
 
 void KernelBodyBuilder::syncCluster() {
-  if (plan.tile.clusterM == 1) {
+  if (plan.getClusterSize() == 1) {
     gpu::BarrierOp::create(b);
     return;
   }
@@ -568,8 +597,15 @@ void mlir::coda::buildPersistentKernel(OpBuilder &builder, Location loc,
 void mlir::coda::buildTileEpilogue(OpBuilder &b, Location loc,
                                    const KernelPlan &plan,
                                    const KernelValues &values,
-                                   ValueRange accumulators) {
+                                   ValueRange accumulators, Value ordinal) {
   GemmOp op = plan.op;
+  KernelBuilder kb(loc, b);
+  Value exchange;
+  if (plan.getRowExchange().getBytes())
+    exchange = kb.byteGep(values.sharedMemory,
+                          kb.i32(plan.getExchangeOffset()));
+  else
+    ordinal = Value();
   auto typeAttrs = [](auto types) {
     return llvm::map_to_vector(
         types, [](Type type) -> Attribute { return TypeAttr::get(type); });
@@ -577,7 +613,7 @@ void mlir::coda::buildTileEpilogue(OpBuilder &b, Location loc,
   auto tile = TileEpilogueOp::create(
       b, loc, accumulators, values.batch, values.rowBase, values.colBase,
       values.batchCount, values.m, values.n, values.c, values.alpha,
-      values.beta, values.inputs, values.outputs,
+      values.beta, values.inputs, values.outputs, exchange, ordinal,
       b.getArrayAttr(typeAttrs(op.getInputs().getTypes())), op.getInputDims(),
       b.getArrayAttr(typeAttrs(op.getResultTypes())), op.getResultDims(),
       op.getC() ? TypeAttr::get(op.getC().getType()) : TypeAttr(),

@@ -1,8 +1,11 @@
 //===- ReductionPatterns.cpp - row and column reductions in the epilogue --===//
 //
 // coda.row_reduce combines the thread's column slots of a row, then the 4
-// lanes of its quad that hold the rest of the row (the whole row must be in
-// the tile: KernelPlan checks N against tile_n). coda.col_reduce combines the
+// lanes of its quad that hold the rest of the row's tile; under a cluster
+// along N (rows wider than a tile: KernelPlan checks N against tile_n x
+// cluster_n), the quad's lane 0 then exchanges that partial result with the
+// cluster's other blocks (RowExchangeLayout) and combines all of them in
+// rank order, the same in every block. coda.col_reduce combines the
 // thread's row slots of a column, then the 8 lanes that hold the warp's other
 // rows of it, and each warp adds its partial result to the f32 output with
 // one atomic (the runtime initializes the output to the reduction's
@@ -38,6 +41,80 @@ Value combineAcrossLanes(KernelBuilder &b, ReductionKind kind, Value total,
   return total;
 }
 
+/// Exchanges the calling thread's partial results of its row slots
+/// (`partials`, combined across its quad) with the other blocks of its
+/// cluster along N, and returns each row's result: the partial results of
+/// every block combined in rank order. Lane 0 of each quad writes, waits
+/// and reads (so that the slot it reads is not written again before it has
+/// read it: the next writer waits for its next arrival), then gives the
+/// result to its quad.
+SmallVector<Value> exchangeAcrossCluster(EpilogueBuilder &builder,
+                                         ReductionKind kind,
+                                         ArrayRef<Value> partials) {
+  KernelBuilder &b = builder.getBuilder();
+  const KernelValues &values = builder.getValues();
+  KernelPlanAttr plan = builder.getPlan();
+  RowExchangeLayout layout{plan.getClusterN(), plan.getTileM()};
+  constexpr int64_t kWaitTicks = 10000000;
+  // Exchange e uses slot e % 2 for the (e / 2)-th time.
+  Value exchange = builder.takeRowExchange();
+  Value slot = b.andi(exchange, b.i32(1));
+  Value parity = b.andi(b.shru(exchange, b.i32(1)), b.i32(1));
+  Value slotBase =
+      b.byteGep(values.exchange, b.mul(slot, b.i32(layout.getSlotBytes())));
+  Value barrier = b.byteGep(
+      values.exchange,
+      b.add(b.i32(layout.getBarrierOffset(0)), b.mul(slot, b.i32(8))));
+  Value rank = NVVM::ClusterId::create(b, b.getI32Type());
+  auto entry = [&](Value owner, int64_t h) {
+    Value index =
+        b.add(b.mul(owner, b.i32(plan.getTileM())), builder.getRowInTile(h));
+    return b.gep(slotBase, b.getF32Type(), index);
+  };
+  auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
+  Value leader = b.eq(b.andi(values.lane, b.i32(3)), b.i32(0));
+  b.ifThen(leader, [&] {
+    for (int64_t target = 0; target < layout.clusterN; ++target) {
+      Value block = b.i32(target);
+      for (auto [h, partial] : llvm::enumerate(partials))
+        LLVM::StoreOp::create(
+            b, partial,
+            NVVM::MapaOp::create(b, clusterPtr, entry(rank, h), block));
+      // Releases the stores above to the cluster.
+      NVVM::MBarrierArriveOp::create(
+          b, /*res=*/Type(),
+          NVVM::MapaOp::create(b, clusterPtr, barrier, block),
+          /*count=*/Value(), NVVM::MemScopeKind::CLUSTER);
+    }
+    NVVM::MBarrierTryWaitParityOp::create(b, barrier, parity,
+                                          b.i32(kWaitTicks));
+    // The wait acquires at CTA scope; the fence extends it to the stores
+    // of the cluster's other blocks.
+    NVVM::FenceScClusterOp::create(b);
+  });
+  SmallVector<Value> totals;
+  Value quadLeader = b.andi(values.lane, b.i32(~3));
+  for (int64_t h = 0, e = partials.size(); h < e; ++h) {
+    Value total = b.ifThenElse(
+        leader, b.getF32Type(),
+        [&] {
+          Value total;
+          for (int64_t owner = 0; owner < layout.clusterN; ++owner) {
+            Value x = LLVM::LoadOp::create(b, b.getF32Type(),
+                                           entry(b.i32(owner), h));
+            total = total ? combine(b, kind, total, x) : x;
+          }
+          return total;
+        },
+        [&] { return partials[h]; });
+    totals.push_back(
+        gpu::ShuffleOp::create(b, total, quadLeader, b.i32(32),
+                               gpu::ShuffleMode::IDX)
+            .getShuffleResult());
+  }
+  return totals;
+}
+
 struct RowReducePattern final : EpiloguePattern {
   LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
                            EpilogueBuilder &builder) const override {
@@ -48,27 +125,41 @@ struct RowReducePattern final : EpiloguePattern {
     ReductionKind kind = reduce.getKind();
     Value input = reduce.getInput();
     Value n = arith::UIToFPOp::create(b, b.getF32Type(), builder.getValues().n);
-    Value total;
     if (!(builder.getDims().getMask(input) & DimsAttr::kN)) {
       // Uniform along the row: the max and mean are the value, the sum is
       // the value times N.
       Value x = builder.at(input, h, 0);
-      total = reductionScalesUniformValue(kind)
-                  ? Value(arith::MulFOp::create(b, x, n))
-                  : x;
-    } else {
-      Value identity = b.f32(getReductionIdentity(kind));
+      Value total = reductionScalesUniformValue(kind)
+                        ? Value(arith::MulFOp::create(b, x, n))
+                        : x;
+      builder.define(reduce.getResult(), h, c, total);
+      return success();
+    }
+    // Within a tile, row slot h; across a cluster, every row slot at once,
+    // exchanged together.
+    bool exchanges = builder.getPlan().getClusterN() > 1;
+    Value identity = b.f32(getReductionIdentity(kind));
+    SmallVector<int64_t> rows = {h};
+    if (exchanges)
+      rows = llvm::to_vector(llvm::seq<int64_t>(0, builder.numRowSlots()));
+    SmallVector<Value> totals;
+    for (int64_t row : rows) {
+      Value total;
       for (int64_t col = 0; col < builder.numColSlots(); ++col) {
-        Value x = builder.selectInBounds(DimsAttr::kN, h, col,
-                                         builder.at(input, h, col), identity);
+        Value x = builder.selectInBounds(DimsAttr::kN, row, col,
+                                         builder.at(input, row, col), identity);
         total = total ? combine(b, kind, total, x) : x;
       }
-      // The lanes l ^ 1, l ^ 2 and l ^ 3 hold the rest of the row.
-      total = combineAcrossLanes(b, kind, total, {1, 2});
+      // The lanes l ^ 1, l ^ 2 and l ^ 3 hold the rest of the tile's row.
+      totals.push_back(combineAcrossLanes(b, kind, total, {1, 2}));
+    }
+    if (exchanges)
+      totals = exchangeAcrossCluster(builder, kind, totals);
+    for (auto [row, total] : llvm::zip_equal(rows, totals)) {
       if (reductionDividesByCount(kind))
         total = arith::DivFOp::create(b, total, n);
+      builder.define(reduce.getResult(), row, c, total);
     }
-    builder.define(reduce.getResult(), h, c, total);
     return success();
   }
 };

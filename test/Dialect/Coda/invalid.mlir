@@ -499,6 +499,32 @@ func.func @tile_epilogue_fragments(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
 // -----
 
 !acc = !llvm.struct<(f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16, cluster_n = 4>
+func.func @tile_epilogue_no_exchange(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
+  // expected-error @+1 {{'coda.tile_epilogue' op must have an exchange buffer and a tile ordinal exactly when its plan has cluster_n > 1 (its cluster_n is 4)}}
+  coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) outs(%p : !llvm.ptr<1>) attributes {input_dims = [], input_types = [], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
+  ^bb0(%a: f32):
+    coda.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+!acc = !llvm.struct<(f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+func.func @tile_epilogue_exchange(%acc: !acc, %i: i32, %p: !llvm.ptr<1>, %s: !llvm.ptr<3>) {
+  // expected-error @+1 {{'coda.tile_epilogue' op must have an exchange buffer and a tile ordinal exactly when its plan has cluster_n > 1 (its cluster_n is 1)}}
+  coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) outs(%p : !llvm.ptr<1>) exchange(%s : !llvm.ptr<3>, %i) attributes {input_dims = [], input_types = [], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
+  ^bb0(%a: f32):
+    coda.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+!acc = !llvm.struct<(f32, f32)>
 #plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
 func.func @tile_epilogue_region(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
   coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) outs(%p : !llvm.ptr<1>) attributes {input_dims = [], input_types = [], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {

@@ -579,6 +579,13 @@ LogicalResult TileEpilogueOp::verify() {
                             "consumer "
                          << rows << " rows of a tile, " << rows / 64
                          << " fragments of 64";
+  bool exchanges = getPlan().getClusterN() > 1;
+  if (static_cast<bool>(getExchange()) != exchanges ||
+      static_cast<bool>(getOrdinal()) != exchanges)
+    return emitOpError() << "must have an exchange buffer and a tile ordinal "
+                            "exactly when its plan has cluster_n > 1 (its "
+                            "cluster_n is "
+                         << getPlan().getClusterN() << ")";
   return success();
 }
 

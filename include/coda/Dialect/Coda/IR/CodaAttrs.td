@@ -76,8 +76,9 @@ def Coda_KernelPlanAttr : AttrDef<Coda_Dialect, "KernelPlan"> {
     the target chip, the block tile (`tile_m` x `tile_n` outputs), the depth
     of the shared-memory pipeline (`stages`), how the two consumer
     warpgroups share tiles (`schedule`: `cooperative` or `pingpong`), the
-    blocks per cluster along M (`cluster_m`, whose B tile is multicast), the
-    row blocks per group of the tile order (`group_rows`), and the epilogue's
+    blocks per cluster along M (`cluster_m`, whose B tile is multicast) and
+    along N (`cluster_n`, absent: 1; the blocks of one row block, whose row
+    reductions combine across their tiles), the row blocks per group of the tile order (`group_rows`), and the epilogue's
     choices: the widest 16-bit store per lane (`epilogue_vector_bytes`: 16
     or 4), the epilogue input a bias the accumulators start at
     (`bias_input`; absent: none), whether 16-bit `[m, n]` inputs are read 16
@@ -102,6 +103,7 @@ def Coda_KernelPlanAttr : AttrDef<Coda_Dialect, "KernelPlan"> {
     "int64_t":$group_rows,
     "int64_t":$epilogue_vector_bytes,
     DefaultValuedParameter<"int64_t", "-1", "the bias the accumulators start at">:$bias_input,
+    DefaultValuedParameter<"int64_t", "1", "blocks per cluster along N">:$cluster_n,
     Coda_FlagParameter<"16-byte loads of 16-bit [m, n] inputs">:$chunked_loads,
     Coda_FlagParameter<"activations on tanh.approx.f32">:$fast_activations,
     Coda_FlagParameter<"the dropout seed read from memory">:$seed_in_memory

@@ -144,7 +144,13 @@ def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
     `output_types`). The region is the GEMM's epilogue, whose inputs and
     outputs `input_types`, `input_dims`, `output_types`, `result_dims` and
     `c_type` describe as the `coda.gemm` declared them; `plan` is the GEMM's
-    `coda.kernel_plan`.
+    `coda.kernel_plan`. Under a plan with `cluster_n` > 1, `exchange` is the
+    block's shared memory where the cluster's blocks exchange their row
+    reductions' partial results (two slots of `cluster_n` x `tile_m` f32,
+    then an mbarrier per slot; every consumer thread of the cluster takes
+    part in each exchange) and `ordinal` counts the tiles the block has
+    computed before this one, which says which slot and phase each exchange
+    uses.
 
     `coda-lower-tile-epilogues` lowers it, pattern by pattern, to the code
     that computes every output element the consumer's threads hold and
@@ -159,6 +165,8 @@ def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
     Optional<F32>:$beta,
     Variadic<AnyType>:$inputs,
     Variadic<AnyType>:$outputs,
+    Optional<AnyType>:$exchange,
+    Optional<I32>:$ordinal,
     TypeArrayAttr:$input_types,
     Coda_DimsArrayAttr:$input_dims,
     TypeArrayAttr:$output_types,
@@ -175,6 +183,7 @@ def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
     (`alpha` `(` $alpha^ `)`)? (`beta` `(` $beta^ `)`)?
     (`ins` `(` $inputs^ `:` type($inputs) `)`)?
     `outs` `(` $outputs `:` type($outputs) `)`
+    (`exchange` `(` $exchange^ `:` type($exchange) `,` $ordinal `)`)?
     attr-dict-with-keyword `:` type($accumulators) $epilogue
   }];
   let hasVerifier = 1;

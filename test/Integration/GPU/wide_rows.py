@@ -1,0 +1,151 @@
+# REQUIRES: cuda-gpu, numpy, torch
+# RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %testlib %coda_src
+#
+# Row reductions over rows wider than a tile, as fused kernels on the GPU:
+# the blocks of a cluster along N compute one row block and exchange their
+# rows' partial results. LayerNorm (with its mean and rstd), RMSNorm,
+# softmax and log-sum-exp at widths from 2 tiles to 16 (129 to 4096 columns,
+# ragged M, N not a multiple of 8 in places), bf16 and f16, against fp64
+# numpy; coda-run --check poisons the outputs with NaN and compares them with
+# the CPU reference. Then: a cluster wider than the row (blocks past the last
+# column), results identical bit for bit from run to run, the error past the
+# widest row, and the derived backward of residual + LayerNorm at GPT-2's
+# width against fp64 autograd.
+
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, os.path.join(sys.argv[2], "python"))
+import numpy as np
+import coda_ref as ref
+from coda_test import random, run_program
+
+rng = np.random.default_rng(29)
+folder = tempfile.mkdtemp()
+
+
+def program(name, text):
+    """The DSL source `text` as a .coda file."""
+    path = os.path.join(folder, name + ".coda")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+LAYERNORM = os.path.join(sys.argv[2], "examples", "residual_layernorm.coda")
+NORMS = program("norms", """
+EPILOGUE norms(residual: bf16[M, N], gamma: f32[N])
+    -> (rms: bf16[M, N], softmax: f32[M, N], lse: f32[M]) {
+  x = input + residual;
+  rms = x * rsqrt(row_mean(x * x) + 1e-6) * gamma;
+  e = exp(input - row_max(input));
+  softmax = e / row_sum(e);
+  lse = row_max(input) + log(row_sum(e));
+}
+""")
+
+
+def gemm(arrays, dtype):
+    return ref.round_to(arrays["a"], dtype) @ ref.round_to(arrays["b"], dtype).T
+
+
+def case(m, n, k, dtype="bf16", extra=()):
+    arrays = {"a": random(rng, m, k), "b": random(rng, n, k) / np.float32(np.sqrt(k)),
+              "bias": random(rng, n), "residual": random(rng, m, n),
+              "gamma": random(rng, n), "beta": random(rng, n)}
+    flags = ["--check", "--dtype", dtype, *extra]
+    what = f"{m}x{n}x{k} {dtype}{' ' + ' '.join(extra) if extra else ''}"
+    acc = gemm(arrays, dtype)
+    residual = ref.round_bf16(arrays["residual"])
+
+    outs = run_program(LAYERNORM, arrays, ["output", "mean", "rstd"], device="cuda",
+                       extra=flags)
+    x = acc + arrays["bias"] + residual
+    mean = x.mean(axis=1, keepdims=True)
+    rstd = 1 / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+    ref.check(f"layernorm {what}", outs["output"],
+              (x - mean) * rstd * arrays["gamma"] + arrays["beta"], "bf16")
+    ref.check(f"layernorm mean {what}", outs["mean"], mean[:, 0], "f32")
+    ref.check(f"layernorm rstd {what}", outs["rstd"], rstd[:, 0], "f32")
+
+    norms = {key: arrays[key] for key in ("a", "b", "residual", "gamma")}
+    outs = run_program(NORMS, norms, ["rms", "softmax", "lse"], device="cuda", extra=flags)
+    x = acc + residual
+    ref.check(f"rmsnorm {what}", outs["rms"],
+              x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * arrays["gamma"],
+              "bf16")
+    e = np.exp(acc - acc.max(axis=1, keepdims=True))
+    ref.check(f"softmax {what}", outs["softmax"], e / e.sum(axis=1, keepdims=True), "f32")
+    ref.check(f"log-sum-exp {what}", outs["lse"],
+              acc.max(axis=1) + np.log(e.sum(axis=1)), "f32")
+    return arrays, flags
+
+
+# Clusters of 2, 6 and 8 128-column tiles, 12 and 16 256-column ones.
+for m, n, k, dtype in ((333, 129, 64, "bf16"), (1000, 768, 136, "bf16"),
+                       (257, 1001, 200, "f16"), (300, 3000, 64, "bf16"),
+                       (130, 4096, 72, "bf16")):
+    case(m, n, k, dtype)
+
+# A cluster of 8 over 6 tiles' worth of columns: the last two blocks hold no
+# column and take part in the exchanges. Pinned 256-column tiles in clusters
+# of 3 over 700 columns.
+case(200, 700, 64, extra=("--cluster-n", "8"))
+case(200, 700, 64, extra=("--tile-n", "256"))
+
+# The same inputs give the same bits: each block combines the cluster's
+# partial results in rank order, with no atomics.
+arrays, flags = case(520, 1024, 64)
+first = run_program(LAYERNORM, arrays, ["output", "mean", "rstd"], device="cuda",
+                    extra=flags[1:])
+again = run_program(LAYERNORM, arrays, ["output", "mean", "rstd"], device="cuda",
+                    extra=flags[1:])
+for name in first:
+    assert np.array_equal(first[name], again[name]), f"{name} differs between runs"
+print("deterministic: 3 outputs identical across runs")
+
+# Past 16 tiles of 256 columns.
+arrays = {"a": random(rng, 64, 64), "b": random(rng, 4104, 64), "bias": random(rng, 4104),
+          "residual": random(rng, 64, 4104), "gamma": random(rng, 4104),
+          "beta": random(rng, 4104)}
+error = run_program(LAYERNORM, arrays, ["output", "mean", "rstd"], device="cuda",
+                    expect_failure=True)
+print(error.strip().splitlines()[-1])
+assert "holds at most 4096 columns per row" in error, error
+
+# The derived backward of residual + LayerNorm (row reductions again, in the
+# epilogue gradient's kernel) at GPT-2's width, against fp64 autograd.
+import torch  # noqa: E402
+from coda.autograd import ProgramFamily, run  # noqa: E402
+
+torch.manual_seed(3)
+cuda = torch.device("cuda")
+M, N, K = 1000, 768, 136
+family = ProgramFamily(open(LAYERNORM).read())
+leaves = {"a": torch.randn(M, K), "b": torch.randn(N, K) / K ** 0.5,
+          "bias": torch.randn(N), "residual": torch.randn(M, N),
+          "gamma": torch.randn(N), "beta": torch.randn(N)}
+dtypes = {"a": torch.bfloat16, "b": torch.bfloat16, "residual": torch.bfloat16}
+names = ["bias", "residual", "gamma", "beta"]
+got = {key: value.to(cuda, dtypes.get(key, torch.float32)).requires_grad_()
+       for key, value in leaves.items()}
+want = {key: value.to(dtypes.get(key, torch.float32)).double().requires_grad_()
+        for key, value in leaves.items()}
+out, mean, rstd = run(family.key, "", got["a"], got["b"], [got[n] for n in names],
+                      ",".join(names), [], "", torch.tensor(0, device=cuda))
+grad = torch.randn(M, N)
+out.backward(grad.to(cuda, out.dtype))
+x = want["a"] @ want["b"].T + want["bias"] + want["residual"]
+y = torch.nn.functional.layer_norm(x, (N,), want["gamma"], want["beta"], eps=1e-5)
+y.backward(grad.to(torch.bfloat16).double())
+failures = []
+for key in leaves:
+    error = ((got[key].grad.double().cpu() - want[key].grad).norm()
+             / want[key].grad.norm()).item()
+    print(f"layernorm backward d{key} {M}x{N}x{K}: relative error {error:.2e}")
+    if not error < 2e-2:
+        failures.append(key)
+assert not failures, failures
+print("all passed")
