@@ -24,36 +24,18 @@ gated.json and gated.md to $OUT (or --out).
 """
 
 import argparse
-import importlib.util
 import json
 import os
-import site
 import sys
 import time
-import types
 
 import torch
 import torch.nn.functional as F
-from triton.testing import do_bench
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import HERE, bench, load_coda, load_peers, rel  # noqa: E402
 
-
-def _load_coda():
-    """coda's python package, loaded under the name `coda_compiler`: the peer
-    CODA-kernels ships a top-level package `coda` too, and both run in this
-    process (coda's modules import each other relatively)."""
-    folder = os.path.join(HERE, "..", "python", "coda")
-    spec = importlib.util.spec_from_file_location(
-        "coda_compiler", os.path.join(folder, "__init__.py"),
-        submodule_search_locations=[folder])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["coda_compiler"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-coda = _load_coda()
+coda = load_coda()
 
 SWIGLU = """
 EPILOGUE swiglu -> (output: bf16[M, N/2]) {
@@ -67,14 +49,6 @@ EPILOGUE swiglu_pre -> (output: bf16[M, N/2], pre: bf16[M, N]) {
 }
 """
 GEMM = "EPILOGUE gemm { output = input; }"
-
-
-def bench(fn):
-    return do_bench(fn, warmup=25, rep=200, return_mode="median")  # ms
-
-
-def rel(got, want):
-    return ((got.float() - want.float()).norm() / want.float().norm()).item()
 
 
 def swiglu_eager(x, w):
@@ -95,29 +69,6 @@ def rope_eager(x, w, cos, sin, heads, head_dim):
     q = q * cos[:, None] + rotate_half(q) * sin[:, None]
     k = k * cos[:, None] + rotate_half(k) * sin[:, None]
     return torch.cat((q.reshape(m, -1), k.reshape(m, -1), v), dim=-1)
-
-
-def peers(folder):
-    """The peer kernels that import from `folder` (a pip --target folder),
-    by name."""
-    found = {}
-    if not folder:
-        return found
-    site.addsitedir(folder)  # its .pth files name CuTeDSL's packages
-    # coda-kernels 0.2 imports ipdb (a debugger) at import time and never
-    # uses it here.
-    sys.modules.setdefault("ipdb", types.ModuleType("ipdb"))
-    try:
-        import coda.core.gemm.functional as cgf  # CODA-kernels' package
-        found["peer_coda"] = cgf
-    except Exception as error:  # noqa: BLE001 - a peer that does not load is left out
-        print(f"CODA-kernels: not available ({type(error).__name__}: {error})")
-    try:
-        import quack.gemm_interface as qgi
-        found["peer_quack"] = qgi
-    except Exception as error:  # noqa: BLE001
-        print(f"quack: not available ({type(error).__name__}: {error})")
-    return found
 
 
 def main():
@@ -161,7 +112,7 @@ def main():
         "coda": bench(lambda: programs["swiglu"](x, interleaved)),
         "coda_pre": bench(lambda: programs["swiglu_pre"](x, interleaved)),
     }
-    found = peers(args.peers)
+    found = load_peers(args.peers)
     if "peer_coda" in found:
         cgf = found["peer_coda"]
         res["peer_coda_error"] = rel(cgf.gemm_swiglu(x, interleaved.t())[1], want)

@@ -94,8 +94,8 @@ std::array<int64_t, 3> KernelABI::getGridDims(int64_t m, int64_t n,
                                               int64_t batch,
                                               int64_t clusters) const {
   int64_t units = getNumUnits(m, n, batch);
-  return {std::max<int64_t>(1, std::min(units, clusters)) * getClusterSize(),
-          1, 1};
+  return {std::max<int64_t>(1, std::min(units, clusters)) * getClusterSize(), 1,
+          1};
 }
 
 KernelShape KernelABI::getShape() const {
@@ -163,8 +163,8 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
   if (!module || !kernel || !block || block.size() != 3 || !tile ||
       tile.size() != 3 || !smem || !maxN || !clusterM ||
       clusterM.getInt() < 1 || (clusterN && clusterN.getInt() < 1) ||
-      !groupRows || groupRows.getInt() < 1 ||
-      !params || !schedule || !parseScheduleName(schedule.getValue()))
+      !groupRows || groupRows.getInt() < 1 || !params || !schedule ||
+      !parseScheduleName(schedule.getValue()))
     return std::nullopt;
   KernelABI abi;
   abi.module = module.str();

@@ -141,15 +141,15 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
   const Kernel &kernel = **prepared;
   const KernelABI &abi = kernel.abi;
   if (abi.maxN && problem.n > abi.maxN)
-    return error(
-        "'" + name + "' reduces rows over N = " + Twine(problem.n) +
-        ", but its GPU kernel (" + Twine(abi.tileN) + "-column tiles in " +
-        "clusters of " + Twine(abi.clusterN) + ") holds at most " +
-        Twine(abi.maxN) + " columns per row; the GPU reduces rows of up to " +
-        Twine(256 * KernelShape::kMaxClusterN) +
-        " columns (256-column tiles in clusters of " +
-        Twine(KernelShape::kMaxClusterN) +
-        ", chosen unless the tile is pinned), the CPU reference any");
+    return error("'" + name + "' reduces rows over N = " + Twine(problem.n) +
+                 ", but its GPU kernel (" + Twine(abi.tileN) +
+                 "-column tiles in " + "clusters of " + Twine(abi.clusterN) +
+                 ") holds at most " + Twine(abi.maxN) +
+                 " columns per row; the GPU reduces rows of up to " +
+                 Twine(256 * KernelShape::kMaxClusterN) +
+                 " columns (256-column tiles in clusters of " +
+                 Twine(KernelShape::kMaxClusterN) +
+                 ", chosen unless the tile is pinned), the CPU reference any");
   for (int64_t size : {problem.m, problem.n, problem.k, problem.batch,
                        abi.getNumTiles(problem.m, problem.n, problem.batch)})
     if (size > INT32_MAX)

@@ -96,13 +96,13 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
   if (!error && clusterSize > KernelShape::kPortableClusterSize)
     error = driver.check(
         driver.cuFuncSetAttribute(
-            kernel.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-            1),
+            kernel.function,
+            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
         "cuFuncSetAttribute", what);
   if (!error && clusterSize > 1) {
     CUlaunchAttribute attribute;
-    CUlaunchConfig config = getLaunchConfig(
-        kernel, /*grid=*/clusterSize, /*stream=*/nullptr, attribute);
+    CUlaunchConfig config = getLaunchConfig(kernel, /*grid=*/clusterSize,
+                                            /*stream=*/nullptr, attribute);
     int clusters = 0;
     error = driver.check(driver.cuOccupancyMaxActiveClusters(
                              &clusters, kernel.function, &config),

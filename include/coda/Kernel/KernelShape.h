@@ -42,8 +42,8 @@ std::optional<Schedule> parseScheduleName(llvm::StringRef name);
 int64_t getPartnerTileMultiple(int64_t distance);
 
 /// The kernel shape: what coda-to-gpu's options tile-m, tile-n, stages,
-/// schedule, cluster-m, cluster-n and group-rows ask for. A value of 0 (no schedule)
-/// lets the compiler choose.
+/// schedule, cluster-m, cluster-n and group-rows ask for. A value of 0 (no
+/// schedule) lets the compiler choose.
 struct KernelShape {
   /// Output rows per tile: 128 or 256 (cooperative), 64 or 128 (ping-pong).
   int64_t tileM = 0;
@@ -91,8 +91,8 @@ struct KernelShape {
   static std::optional<KernelShape> parseKey(llvm::StringRef key);
 
   /// "MxN cooperative" or "MxN pingpong" (then " cluster C", " row cluster
-  /// R" and " group G" when the shape sets them), with the compiler's defaults for what the
-  /// shape leaves open.
+  /// R" and " group G" when the shape sets them), with the compiler's defaults
+  /// for what the shape leaves open.
   std::string describe() const;
 
   /// The message for a schedule option that names no schedule.

@@ -262,8 +262,7 @@ Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
 
 Value EpilogueBuilder::takeRowExchange() {
   int64_t count = rowExchanges.size();
-  return b.add(b.mul(values.ordinal, b.i32(count)),
-               b.i32(rowExchangesTaken++));
+  return b.add(b.mul(values.ordinal, b.i32(count)), b.i32(rowExchangesTaken++));
 }
 
 LogicalResult EpilogueBuilder::build() {

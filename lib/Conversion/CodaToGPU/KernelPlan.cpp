@@ -211,9 +211,9 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
     return op.emitOpError()
            << "cluster-m must be 1 or 2, got " << tile.clusterM;
   if (tile.clusterN < 1 || tile.clusterN > KernelShape::kMaxClusterN)
-    return op.emitOpError() << "cluster-n must be between 1 and "
-                            << KernelShape::kMaxClusterN << ", got "
-                            << tile.clusterN;
+    return op.emitOpError()
+           << "cluster-n must be between 1 and " << KernelShape::kMaxClusterN
+           << ", got " << tile.clusterN;
   if (tile.clusterN > 1) {
     if (!rowReduction)
       return op.emitOpError()
@@ -332,8 +332,7 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
            << "cannot fuse a row reduction on the GPU: a whole row must fit "
               "the tiles of one cluster along N, but N = "
            << n << " is more than tile-n x cluster-n = " << tile.tileN << " x "
-           << tile.clusterN
-           << "; tile-n can be up to 256 and cluster-n up to "
+           << tile.clusterN << "; tile-n can be up to 256 and cluster-n up to "
            << KernelShape::kMaxClusterN << ", rows of up to " << widest
            << " columns";
   return plan;
@@ -383,8 +382,8 @@ FailureOr<KernelPlan> KernelPlan::get(GemmOp op) {
 }
 
 KernelPlanAttr KernelPlan::getAttr() const {
-  return KernelPlanAttr::get(op->getContext(), chip, tile.tileM, tile.tileN,
-                             tile.stages, *tile.schedule, tile.clusterM,
-                             tile.groupRows, epilogueVectorBytes, biasInput,
-                             tile.clusterN, chunkedLoads, fastActivations, seedInMemory);
+  return KernelPlanAttr::get(
+      op->getContext(), chip, tile.tileM, tile.tileN, tile.stages,
+      *tile.schedule, tile.clusterM, tile.groupRows, epilogueVectorBytes,
+      biasInput, tile.clusterN, chunkedLoads, fastActivations, seedInMemory);
 }

@@ -155,8 +155,7 @@ private:
   /// cluster, the block of rank `clusterRank` in the cluster taking the
   /// unit's tile of that rank. The cluster's units are clusterId, then every
   /// clusterCount-th, of numUnits; unitCols are the units of a row of them.
-  Value unitsPerBatch, numUnits, unitCols, clusterId, clusterCount,
-      clusterRank;
+  Value unitsPerBatch, numUnits, unitCols, clusterId, clusterCount, clusterRank;
   LLVM::LLVMStructType accType;
 };
 
@@ -602,8 +601,8 @@ void mlir::coda::buildTileEpilogue(OpBuilder &b, Location loc,
   KernelBuilder kb(loc, b);
   Value exchange;
   if (plan.getRowExchange().getBytes())
-    exchange = kb.byteGep(values.sharedMemory,
-                          kb.i32(plan.getExchangeOffset()));
+    exchange =
+        kb.byteGep(values.sharedMemory, kb.i32(plan.getExchangeOffset()));
   else
     ordinal = Value();
   auto typeAttrs = [](auto types) {

@@ -24,8 +24,8 @@ struct CodaPlanKernels final
     : coda::impl::CodaPlanKernelsBase<CodaPlanKernels> {
   using Base::Base;
   // The kernel-shape options, public for KernelShape::fromOptions.
-  using Base::clusterM, Base::clusterN, Base::groupRows, Base::schedule, Base::stages,
-      Base::tileM, Base::tileN;
+  using Base::clusterM, Base::clusterN, Base::groupRows, Base::schedule,
+      Base::stages, Base::tileM, Base::tileN;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();

@@ -62,9 +62,9 @@ SmallVector<Value> exchangeAcrossCluster(EpilogueBuilder &builder,
   Value parity = b.andi(b.shru(exchange, b.i32(1)), b.i32(1));
   Value slotBase =
       b.byteGep(values.exchange, b.mul(slot, b.i32(layout.getSlotBytes())));
-  Value barrier = b.byteGep(
-      values.exchange,
-      b.add(b.i32(layout.getBarrierOffset(0)), b.mul(slot, b.i32(8))));
+  Value barrier =
+      b.byteGep(values.exchange, b.add(b.i32(layout.getBarrierOffset(0)),
+                                       b.mul(slot, b.i32(8))));
   Value rank = NVVM::ClusterId::create(b, b.getI32Type());
   auto entry = [&](Value owner, int64_t h) {
     Value index =
@@ -100,17 +100,16 @@ SmallVector<Value> exchangeAcrossCluster(EpilogueBuilder &builder,
         [&] {
           Value total;
           for (int64_t owner = 0; owner < layout.clusterN; ++owner) {
-            Value x = LLVM::LoadOp::create(b, b.getF32Type(),
-                                           entry(b.i32(owner), h));
+            Value x =
+                LLVM::LoadOp::create(b, b.getF32Type(), entry(b.i32(owner), h));
             total = total ? combine(b, kind, total, x) : x;
           }
           return total;
         },
         [&] { return partials[h]; });
-    totals.push_back(
-        gpu::ShuffleOp::create(b, total, quadLeader, b.i32(32),
-                               gpu::ShuffleMode::IDX)
-            .getShuffleResult());
+    totals.push_back(gpu::ShuffleOp::create(b, total, quadLeader, b.i32(32),
+                                            gpu::ShuffleMode::IDX)
+                         .getShuffleResult());
   }
   return totals;
 }

@@ -445,9 +445,15 @@ def dbias():
 
 
 def wide_rows():
-    """A fused row reduction over N = 200, wider than the kernel's 128 columns."""
-    return Case('wide_rows', WIDE_ROWS, dict(a=randn((256, 64)), b=randn((200, 64))), {},
-                error='N = 200, but its GPU kernel holds at most 128 columns')
+    """A fused row reduction over N = 200, wider than the kernel's 128-column
+    tile (a cluster of two spans it), and over N = 4104, wider than the
+    widest cluster (16 tiles of 256 columns)."""
+    a, b = randn((256, 64)), randn((200, 64))
+    return [Case('wide_rows', WIDE_ROWS, dict(a=a, b=b),
+                 {'row_sum': ((a @ b.T).sum(axis=1), 1e-5)}),
+            Case('too_wide_rows', WIDE_ROWS, dict(a=a, b=randn((4104, 64))), {},
+                 error='N = 4104, but its GPU kernel (256-column tiles in clusters of 16) '
+                       'holds at most 4096 columns')]
 
 
 FC1 = (8192, 3072, 768)  # GPT-2's MLP up-projection: M tokens, N, K
@@ -531,7 +537,7 @@ def all_cases():
             mlp_case('mlp_n64_s2', 300, 200, 136, 64, 2),
             mlp_case('mlp_n256_s3', 300, 200, 136, 256, 3), nn_f16(), tn_mixed(), tf32(),
             layernorm(), batched_a(), batched_b(), vectors(), batched_ln(), dbias(),
-            mlp_case('deep', 1000, 1000, 1000), wide_rows()] + fast_cases() + shape_cases() + \
+            mlp_case('deep', 1000, 1000, 1000), *wide_rows()] + fast_cases() + shape_cases() + \
         fc1_cases()
 
 

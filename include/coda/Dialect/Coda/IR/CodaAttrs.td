@@ -78,8 +78,8 @@ def Coda_KernelPlanAttr : AttrDef<Coda_Dialect, "KernelPlan"> {
     warpgroups share tiles (`schedule`: `cooperative` or `pingpong`), the
     blocks per cluster along M (`cluster_m`, whose B tile is multicast) and
     along N (`cluster_n`, absent: 1; the blocks of one row block, whose row
-    reductions combine across their tiles), the row blocks per group of the tile order (`group_rows`), and the epilogue's
-    choices: the widest 16-bit store per lane (`epilogue_vector_bytes`: 16
+    reductions combine across their tiles), the row blocks per group of the
+    tile order (`group_rows`), and the epilogue's choices: the widest 16-bit store per lane (`epilogue_vector_bytes`: 16
     or 4), the epilogue input a bias the accumulators start at
     (`bias_input`; absent: none), whether 16-bit `[m, n]` inputs are read 16
     bytes per lane (`chunked_loads`), whether GELU(tanh), SiLU and sigmoid

@@ -147,8 +147,8 @@ def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
     `coda.kernel_plan`. Under a plan with `cluster_n` > 1, `exchange` is the
     block's shared memory where the cluster's blocks exchange their row
     reductions' partial results (two slots of `cluster_n` x `tile_m` f32,
-    then an mbarrier per slot; every consumer thread of the cluster takes
-    part in each exchange) and `ordinal` counts the tiles the block has
+    then an mbarrier per slot; lane 0 of each quad of every consumer warp
+    of the cluster takes part in each exchange) and `ordinal` counts the tiles the block has
     computed before this one, which says which slot and phase each exchange
     uses.
 

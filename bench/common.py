@@ -1,0 +1,57 @@
+"""What the H200 benchmarks share: coda's python package loaded beside the
+peers', CUDA-event medians with L2 flushed, relative errors, and the peers.
+"""
+
+import importlib.util
+import os
+import site
+import sys
+import types
+
+from triton.testing import do_bench
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_coda():
+    """coda's python package, loaded under the name `coda_compiler`: the peer
+    CODA-kernels ships a top-level package `coda` too, and both run in one
+    process (coda's modules import each other relatively)."""
+    folder = os.path.join(HERE, "..", "python", "coda")
+    spec = importlib.util.spec_from_file_location(
+        "coda_compiler", os.path.join(folder, "__init__.py"),
+        submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["coda_compiler"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench(fn):
+    """The median time of `fn` in ms (CUDA events, L2 flushed)."""
+    return do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def rel(got, want):
+    return ((got.float() - want.float()).norm() / want.float().norm()).item()
+
+
+def load_peers(folder):
+    """The peers' modules that import from `folder` (a pip --target folder),
+    by name: CODA-kernels' GEMM functions (peer_coda), quack's GEMM
+    interface (peer_quack) and its norms (peer_quack_norm)."""
+    found = {}
+    if not folder:
+        return found
+    site.addsitedir(folder)  # its .pth files name CuTeDSL's packages
+    # coda-kernels 0.2 imports ipdb (a debugger) at import time and never
+    # uses it here.
+    sys.modules.setdefault("ipdb", types.ModuleType("ipdb"))
+    for name, module in (("peer_coda", "coda.core.gemm.functional"),
+                         ("peer_quack", "quack.gemm_interface"),
+                         ("peer_quack_norm", "quack.rmsnorm")):
+        try:
+            found[name] = importlib.import_module(module)
+        except Exception as error:  # noqa: BLE001 - a peer that does not load is left out
+            print(f"{module}: not available ({type(error).__name__}: {error})")
+    return found

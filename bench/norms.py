@@ -1,0 +1,155 @@
+"""Normalizations at model widths on the H200: the GEMM that produces the
+residual stream with its norm in the epilogue, next to cuBLAS, eager PyTorch,
+torch.compile and (when importable) quack's norm kernel after the GEMM.
+
+One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed:
+
+  out-proj + bias + residual + LayerNorm, writing h = x W^T + b + r and
+  LayerNorm(h) (with its mean and rstd, which the backward reads), at
+  GPT-2's 768, BERT-large's 1024 and 4096 (K = N):
+    gemm          cuBLAS GEMM alone (F.linear, no bias)
+    eager         F.linear(x, W, b) + r, then F.layer_norm
+    compile       torch.compile of eager
+    coda          one coda kernel (a cluster of blocks spans each row)
+    peer_quack    cuBLAS GEMM with the bias and residual (addmm), then
+                  quack's layernorm_fwd
+  out-proj + residual + RMSNorm at 4096 (LLaMA-7B), writing h and RMSNorm(h):
+    the same, with quack's rmsnorm_fwd(residual=...) taking the residual add
+
+Each fused result is checked against the unfused math first. Writes
+norms.json and norms.md to $OUT (or --out).
+
+    python3 bench/norms.py [--out DIR] [--m 8192] [--peers DIR]
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import bench, load_coda, load_peers, rel  # noqa: E402
+
+coda = load_coda()
+
+LAYERNORM = """
+EPILOGUE residual_layernorm(bias: f32[N], residual: bf16[M, N], gamma: f32[N], beta: f32[N])
+    -> (h: bf16[M, N], output: bf16[M, N], mean: f32[M], rstd: f32[M]) {
+  h = input + bias + residual;
+  mean = row_mean(h);
+  d = h - mean;
+  rstd = rsqrt(row_mean(d * d) + 1e-5);
+  output = d * rstd * gamma + beta;
+}
+"""
+RMSNORM = """
+EPILOGUE residual_rmsnorm(residual: bf16[M, N], gamma: f32[N])
+    -> (h: bf16[M, N], output: bf16[M, N], rstd: f32[M]) {
+  h = input + residual;
+  rstd = rsqrt(row_mean(h * h) + 1e-6);
+  output = h * rstd * gamma;
+}
+"""
+GEMM = "EPILOGUE gemm { output = input; }"
+
+
+def layernorm_eager(x, w, b, r, gamma, beta):
+    h = F.linear(x, w, b) + r
+    return h, F.layer_norm(h, h.shape[-1:], gamma, beta, eps=1e-5)
+
+
+def rmsnorm_eager(x, w, r, gamma):
+    h = F.linear(x, w) + r
+    hf = h.float()
+    return h, (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-6) * gamma).to(h.dtype)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    parser.add_argument("--m", type=int, default=8192)
+    parser.add_argument("--peers", default="", help="a folder to import the peers from")
+    args = parser.parse_args()
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    m = args.m
+    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "date": time.strftime("%Y-%m-%d"), "m": m, "rows": {}}
+    programs = {name: coda.Program(source) for name, source in
+                (("layernorm", LAYERNORM), ("rmsnorm", RMSNORM), ("gemm", GEMM))}
+    quack = load_peers(args.peers).get("peer_quack_norm")
+    bf16 = dict(device=dev, dtype=torch.bfloat16)
+    f32 = dict(device=dev, dtype=torch.float32)
+
+    for width in (768, 1024, 4096):
+        x = torch.randn(m, width, **bf16)
+        w = torch.randn(width, width, **bf16) / width ** 0.5
+        r = torch.randn(m, width, **bf16)
+        b, gamma, beta = (torch.randn(width, **f32) for _ in range(3))
+        want_h, want = layernorm_eager(x, w, b.bfloat16(), r, gamma, beta)
+        got = programs["layernorm"](x, w, bias=b, residual=r, gamma=gamma, beta=beta)
+        res[f"layernorm{width}_error"] = rel(got["output"], want)
+        res[f"layernorm{width}_h_error"] = rel(got["h"], want_h)
+        compiled = torch.compile(layernorm_eager)
+        row = {
+            "gemm": bench(lambda: F.linear(x, w)),
+            "eager": bench(lambda: layernorm_eager(x, w, b.bfloat16(), r, gamma, beta)),
+            "compile": bench(lambda: compiled(x, w, b.bfloat16(), r, gamma, beta)),
+            "coda_gemm": bench(lambda: programs["gemm"](x, w)),
+            "coda": bench(lambda: programs["layernorm"](x, w, bias=b, residual=r,
+                                                        gamma=gamma, beta=beta)),
+        }
+        if quack:
+            def peer():
+                h = torch.addmm(r, x, w.t()) + b.bfloat16()
+                return h, quack.layernorm_fwd(h, gamma, beta, eps=1e-5,
+                                              return_rstd=True, return_mean=True)
+            res[f"layernorm{width}_peer_quack_error"] = rel(peer()[1][0], want)
+            row["peer_quack"] = bench(peer)
+        res["rows"][f"outproj_residual_layernorm_{width}"] = row
+
+    width = 4096
+    x = torch.randn(m, width, **bf16)
+    w = torch.randn(width, width, **bf16) / width ** 0.5
+    r = torch.randn(m, width, **bf16)
+    gamma = torch.randn(width, **f32)
+    want_h, want = rmsnorm_eager(x, w, r, gamma)
+    got = programs["rmsnorm"](x, w, residual=r, gamma=gamma)
+    res["rmsnorm4096_error"] = rel(got["output"], want)
+    compiled = torch.compile(rmsnorm_eager)
+    row = {
+        "gemm": bench(lambda: F.linear(x, w)),
+        "eager": bench(lambda: rmsnorm_eager(x, w, r, gamma)),
+        "compile": bench(lambda: compiled(x, w, r, gamma)),
+        "coda": bench(lambda: programs["rmsnorm"](x, w, residual=r, gamma=gamma)),
+    }
+    if quack:
+        def peer():
+            return quack.rmsnorm_fwd(F.linear(x, w), gamma, residual=r, eps=1e-6,
+                                     store_rstd=True)
+        res["rmsnorm4096_peer_quack_error"] = rel(peer()[0], want)
+        row["peer_quack"] = bench(peer)
+    res["rows"]["outproj_residual_rmsnorm_4096"] = row
+
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "norms.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    lines = [f"{res['device']}, torch {res['torch']}, {res['date']}, M = {m}, bf16, ms", ""]
+    for shape, row in res["rows"].items():
+        base = row["gemm"]
+        lines.append(f"{shape}: " + ", ".join(f"{name} {ms:.4f} ({ms / base:.3f}x)"
+                                              for name, ms in row.items()))
+    lines.append("errors vs the unfused math: " + ", ".join(
+        f"{key[:-6]} {value:.2e}" for key, value in res.items() if key.endswith("_error")))
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(args.out, "norms.md"), "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
