@@ -3,6 +3,7 @@ peers', CUDA-event medians with L2 flushed, relative errors, and the peers.
 """
 
 import importlib.util
+import json
 import os
 import site
 import sys
@@ -55,3 +56,23 @@ def load_peers(folder):
         except Exception as error:  # noqa: BLE001 - a peer that does not load is left out
             print(f"{module}: not available ({type(error).__name__}: {error})")
     return found
+
+
+def report(out, name, res, header):
+    """Writes `res` to <out>/<name>.json and, as a table of each row's times
+    relative to its "gemm", with `header` and the "*_error" entries, to
+    <out>/<name>.md; prints the table."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump(res, f, indent=1)
+    lines = [header, ""]
+    for shape, row in res["rows"].items():
+        base = row["gemm"]
+        lines.append(f"{shape}: " + ", ".join(f"{key} {ms:.4f} ({ms / base:.3f}x)"
+                                              for key, ms in row.items()))
+    lines.append("errors vs the unfused math: " + ", ".join(
+        f"{key[:-6]} {value:.2e}" for key, value in res.items() if key.endswith("_error")))
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(out, name + ".md"), "w") as f:
+        f.write(text + "\n")

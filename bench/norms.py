@@ -23,7 +23,6 @@ norms.json and norms.md to $OUT (or --out).
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -32,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import bench, load_coda, load_peers, rel  # noqa: E402
+from common import bench, load_coda, load_peers, rel, report  # noqa: E402
 
 coda = load_coda()
 
@@ -135,20 +134,8 @@ def main():
         row["peer_quack"] = bench(peer)
     res["rows"]["outproj_residual_rmsnorm_4096"] = row
 
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "norms.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    lines = [f"{res['device']}, torch {res['torch']}, {res['date']}, M = {m}, bf16, ms", ""]
-    for shape, row in res["rows"].items():
-        base = row["gemm"]
-        lines.append(f"{shape}: " + ", ".join(f"{name} {ms:.4f} ({ms / base:.3f}x)"
-                                              for name, ms in row.items()))
-    lines.append("errors vs the unfused math: " + ", ".join(
-        f"{key[:-6]} {value:.2e}" for key, value in res.items() if key.endswith("_error")))
-    text = "\n".join(lines)
-    print(text)
-    with open(os.path.join(args.out, "norms.md"), "w") as f:
-        f.write(text + "\n")
+    report(args.out, "norms", res,
+           f"{res['device']}, torch {res['torch']}, {res['date']}, M = {m}, bf16, ms")
 
 
 if __name__ == "__main__":

@@ -63,3 +63,11 @@ def random(rng, *shape):
     """Standard normal float32 values, bounded away from zero (no exact zeros)."""
     x = rng.standard_normal(shape).astype(np.float32)
     return np.where(np.abs(x) < 1e-3, np.float32(0.5), x)
+
+
+def write_program(folder, name, text):
+    """The DSL source `text` as <folder>/<name>.coda; its path."""
+    path = os.path.join(folder, name + ".coda")
+    with open(path, "w") as f:
+        f.write(text)
+    return path

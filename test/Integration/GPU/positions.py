@@ -17,18 +17,14 @@ import tempfile
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 import coda_ref as ref
-from coda_test import random, run_program
+from coda_test import random, run_program, write_program
 
 rng = np.random.default_rng(23)
 folder = tempfile.mkdtemp()
 
 
 def program(name, text):
-    """The DSL source `text` as a .coda file."""
-    path = os.path.join(folder, name + ".coda")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+    return write_program(folder, name, text)
 
 
 def partner(x, d):

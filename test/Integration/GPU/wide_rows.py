@@ -20,18 +20,14 @@ sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, os.path.join(sys.argv[2], "python"))
 import numpy as np
 import coda_ref as ref
-from coda_test import random, run_program
+from coda_test import random, run_program, write_program
 
 rng = np.random.default_rng(29)
 folder = tempfile.mkdtemp()
 
 
 def program(name, text):
-    """The DSL source `text` as a .coda file."""
-    path = os.path.join(folder, name + ".coda")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+    return write_program(folder, name, text)
 
 
 LAYERNORM = os.path.join(sys.argv[2], "examples", "residual_layernorm.coda")
