@@ -58,7 +58,7 @@ GEMM = "EPILOGUE gemm { output = input; }"
 
 def layernorm_eager(x, w, b, r, gamma, beta):
     h = F.linear(x, w, b) + r
-    return h, F.layer_norm(h, h.shape[-1:], gamma, beta, eps=1e-5)
+    return h, F.layer_norm(h, h.shape[-1:], gamma.to(h.dtype), beta.to(h.dtype), eps=1e-5)
 
 
 def rmsnorm_eager(x, w, r, gamma):
