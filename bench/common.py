@@ -2,6 +2,7 @@
 peers', CUDA-event medians with L2 flushed, relative errors, and the peers.
 """
 
+import argparse
 import importlib.util
 import json
 import os
@@ -76,3 +77,13 @@ def report(out, name, res, header):
     print(text)
     with open(os.path.join(out, name + ".md"), "w") as f:
         f.write(text + "\n")
+
+
+def parse_arguments():
+    """The benchmarks' options: --out (default $OUT or .), --m (tokens, 8192)
+    and --peers (a folder to import the peers from)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    parser.add_argument("--m", type=int, default=8192)
+    parser.add_argument("--peers", default="", help="a folder to import the peers from")
+    return parser.parse_args()

@@ -23,7 +23,6 @@ gated.json and gated.md to $OUT (or --out).
     python3 bench/gated.py [--out DIR] [--m 8192]
 """
 
-import argparse
 import os
 import sys
 import time
@@ -32,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import HERE, bench, load_coda, load_peers, rel, report  # noqa: E402
+from common import HERE, bench, load_coda, load_peers, parse_arguments, rel, report  # noqa: E402
 
 coda = load_coda()
 
@@ -71,11 +70,7 @@ def rope_eager(x, w, cos, sin, heads, head_dim):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=os.environ.get("OUT", "."))
-    parser.add_argument("--m", type=int, default=8192)
-    parser.add_argument("--peers", default="", help="a folder to import the peers from")
-    args = parser.parse_args()
+    args = parse_arguments()
     dev = torch.device("cuda")
     torch.manual_seed(0)
     m, k, inter = args.m, 4096, 11008

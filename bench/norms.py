@@ -22,7 +22,6 @@ norms.json and norms.md to $OUT (or --out).
     python3 bench/norms.py [--out DIR] [--m 8192] [--peers DIR]
 """
 
-import argparse
 import os
 import sys
 import time
@@ -31,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import bench, load_coda, load_peers, rel, report  # noqa: E402
+from common import bench, load_coda, load_peers, parse_arguments, rel, report  # noqa: E402
 
 coda = load_coda()
 
@@ -68,11 +67,7 @@ def rmsnorm_eager(x, w, r, gamma):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=os.environ.get("OUT", "."))
-    parser.add_argument("--m", type=int, default=8192)
-    parser.add_argument("--peers", default="", help="a folder to import the peers from")
-    args = parser.parse_args()
+    args = parse_arguments()
     dev = torch.device("cuda")
     torch.manual_seed(0)
     m = args.m

@@ -109,6 +109,9 @@ struct OperandPlan {
   int64_t getSwizzleElems() const { return 128 / elementBytes; }
 };
 
+/// The suspend-time hint of an mbarrier wait, in nanoseconds.
+constexpr int64_t kWaitTicks = 10000000;
+
 /// The shared memory where the blocks of a cluster along N exchange their
 /// row reductions' partial results: two slots, used in turn by successive
 /// exchanges, each holding `clusterN` x `tileM` f32 (at [r][row], rank r's

@@ -39,8 +39,6 @@ using namespace mlir::coda;
 
 namespace {
 
-/// The suspend-time hint of an mbarrier wait, in nanoseconds.
-constexpr int64_t kWaitTicks = 10000000;
 /// How many K steps before the end of a tile's main loop its epilogue inputs
 /// are prefetched into L2: late enough that they do not displace A and B
 /// tiles in L2 for a whole main loop, early enough to arrive in time

@@ -55,7 +55,6 @@ SmallVector<Value> exchangeAcrossCluster(EpilogueBuilder &builder,
   const KernelValues &values = builder.getValues();
   KernelPlanAttr plan = builder.getPlan();
   RowExchangeLayout layout{plan.getClusterN(), plan.getTileM()};
-  constexpr int64_t kWaitTicks = 10000000;
   // Exchange e uses slot e % 2 for the (e / 2)-th time.
   Value exchange = builder.takeRowExchange();
   Value slot = b.andi(exchange, b.i32(1));
