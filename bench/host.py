@@ -8,7 +8,6 @@ training step whose kernels are short is bound by these costs.
 
 import argparse
 import cProfile
-import ctypes
 import os
 import pstats
 import sys
@@ -20,7 +19,6 @@ import torch.nn.functional as F  # noqa: E402
 
 import coda  # noqa: E402
 import coda.nn  # noqa: E402
-from coda import runtime  # noqa: E402
 
 M, K, N = 128, 64, 256
 
@@ -41,19 +39,20 @@ def per_call(fn, calls):
 def c_launch(program, x, w, b):
     """A function that repeats program's last C launch with the same packed
     arguments: the runtime's own cost per call, no python in it."""
-    lib = runtime._library()
     recorded = {}
-    real = lib.coda_program_launch
+    program(x, w, bias=b)
+    plan = program._plan
+    real = plan["launch"]
 
     def record(*args):
         recorded["args"] = args
         return real(*args)
 
-    lib.coda_program_launch = record
+    plan["launch"] = record
     try:
         program(x, w, bias=b)
     finally:
-        lib.coda_program_launch = real
+        plan["launch"] = real
     args = recorded["args"]
     return lambda: real(*args)
 

@@ -70,10 +70,14 @@ def measure(name, model, x, y, warmup, steps, profiled):
             step()
         torch.cuda.synchronize()
     shares = {"gemm": 0.0, "coda": 0.0, "attention": 0.0, "other": 0.0}
+    kernels = []
     for event in prof.key_averages():
         if event.device_type == torch.autograd.DeviceType.CUDA:
             shares[category(event.key)] += event.device_time_total / 1000 / profiled
-    return {"name": name, "ms": ms, "peak": peak, "loss": loss.item(), **shares}
+            kernels.append((event.device_time_total / 1000 / profiled, event.count / profiled,
+                            event.key))
+    return {"name": name, "ms": ms, "peak": peak, "loss": loss.item(), **shares,
+            "kernels": sorted(kernels, reverse=True)}
 
 
 def main():
@@ -86,6 +90,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--profiled", type=int, default=3)
+    parser.add_argument("--kernels", type=int, default=0,
+                        help="also list each variant's N costliest kernels per step")
     parser.add_argument("--variants", default="eager,compile,compile+graphs,coda,coda+compile,"
                                               "coda+compile+graphs")
     args = parser.parse_args()
@@ -115,6 +121,11 @@ def main():
         print(f"{r['name']:20} {r['ms']:8.2f} {tokens / r['ms'] * 1000:10,.0f} "
               f"{eager / r['ms']:7.2f}x {r['peak']:8.2f} {r['gemm']:8.2f} {r['coda']:8.2f} "
               f"{r['attention']:8.2f} {r['other']:8.2f}")
+    for r in rows if args.kernels else []:
+        print(f"{r['name']}: the costliest kernels of a step (ms per step, calls per step, "
+              "us per call)")
+        for ms, calls, kernel in r["kernels"][:args.kernels]:
+            print(f"  {ms:7.3f} {calls:5.0f} {ms / calls * 1000:8.1f}  {kernel[:90]}")
 
 
 if __name__ == "__main__":

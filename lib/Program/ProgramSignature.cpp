@@ -28,6 +28,52 @@ StringRef mlir::coda::stringifyArgumentRole(ArgumentRole role) {
   return "?";
 }
 
+StringRef mlir::coda::stringifyOutputSource(OutputSource source) {
+  switch (source) {
+  case OutputSource::Computed:
+    return "computed";
+  case OutputSource::Argument:
+    return "argument";
+  case OutputSource::ColumnSum:
+    return "column_sum";
+  }
+  return "?";
+}
+
+/// Sets `output.source` for result `index` of `gemm`: an epilogue input
+/// yielded as it is, to an output of its dims and element type, or summed
+/// over M by `coda.col_reduce sum`, from an `[m, n]` input to an `[n]`
+/// output.
+static void findSource(GemmOp gemm, unsigned index, ProgramOutput &output,
+                       ArrayRef<ProgramArgument> arguments) {
+  Value value = gemm.getYield().getValues()[index];
+  OutputSource source = OutputSource::Argument;
+  unsigned inputDims = output.dims;
+  if (auto reduce = value.getDefiningOp<ColReduceOp>()) {
+    if (reduce.getKind() != ReductionKind::Sum || output.dims != DimsAttr::kN)
+      return;
+    value = reduce.getInput();
+    source = OutputSource::ColumnSum;
+    inputDims = DimsAttr::kM | DimsAttr::kN;
+  }
+  auto blockArg = dyn_cast<BlockArgument>(value);
+  if (!blockArg || blockArg.getOwner() != &gemm.getEpilogueBlock() ||
+      blockArg == gemm.getAccumulator())
+    return;
+  unsigned argNumber =
+      cast<BlockArgument>(gemm.getInputs()[blockArg.getArgNumber() - 1])
+          .getArgNumber();
+  const ProgramArgument &argument = arguments[argNumber];
+  auto type = dyn_cast<RankedTensorType>(argument.type);
+  if (!type || argument.dims != inputDims)
+    return;
+  if (source == OutputSource::Argument &&
+      type.getElementType() != output.type.getElementType())
+    return;
+  output.source = source;
+  output.sourceArgument = argNumber;
+}
+
 FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
                                                   StringRef name) {
   func::FuncOp func;
@@ -122,6 +168,7 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
       output.name = "result" + std::to_string(i);
     output.type = cast<RankedTensorType>(result.getType());
     output.dims = gemm.getResultDimsAt(i).getMask();
+    findSource(gemm, i, output, signature.arguments);
     signature.outputs.push_back(output);
   }
   // Epilogue inputs and outputs are bound and returned by name (the GEMM's

@@ -54,7 +54,9 @@ static std::string describe(const ProgramSignature &signature, bool widened) {
     outputs.push_back(
         llvm::json::Object{{"name", output.name},
                            {"type", typeName(output.type, widened)},
-                           {"dims", output.dims}});
+                           {"dims", output.dims},
+                           {"source", stringifyOutputSource(output.source)},
+                           {"source_argument", output.sourceArgument}});
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(

@@ -233,6 +233,25 @@ int32_t coda_program_output_dims(const coda_program *program, int32_t index) {
   return output ? output->dims : 0;
 }
 
+coda_output_source coda_program_output_source(const coda_program *program,
+                                              int32_t index,
+                                              int32_t *argument) {
+  const ProgramOutput *output = getOutput(program, index);
+  if (argument)
+    *argument = output ? output->sourceArgument : -1;
+  if (!output)
+    return CODA_OUTPUT_COMPUTED;
+  switch (output->source) {
+  case OutputSource::Computed:
+    return CODA_OUTPUT_COMPUTED;
+  case OutputSource::Argument:
+    return CODA_OUTPUT_ARGUMENT;
+  case OutputSource::ColumnSum:
+    return CODA_OUTPUT_COLUMN_SUM;
+  }
+  return CODA_OUTPUT_COMPUTED;
+}
+
 void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
                           int32_t *transpose_b) {
   const ProgramSignature *signature =

@@ -30,14 +30,27 @@ static int64_t getWaves(const ProblemShape &problem, int multiprocessors,
 
 int64_t mlir::coda::chooseTileN(const ProblemShape &problem,
                                 int multiprocessors) {
-  // Relative work per output column of a tile; a narrower tile reloads A
-  // more often and issues narrower wgmmas.
-  constexpr double kEfficiency192 = 0.85;
-  auto cost = [&](int64_t tileN, double efficiency) {
-    int64_t waves = getWaves(problem, multiprocessors, tileN, /*clusterM=*/1);
-    return static_cast<double>(waves) * tileN / efficiency;
+  // Relative work per output column of a tile of each width, measured on the
+  // H200 (docs/performance.md, "Tile width and wave quantization"): a
+  // narrower tile reloads A more often and issues narrower wgmmas, and pays
+  // off only where it fills more of the GPU (a weight gradient whose output
+  // is fewer tiles than SMs).
+  struct Width {
+    int64_t tileN;
+    double efficiency;
   };
-  return cost(192, kEfficiency192) < cost(256, 1.0) ? 192 : 256;
+  constexpr Width kWidths[] = {
+      {256, 1.0}, {192, 0.85}, {128, 0.77}, {64, 0.51}};
+  auto cost = [&](const Width &width) {
+    int64_t waves =
+        getWaves(problem, multiprocessors, width.tileN, /*clusterM=*/1);
+    return static_cast<double>(waves) * width.tileN / width.efficiency;
+  };
+  const Width *best = &kWidths[0];
+  for (const Width &width : kWidths)
+    if (cost(width) < cost(*best))
+      best = &width;
+  return best->tileN;
 }
 
 KernelShape mlir::coda::chooseRuleShape(const ProblemShape &problem,
@@ -107,7 +120,8 @@ mlir::coda::getTuningCandidates(const KernelShape &ruleShape) {
   SmallVector<KernelShape> candidates = {ruleShape};
   for (const KernelShape &other :
        {getCooperativeShape(256), getCooperativeShape(192),
-        getCooperativeShape(128), shape(256, 128, Schedule::Cooperative),
+        getCooperativeShape(128), getCooperativeShape(64),
+        shape(256, 128, Schedule::Cooperative),
         shape(128, 128, Schedule::Pingpong), clustered(ruleShape),
         grouped(ruleShape)})
     if (other.describe() != ruleShape.describe())

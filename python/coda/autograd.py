@@ -22,6 +22,7 @@ starts: the ops trace under torch.compile(fullgraph=True) and replay in CUDA
 graphs with a seed drawn inside the graph.
 """
 
+import functools
 import itertools
 from typing import Optional
 
@@ -112,10 +113,11 @@ def _outputs(program, a, b):
             for output in program.outputs]
 
 
+@functools.lru_cache(maxsize=None)
 def _split(names):
     """The names a comma-separated string lists (custom ops take no lists
-    of strings)."""
-    return names.split(",") if names else []
+    of strings), as a tuple."""
+    return tuple(names.split(",")) if names else ()
 
 
 def _signature(program):
@@ -165,21 +167,59 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
                 if derive == "inference" else f"the derived program '{derive}'")
         raise CodaError(f"{what} has no backward")
     a, b, seed, *tensors = saved
-    forward = _families[key].program("", a.device, a.dtype)
-    grad_names, grad_tensors = [], []
-    for (shape, dtype), output, grad in zip(_outputs(forward, a, b), forward.outputs, grads):
-        if output["dims"] == 3:
-            grad_names.append("grad_" + output["name"])
-            grad_tensors.append(grad if grad is not None else a.new_zeros(shape, dtype=dtype))
-    backward = call(key, "backward", a, b, tensors + grad_tensors,
-                    ",".join(_split(names) + grad_names), scalars, scalar_names, seed)
-    grad_acc, input_grads = backward[0], backward[1:]
+    grad_acc, *input_grads = _epilogue_gradient(call, key, a, b, tensors, names, scalars,
+                                                scalar_names, seed, grads)
     grad_a = grad_b = None
     if needs[0]:
         grad_a = _operand_gradient(call, key, "grad_a", grad_acc, b, seed).to(a.dtype)
     if needs[1]:
         grad_b = _operand_gradient(call, key, "grad_b", grad_acc, a, seed).to(b.dtype)
     return grad_a, grad_b, [g.to(t.dtype) for g, t in zip(input_grads, tensors)]
+
+
+def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, seed, grads):
+    """[grad_acc, the gradient of each tensor input] of family `key`'s
+    forward on A, B and the epilogue inputs, given the gradients `grads` of
+    its outputs: its derived program `backward` (the GEMM recomputed), or,
+    when the derivation found every one of its outputs to be a gradient
+    given or that gradient's column sum (an epilogue affine in the
+    accumulator with unit slope: a bias, a residual), those tensors, with
+    no kernel launched."""
+    forward = _families[key].program("", a.device, a.dtype)
+    # An input's gradient in the input's own type, which the caller converts
+    # it to (one reduction kernel for a bias).
+    types = {"grad_" + name: t.dtype for name, t in zip(_split(names), tensors)}
+    grad_names, grad_tensors = [], []
+    for (shape, dtype), output, grad in zip(_outputs(forward, a, b), forward.outputs, grads):
+        if output["dims"] == 3:
+            grad_names.append("grad_" + output["name"])
+            grad_tensors.append(grad if grad is not None else a.new_zeros(shape, dtype=dtype))
+    names = [*_split(names), *grad_names]
+    tensors = tensors + grad_tensors
+    backward = _families[key].program("backward", a.device, a.dtype)
+    given = _given_outputs(backward, a, dict(zip(names, tensors)), types)
+    if given is not None:
+        return given
+    return call(key, "backward", a, b, tensors, ",".join(names), scalars, scalar_names, seed)
+
+
+def _given_outputs(program, a, named, types):
+    """The outputs of `program` taken from its tensor arguments `named` (by
+    name), when each one is an argument itself or an argument's column sum
+    (coda_output_source), in the dtypes `types` gives by output name (else
+    the declared ones); None when any is computed."""
+    results = []
+    for output in program.outputs:
+        if output["source"] == "computed":
+            return None
+        tensor = named.get(program.arguments[output["source_argument"]]["name"])
+        if tensor is None:
+            return None
+        dtype = types.get(output["name"]) or _type(program, a, output)
+        if output["source"] == "column_sum":
+            tensor = tensor.sum(0, dtype=dtype)
+        results.append(tensor.to(dtype))
+    return results
 
 
 def _operand_gradient(call, key, derive, grad_acc, other, seed):
@@ -260,23 +300,28 @@ def _mlp(call, up, down, x, w1, b1, w2, b2, residual, seed):
     return [y, h, saved]
 
 
-def _mlp_backward(call, up, down, saved_tensors, b2_dtype, needs, grad_y):
+def _mlp_backward(call, up, down, saved_tensors, needs, grad_y):
     """The gradients of x, w1, b1, w2, b2 and the residual (`needs` says
-    which). fc2's epilogue is affine with unit slope in its accumulator, so
-    its gradient is grad_y itself; fc1's epilogue gradient runs on the dgrad
-    GEMM of fc2 (grad_y w2), reading the saved accumulator."""
-    x, w1, b1, w2, h, saved, seed = saved_tensors
+    which): fc2's epilogue gradient (for `input + bias + residual`, no
+    kernel: its gradients are grad_y and grad_y's column sum), then fc1's
+    epilogue gradient on the dgrad GEMM of fc2 (grad_acc2 w2), reading the
+    saved accumulator."""
+    x, w1, b1, w2, b2, residual, h, saved, seed = saved_tensors
     if grad_y is None:
         return None, None, None, None, None, None
     grad_y = grad_y.to(h.dtype).contiguous()
-    # One reduction kernel, accumulated in f32 (as PyTorch sums bf16).
-    grad_b2 = grad_y.sum(0, dtype=b2_dtype) if needs[4] else None
-    grad_residual = grad_y if needs[5] else None
-    grad_w2 = (_operand_gradient(call, down, "grad_b", grad_y, h, seed).to(w2.dtype)
+    tensors = [t for t in (b2, residual) if t is not None]
+    names = [n for n, t in (("bias", b2), ("residual", residual)) if t is not None]
+    grad_acc2, *input_grads = _epilogue_gradient(call, down, h, w2, tensors, ",".join(names),
+                                                 [], "", seed, [grad_y])
+    grads = dict(zip(names, input_grads))
+    grad_b2 = grads["bias"].to(b2.dtype) if needs[4] else None
+    grad_residual = grads["residual"].to(residual.dtype) if needs[5] else None
+    grad_w2 = (_operand_gradient(call, down, "grad_b", grad_acc2, h, seed).to(w2.dtype)
                if needs[3] else None)
     grad_x = grad_w1 = grad_b1 = None
     if needs[0] or needs[1] or needs[2]:
-        backward = call(up, "backward_saved", grad_y, w2,
+        backward = call(up, "backward_saved", grad_acc2, w2,
                         [saved] + ([] if b1 is None else [b1]),
                         "saved_acc" + ("" if b1 is None else ",bias"), [], "", seed)
         grad_acc = backward[0]
@@ -311,13 +356,13 @@ def _mlp_op_setup_context(ctx, inputs, output):
     _, h, saved = output
     ctx.mark_non_differentiable(h, saved)
     ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, w1, b1, w2, h, saved, seed)
-    ctx.meta = up, down, None if b2 is None else b2.dtype
+    ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, saved, seed)
+    ctx.meta = up, down
 
 
 def _mlp_op_backward(ctx, grads):
-    up, down, b2_dtype = ctx.meta
-    return (None, None, *_mlp_backward(_run_op, up, down, ctx.saved_tensors, b2_dtype,
+    up, down = ctx.meta
+    return (None, None, *_mlp_backward(_run_op, up, down, ctx.saved_tensors,
                                        ctx.needs_input_grad[2:8], grads[0]), None)
 
 
@@ -333,14 +378,14 @@ class _Mlp(torch.autograd.Function):
         ctx.mark_non_differentiable(h, saved)
         # h and saved_acc have no gradient: no zeros made for them.
         ctx.set_materialize_grads(False)
-        ctx.save_for_backward(x, w1, b1, w2, h, saved, seed)
-        ctx.meta = up, down, None if b2 is None else b2.dtype
+        ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, saved, seed)
+        ctx.meta = up, down
         return y, h, saved
 
     @staticmethod
     def backward(ctx, grad_y, grad_h, grad_saved):
-        up, down, b2_dtype = ctx.meta
-        return (None, None, *_mlp_backward(_run, up, down, ctx.saved_tensors, b2_dtype,
+        up, down = ctx.meta
+        return (None, None, *_mlp_backward(_run, up, down, ctx.saved_tensors,
                                            ctx.needs_input_grad[2:8], grad_y), None)
 
 

@@ -25,6 +25,16 @@ import struct
 _DIMS_B, _DIMS_M, _DIMS_N = 4, 2, 1
 # With _DIMS_N: an output of the even columns only, N // 2 wide ([m, n/2]).
 _DIMS_HALF_N = 8
+# The GEMM's own arguments by role index (a program argument's role is one of
+# these or "input"), the kinds of arguments a launch packs, and the padding
+# of a shape to coda_tensor's three dims.
+_ROLES = ("a", "b", "c", "alpha", "beta")
+_TENSOR, _F32, _I64, _SEED = range(4)
+_MISSING = object()
+_PAD = ((0, 0, 0), (0, 0), (0,), ())
+# coda_output_source: what an output is when the GEMM plays no part in it
+# (an output's "source", with "source_argument" the argument's index).
+_OUTPUT_SOURCES = ("computed", "argument", "column_sum")
 
 
 def _output_shape(dims, batch, m, n):
@@ -153,6 +163,7 @@ def _library():
             "coda_program_output_name": (C, [P, I]),
             "coda_program_output_type": (C, [P, I]),
             "coda_program_output_dims": (I, [P, I]),
+            "coda_program_output_source": (I, [P, I, ctypes.POINTER(I)]),
             "coda_program_layouts": (None, [P, ctypes.POINTER(I), ctypes.POINTER(I)]),
             "coda_program_kernel_shape": (None, [P, ctypes.POINTER(ctypes.c_int64),
                                                  ctypes.POINTER(ctypes.c_int64),
@@ -242,10 +253,14 @@ class Program:
             })
         self.outputs = []
         for i in range(lib.coda_program_num_outputs(handle)):
+            argument = ctypes.c_int32()
+            source = lib.coda_program_output_source(handle, i, ctypes.byref(argument))
             self.outputs.append({
                 "name": lib.coda_program_output_name(handle, i).decode(),
                 "type": lib.coda_program_output_type(handle, i).decode(),
                 "dims": lib.coda_program_output_dims(handle, i),
+                "source": _OUTPUT_SOURCES[source],
+                "source_argument": argument.value,
             })
         ta, tb = ctypes.c_int32(), ctypes.c_int32()
         lib.coda_program_layouts(handle, ctypes.byref(ta), ctypes.byref(tb))
@@ -303,37 +318,36 @@ class Program:
         else:
             inputs = named
         plan = self._plan or self._make_plan()
-        given = {"a": a, "b": b, "c": c, "alpha": gemm_alpha, "beta": gemm_beta}
+        torch = plan["torch"]
+        given = (a, b, c, gemm_alpha, gemm_beta)
         fields = []
         used = 0
         seed_address = 0
-        for arg, dtype in plan["arguments"]:
-            name = arg["name"]
-            if arg["role"] == "input":
-                if name in inputs:
-                    value = inputs[name]
+        for name, role, kind, dtype in plan["arguments"]:
+            if role < 0:
+                value = inputs.get(name, _MISSING)
+                if value is not _MISSING:
                     used += 1
-                elif name == "seed" and arg["type"] == "i64":
+                elif kind == _SEED:
                     # As F.dropout: unless given, from PyTorch's default
                     # generator (reproducible under torch.manual_seed).
                     value = seed if seed is not None else int(
-                        plan["torch"].empty((), dtype=plan["torch"].int64).random_())
+                        torch.empty((), dtype=torch.int64).random_())
                 else:
                     raise CodaError(f"missing epilogue input '{name}'")
             else:
-                value = given[arg["role"]]
+                value = given[role]
                 if value is None:
-                    if arg["role"] not in ("alpha", "beta"):
-                        raise CodaError(f"missing '{arg['role']}'")
+                    if kind != _F32:
+                        raise CodaError(f"missing '{_ROLES[role]}'")
                     value = 1.0
-            if dtype is not None:
-                fields += self._tensor_fields(arg, value, dtype)
+            if kind == _TENSOR:
+                fields += self._tensor_fields(name, value, dtype)
                 fields += (0.0, 0)
-            elif (name == "seed" and arg["type"] == "i64"
-                  and isinstance(value, plan["torch"].Tensor) and value.is_cuda):
+            elif kind == _SEED and isinstance(value, torch.Tensor) and value.is_cuda:
                 seed_address = self._seed_address(name, value)
                 fields += (0, 0, 0, 0, 0, 0.0, 0)
-            elif arg["type"] == "i64":
+            elif kind != _F32:
                 # A 64-bit seed, passed as the signed integer with its bits.
                 bits = int(value) & 0xFFFFFFFFFFFFFFFF
                 fields += (0, 0, 0, 0, 0, 0.0, bits - (1 << 64) if bits >= 1 << 63 else bits)
@@ -346,33 +360,31 @@ class Program:
                                     "3.40282347e38 in magnitude)") from None
                 fields += (0, 0, 0, 0, 0, value, 0)
         if used != len(inputs):
-            names = {arg["name"] for arg, _ in plan["arguments"] if arg["role"] == "input"}
+            names = {name for name, role, _, _ in plan["arguments"] if role < 0}
             raise CodaError("the program has no epilogue inputs named "
                             f"{sorted(set(inputs) - names)}")
         values = plan["values"].pack(*fields)
 
-        ta, tb = self.transpose_a, self.transpose_b
-        m = a.shape[-1] if ta else a.shape[-2]
-        n = b.shape[-2] if tb else b.shape[-1]
+        m = a.shape[-1] if self.transpose_a else a.shape[-2]
+        n = b.shape[-2] if self.transpose_b else b.shape[-1]
         batch = a.shape[0] if a.dim() == 3 else (b.shape[0] if b.dim() == 3 else None)
         results = {}
         fields = []
-        for output, dtype in plan["outputs"]:
-            tensor = out.get(output["name"]) if out else None
+        for name, dims, dtype in plan["outputs"]:
+            tensor = out.get(name) if out else None
             if tensor is None:
-                shape = _output_shape(output["dims"], batch, m, n)
-                tensor = plan["torch"].empty(shape, dtype=dtype, device=plan["device"])
-            fields += self._tensor_fields(output, tensor, dtype)
-            results[output["name"]] = tensor
+                tensor = torch.empty(_output_shape(dims, batch, m, n), dtype=dtype,
+                                     device=plan["device"])
+            fields += self._tensor_fields(name, tensor, dtype)
+            results[name] = tensor
         outputs = plan["outputs_struct"].pack(*fields)
         stream = plan["stream"](self.device)
         if seed_address:
-            _check(_library().coda_program_launch_device_seed(
-                self._handle, values, len(self.arguments), outputs, len(self.outputs),
-                seed_address, stream))
+            _check(plan["launch_device_seed"](self._handle, values, len(self.arguments),
+                                              outputs, len(self.outputs), seed_address, stream))
         else:
-            _check(_library().coda_program_launch(
-                self._handle, values, len(self.arguments), outputs, len(self.outputs), stream))
+            _check(plan["launch"](self._handle, values, len(self.arguments), outputs,
+                                  len(self.outputs), stream))
         return results
 
     def _seed_address(self, name, tensor):
@@ -387,37 +399,52 @@ class Program:
 
     def _make_plan(self):
         """What every launch needs from the program's signature, worked out
-        at the first: the arguments' and outputs' torch dtypes (None for
-        scalars), the structs their C values pack into, and the function
-        that finds PyTorch's current stream."""
+        at the first: each argument's (name, role (an index into _ROLES, -1
+        for an epilogue input), kind (_TENSOR, _F32, _I64 or _SEED), torch
+        dtype), each output's (name, dims, torch dtype), the structs their C
+        values pack into, the function that finds PyTorch's current stream
+        and the C launches."""
         import torch
 
         dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        arguments = []
+        for arg in self.arguments:
+            if arg["tensor"]:
+                kind = _TENSOR
+            elif arg["type"] == "i64":
+                kind = _SEED if arg["name"] == "seed" and arg["role"] == "input" else _I64
+            else:
+                kind = _F32
+            role = -1 if arg["role"] == "input" else _ROLES.index(arg["role"])
+            arguments.append((arg["name"], role, kind, dtypes.get(arg["type"])))
+        lib = _library()
         self._plan = {
             "torch": torch,
             "device": torch.device("cuda", self.device),
-            "arguments": [(arg, dtypes[arg["type"]] if arg["tensor"] else None)
-                          for arg in self.arguments],
-            "outputs": [(output, dtypes[output["type"]]) for output in self.outputs],
+            "arguments": arguments,
+            "outputs": [(output["name"], output["dims"], dtypes[output["type"]])
+                        for output in self.outputs],
             "values": struct.Struct("@" + _VALUE * len(self.arguments)),
             "outputs_struct": struct.Struct("@" + _TENSOR * len(self.outputs)),
             "stream": raw or (lambda device: torch.cuda.current_stream(device).cuda_stream),
+            "launch": lib.coda_program_launch,
+            "launch_device_seed": lib.coda_program_launch_device_seed,
         }
         return self._plan
 
-    def _tensor_fields(self, spec, tensor, dtype):
+    def _tensor_fields(self, name, tensor, dtype):
         """The coda_tensor fields (data, rank, shape[3]) of a tensor argument
         or output, once it is checked."""
         try:
-            fast = (tensor.get_device() == self.device and tensor.dtype == dtype
-                    and tensor.is_contiguous() and tensor.dim() <= 3)
+            fast = (tensor.dtype is dtype and tensor.is_contiguous()
+                    and tensor.get_device() == self.device and tensor.dim() <= 3)
         except AttributeError:
             fast = False
         if not fast:
-            self._check_tensor(spec["name"], tensor, dtype)
-        shape = tuple(tensor.shape)
-        return (tensor.data_ptr(), len(shape)) + shape + (0,) * (3 - len(shape))
+            self._check_tensor(name, tensor, dtype)
+        shape = tensor.shape
+        return (tensor.data_ptr(), len(shape), *shape) + _PAD[len(shape)]
 
     def _check_tensor(self, name, tensor, dtype):
         import torch

@@ -38,11 +38,26 @@ struct ProgramArgument {
   unsigned dims = 0;
 };
 
+/// What an output's every element is, when the GEMM plays no part in it:
+/// an argument's own value, or the sum of an `[m, n]` argument over its rows.
+/// A derived backward program's outputs often are (docs/autodiff.md): the
+/// gradients of the accumulator and of a residual are the output's gradient,
+/// a bias's its column sum. A caller may take or sum the argument instead of
+/// launching the program.
+enum class OutputSource { Computed, Argument, ColumnSum };
+
+/// The name of `source`: "computed", "argument" or "column_sum" (a string
+/// literal).
+StringRef stringifyOutputSource(OutputSource source);
+
 struct ProgramOutput {
   /// `coda.name` if present, else "resultN".
   std::string name;
   RankedTensorType type;
   unsigned dims = 0;
+  OutputSource source = OutputSource::Computed;
+  /// The argument the output is or sums (not Computed), else -1.
+  int sourceArgument = -1;
 };
 
 /// The sizes of one problem: batch (1 when not batched), M, N, K.

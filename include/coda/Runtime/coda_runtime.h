@@ -48,6 +48,15 @@ typedef enum coda_argument_kind {
   CODA_ARGUMENT_I64 = 2
 } coda_argument_kind;
 
+/* What an output is when the GEMM plays no part in it: an argument itself,
+   or an [m, n] argument summed over M (as a derived backward program's
+   gradients of a residual and of a bias are: docs/autodiff.md). */
+typedef enum coda_output_source {
+  CODA_OUTPUT_COMPUTED = 0,
+  CODA_OUTPUT_ARGUMENT = 1,
+  CODA_OUTPUT_COLUMN_SUM = 2
+} coda_output_source;
+
 /* How a program is read and compiled; NULL selects the defaults (all zero).
    Zero-initialize it and set the fields wanted (zero is each field's
    default). The struct has no size field: build against the header of the
@@ -150,6 +159,11 @@ const char *coda_program_output_type(const coda_program *program,
                                      int32_t index);
 /* The dims an output spans (bits as for arguments). */
 int32_t coda_program_output_dims(const coda_program *program, int32_t index);
+/* Whether the output is an argument's value or column sum, and which
+   argument (*argument, -1 when computed; argument may be NULL). A caller
+   can take or sum that argument instead of launching the program for it. */
+coda_output_source coda_program_output_source(const coda_program *program,
+                                              int32_t index, int32_t *argument);
 /* Whether A is stored [K, M] and B [N, K] (0 for a NULL program). */
 void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
                           int32_t *transpose_b);

@@ -3,11 +3,12 @@
 // coda.activation and coda.activation_derivative through EpilogueMath's
 // formulas (those of the CPU reference) on the GPU's primitives; every other
 // scalar arith and math op of the region cloned at the slot on the slot's
-// operands. Math ops without an NVVM instruction (tanh, erf, exp) reach
-// libdevice through convert-gpu-to-nvvm, but sine and cosine: libdevice's
-// keep a local-memory table for huge arguments, so they are the hardware's
-// sin.approx / cos.approx after a reduction by 2 pi in two parts (absolute
-// error below 1e-6 for |x| < 2^17, a rotary embedding's angles).
+// operands; erf, in GELU(erf), as EpilogueMath's rational approximation on
+// ex2.approx and div.approx. Math ops without an NVVM instruction (tanh,
+// exp) reach libdevice through convert-gpu-to-nvvm, but sine and cosine:
+// libdevice's keep a local-memory table for huge arguments, so they are the
+// hardware's sin.approx / cos.approx after a reduction by 2 pi in two parts
+// (absolute error below 1e-6 for |x| < 2^17, a rotary embedding's angles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +42,7 @@ static ActivationPrimitives buildGpuActivationPrimitives(bool fast) {
                    ValueRange{p, q})
             .getResult(0);
       }};
+  primitives.rationalErf = true;
   if (fast)
     primitives.fastTanh = [](OpBuilder &b, Location loc, Value t) -> Value {
       return LLVM::InlineAsmOp::create(

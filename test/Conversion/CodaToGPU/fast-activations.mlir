@@ -23,9 +23,14 @@
 // CHECK-NOT:     llvm.nvvm.ex2.approx
 // CHECK-LABEL: gpu.func @erf
 
-// GELU(erf) has no tanh form: libdevice's erf either way.
+// GELU(erf) has no tanh form: erf as a rational approximation on the same
+// ex2.approx and div.approx either way, not libdevice's erf.
 // CHECK-NOT:     tanh.approx
-// CHECK:         math.erf
+// CHECK-NOT:     math.erf
+// CHECK:         llvm.nvvm.div.approx.ftz.f
+// CHECK:         llvm.nvvm.ex2.approx.ftz.f
+// CHECK:         math.copysign
+// CHECK-NOT:     math.erf
 
 // By default: 2^t and a division (ex2.approx.ftz, div.approx.ftz), no tanh.
 // EXACT-NOT:   tanh.approx

@@ -162,6 +162,64 @@ print(f"OutProjection: {'ok' if ok else 'FAILED'}")
 if not ok:
     failures.append("OutProjection")
 
+# What the derivation finds the backward's outputs to be: without dropout the
+# output projection's grad_acc and grad_residual are grad_output and its
+# grad_bias grad_output's column sum, so its backward launches nothing; with
+# dropout (before the residual), or with an activation, grad_acc and
+# grad_bias are computed. Counted by the programs the autograd runs.
+def sources(program):
+    return [(o["name"], o["source"], program.arguments[o["source_argument"]]["name"]
+             if o["source"] != "computed" else None) for o in program.outputs]
+
+
+for p, want in ((0.0, [("grad_acc", "argument", "grad_output"),
+                       ("grad_bias", "column_sum", "grad_output"),
+                       ("grad_residual", "argument", "grad_output")]),
+                (0.2, [("grad_acc", "computed", None), ("grad_bias", "computed", None),
+                       ("grad_residual", "argument", "grad_output")])):
+    family = coda.nn.OutProjection(K, N, dropout=p).family
+    got = sources(family.program("backward", torch.device("cpu"), torch.float32))
+    print(f"OutProjection p={p} backward outputs: {got}")
+    if got != want:
+        failures.append(f"OutProjection p={p} backward outputs")
+gelu = ProgramFamily("EPILOGUE g(bias: f32[N]) {\n  output = gelu(input + bias);\n}\n")
+got = sources(gelu.program("backward", torch.device("cpu"), torch.float32))
+print(f"gelu backward outputs: {got}")
+if got != [("grad_acc", "computed", None), ("grad_bias", "computed", None)]:
+    failures.append("gelu backward outputs")
+# A gradient written in another type than the one given is a conversion:
+# computed (an f32 residual's gradient, the output's gradient in bf16).
+mixed = ProgramFamily("EPILOGUE w(residual: f32[M, N]) {\n  output = input + residual;\n}\n")
+got = sources(mixed.program("backward", torch.device("cpu"), torch.bfloat16))
+print(f"bf16 output + f32 residual backward outputs: {got}")
+if got != [("grad_acc", "argument", "grad_output"), ("grad_residual", "computed", None)]:
+    failures.append("mixed-type backward outputs")
+
+launched = []
+real_run = coda.autograd._run
+
+
+def counting_run(key, derive, *args):
+    launched.append(derive)
+    return real_run(key, derive, *args)
+
+
+coda.autograd._run = counting_run
+proj0 = coda.nn.OutProjection(K, N, dropout=0.0, dtype=torch.float64)
+x0 = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
+r0 = torch.randn(M, N, dtype=torch.float64, requires_grad=True)
+proj0(x0, residual=r0).backward(torch.randn(M, N, dtype=torch.float64))
+coda.autograd._run = real_run
+print(f"OutProjection p=0 programs run: {launched}")
+if launched != ["", "grad_a", "grad_b"]:
+    failures.append("OutProjection p=0 programs run")
+ok = torch.autograd.gradcheck(lambda x, r, w, b: run(
+    proj0.family.key, "", x, w, [b, r], "bias,residual", [], "", torch.tensor(5))[0],
+    (x0, r0, proj0.weight, proj0.bias), raise_exception=False)
+print(f"OutProjection p=0: {'ok' if ok else 'FAILED'}")
+if not ok:
+    failures.append("OutProjection p=0")
+
 
 def unfused_mlp(module, x, residual, keep):
     """The MLP's math in PyTorch, coda's dropout mask `keep` applied (and

@@ -82,12 +82,17 @@ for activation, approximate in (("gelu", "tanh"), ("relu", None)):
                  {"x": torch.randn(M, D, device=cuda, dtype=torch.bfloat16),
                   "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 21)
 
-proj = coda.nn.OutProjection(H, D, dropout=p, device=cuda, dtype=torch.bfloat16)
-check_module("OutProjection", proj,
-             lambda w, seed, x, residual: ((x @ w["weight"].T + w["bias"])
-                                           * mask(seed, x.shape[0], D, p) + residual),
-             {"x": torch.randn(M, H, device=cuda, dtype=torch.bfloat16),
-              "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 22)
+# With dropout, the epilogue gradient runs as its own kernel; without, the
+# derivation finds grad_acc and the residual's gradient to be the output's
+# and the bias's its column sum, and nothing is launched for them.
+for q in (p, 0.0):
+    proj = coda.nn.OutProjection(H, D, dropout=q, device=cuda, dtype=torch.bfloat16)
+    check_module(f"OutProjection p={q}", proj,
+                 lambda w, seed, x, residual, q=q: (
+                     (x @ w["weight"].T + w["bias"])
+                     * (mask(seed, x.shape[0], D, q) if q else 1) + residual),
+                 {"x": torch.randn(M, H, device=cuda, dtype=torch.bfloat16),
+                  "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 22)
 
 lin = coda.nn.Linear(D, H, epilogue="EPILOGUE up(bias: f32[N]) { output = silu(input + bias); }",
                      device=cuda, dtype=torch.bfloat16)

@@ -66,6 +66,24 @@ struct ActivationMath {
       return halfOnePlusTanh(constant(1.0), mul(constant(0.5), z));
     return overOnePlusExp2(constant(1.0), mul(z, constant(-kLog2E)));
   }
+  /// erf(x): math.erf, or 1 - t P(t) e^(-x^2) with t = 1 / (1 + p |x|)
+  /// and the sign of x (Abramowitz and Stegun 7.1.26).
+  Value erf(Value x) {
+    if (!primitives.rationalErf)
+      return math::ErfOp::create(b, loc, x);
+    constexpr double kP = 0.3275911;
+    constexpr double kCoefficients[] = {1.061405429, -1.453152027, 1.421413741,
+                                        -0.284496736, 0.254829592};
+    Value a = math::AbsFOp::create(b, loc, x);
+    Value t = primitives.divide(b, loc, constant(1.0),
+                                add(constant(1.0), mul(constant(kP), a)));
+    Value poly = constant(kCoefficients[0]);
+    for (double coefficient : ArrayRef(kCoefficients).drop_front())
+      poly = add(constant(coefficient), mul(t, poly));
+    Value gaussian = primitives.exp2(b, loc, mul(mul(a, a), constant(-kLog2E)));
+    Value y = sub(constant(1.0), mul(mul(t, poly), gaussian));
+    return math::CopySignOp::create(b, loc, y, x);
+  }
   /// 2u of GELU(tanh): 2 sqrt(2/pi) (x + 0.044715 x^3).
   Value geluTwiceU(Value x) {
     Value poly = add(constant(2.0 * kGeluC),
@@ -111,8 +129,7 @@ Value mlir::coda::buildActivation(OpBuilder &b, Location loc,
   }
   case ActivationKind::GeluErf: {
     // 0.5 x (1 + erf(x / sqrt(2)))
-    Value e =
-        math::ErfOp::create(b, loc, m.mul(x, m.constant(0.7071067811865476)));
+    Value e = m.erf(m.mul(x, m.constant(0.7071067811865476)));
     return m.mul(m.mul(m.constant(0.5), x), m.add(m.constant(1.0), e));
   }
   case ActivationKind::Relu:
@@ -145,8 +162,7 @@ Value mlir::coda::buildActivationDerivative(
   case ActivationKind::GeluErf: {
     // Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt(2))) + x e^(-x^2/2) / sqrt(2
     // pi)
-    Value e =
-        math::ErfOp::create(b, loc, m.mul(x, m.constant(0.7071067811865476)));
+    Value e = m.erf(m.mul(x, m.constant(0.7071067811865476)));
     Value cdf = m.mul(m.constant(0.5), m.add(m.constant(1.0), e));
     Value density = primitives.exp2(
         b, loc, m.mul(m.mul(x, x), m.constant(-0.5 * ActivationMath::kLog2E)));
