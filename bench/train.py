@@ -3,7 +3,8 @@ PyTorch, torch.compile, coda (coda.patch) and coda under torch.compile
 (each also with CUDA graphs: torch.compile's mode="reduce-overhead"), on
 the nanoGPT-style GPT of examples/train.py (bfloat16 parameters, AdamW).
 For each: step time and tokens/s (CUDA events over timed steps after
-warm-up), peak memory, and where the step's CUDA time goes (torch.profiler
+warm-up), the host's time to enqueue a step (the step is host-bound where
+the two are equal), peak memory, and where the step's CUDA time goes (torch.profiler
 over a few steps: GEMMs (cuBLAS), coda's fused kernels, attention, and the
 rest: the memory-bound operators a fused epilogue is meant to remove).
 
@@ -12,9 +13,12 @@ rest: the memory-bound operators a fused epilogue is meant to remove).
 
 import argparse
 import copy
+import cProfile
 import os
+import pstats
 import re
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
@@ -50,7 +54,7 @@ def step_fn(model, optimizer, x, y):
     return step
 
 
-def measure(name, model, x, y, warmup, steps, profiled):
+def measure(name, model, x, y, warmup, steps, profiled, host_profile):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     step = step_fn(model, optimizer, x, y)
     for _ in range(warmup):
@@ -59,11 +63,24 @@ def measure(name, model, x, y, warmup, steps, profiled):
     torch.cuda.reset_peak_memory_stats()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
+    enqueue = time.perf_counter()
     for _ in range(steps):
         loss = step()
+    # The host's time to enqueue a step: the step is host-bound when it is
+    # the step's time.
+    host = (time.perf_counter() - enqueue) * 1000 / steps
     end.record()
     torch.cuda.synchronize()
     ms = start.elapsed_time(end) / steps
+    if host_profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(profiled):
+            step()
+        torch.cuda.synchronize()
+        profiler.disable()
+        print(f"{name}: the host's time by function over {profiled} steps")
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(host_profile)
     peak = torch.cuda.max_memory_allocated() / 2**30
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(profiled):
@@ -76,7 +93,7 @@ def measure(name, model, x, y, warmup, steps, profiled):
             shares[category(event.key)] += event.device_time_total / 1000 / profiled
             kernels.append((event.device_time_total / 1000 / profiled, event.count / profiled,
                             event.key))
-    return {"name": name, "ms": ms, "peak": peak, "loss": loss.item(), **shares,
+    return {"name": name, "ms": ms, "host": host, "peak": peak, "loss": loss.item(), **shares,
             "kernels": sorted(kernels, reverse=True)}
 
 
@@ -90,6 +107,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--profiled", type=int, default=3)
+    parser.add_argument("--host-profile", type=int, default=0,
+                        help="also print each variant's N costliest functions on the host (cProfile)")
     parser.add_argument("--kernels", type=int, default=0,
                         help="also list each variant's N costliest kernels per step")
     parser.add_argument("--variants", default="eager,compile,compile+graphs,coda,coda+compile,"
@@ -111,14 +130,15 @@ def main():
         if "compile" in variant:
             model = torch.compile(model, mode="reduce-overhead" if "graphs" in variant
                                   else None)
-        rows.append(measure(variant, model, x, y, args.warmup, args.steps, args.profiled))
+        rows.append(measure(variant, model, x, y, args.warmup, args.steps, args.profiled,
+                            args.host_profile))
         del model
         torch.cuda.empty_cache()
     eager = rows[0]["ms"]
-    print(f"{'variant':20} {'ms/step':>8} {'tok/s':>10} {'vs eager':>8} {'peak GiB':>8} "
+    print(f"{'variant':20} {'ms/step':>8} {'host ms':>8} {'tok/s':>10} {'vs eager':>8} {'peak GiB':>8} "
           f"{'GEMM ms':>8} {'coda ms':>8} {'attn ms':>8} {'other ms':>8}")
     for r in rows:
-        print(f"{r['name']:20} {r['ms']:8.2f} {tokens / r['ms'] * 1000:10,.0f} "
+        print(f"{r['name']:20} {r['ms']:8.2f} {r['host']:8.2f} {tokens / r['ms'] * 1000:10,.0f} "
               f"{eager / r['ms']:7.2f}x {r['peak']:8.2f} {r['gemm']:8.2f} {r['coda']:8.2f} "
               f"{r['attention']:8.2f} {r['other']:8.2f}")
     for r in rows if args.kernels else []:
