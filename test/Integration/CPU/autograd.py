@@ -271,17 +271,22 @@ for run_mode in ("eager", "compiled"):
 report("compiled MLP output", yc, y_eager, 1e-6)
 report("compiled MLP grad x", xc.grad, gx_eager, 1e-6)
 report("compiled MLP grad fc1.weight", module.fc1.weight.grad, gw_eager, 1e-6)
-proj = coda.nn.OutProjection(K, N, dropout=0.2)
-compiled = torch.compile(proj, fullgraph=True, backend="aot_eager")
-results = []
-for module in (proj, compiled):
-    xc = x[0].detach().clone().requires_grad_()
-    torch.manual_seed(4)
-    yc = module(xc, residual=rp)
-    yc.backward(torch.ones_like(yc))
-    results.append((yc.detach(), xc.grad))
-report("compiled OutProjection output", results[1][0], results[0][0], 1e-6)
-report("compiled OutProjection grad x", results[1][1], results[0][1], 1e-6)
+# The output projection with dropout, and without (its backward traced
+# without the epilogue gradient's program).
+for p in (0.2, 0.0):
+    proj = coda.nn.OutProjection(K, N, dropout=p)
+    compiled = torch.compile(proj, fullgraph=True, backend="aot_eager")
+    results = []
+    for module in (proj, compiled):
+        xc = x[0].detach().clone().requires_grad_()
+        rc = rp.detach().clone().requires_grad_()
+        torch.manual_seed(4)
+        yc = module(xc, residual=rc)
+        yc.backward(torch.ones_like(yc))
+        results.append((yc.detach(), xc.grad, rc.grad, proj.bias.grad.clone()))
+        proj.zero_grad()
+    for i, what in enumerate(("output", "grad x", "grad residual", "grad bias")):
+        report(f"compiled OutProjection p={p} {what}", results[1][i], results[0][i], 1e-6)
 
 
 # A program whose epilogue has no derivative is refused with the op named.
