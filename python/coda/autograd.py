@@ -290,34 +290,35 @@ def run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
     return list(_Run.apply(meta, a, b, seed, *tensors))
 
 
-def _mlp(call, up, down, x, w1, b1, w2, b2, residual, seed):
+def _mlp(call, up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
     """The forward of `mlp`, its programs run by `call`."""
     h, saved = call(up, "saving", x, w1, [] if b1 is None else [b1],
                     "" if b1 is None else "bias", [], "", seed)
     tensors = [t for t in (b2, residual) if t is not None]
     names = [n for n, t in (("bias", b2), ("residual", residual)) if t is not None]
-    (y,) = call(down, "", h, w2, tensors, ",".join(names), [], "", seed)
+    (y,) = call(down, "", h, w2, tensors, ",".join(names), [], "", output_seed)
     return [y, h, saved]
 
 
 def _mlp_backward(call, up, down, saved_tensors, needs, grad_y):
     """The gradients of x, w1, b1, w2, b2 and the residual (`needs` says
     which): fc2's epilogue gradient (for `input + bias + residual`, no
-    kernel: its gradients are grad_y and grad_y's column sum), then fc1's
-    epilogue gradient on the dgrad GEMM of fc2 (grad_acc2 w2), reading the
-    saved accumulator."""
-    x, w1, b1, w2, b2, residual, h, saved, seed = saved_tensors
+    kernel: its gradients are grad_y and grad_y's column sum; with dropout,
+    its derived backward, the mask regenerated from `output_seed`), then
+    fc1's epilogue gradient on the dgrad GEMM of fc2 (grad_acc2 w2), reading
+    the saved accumulator."""
+    x, w1, b1, w2, b2, residual, h, saved, seed, output_seed = saved_tensors
     if grad_y is None:
         return None, None, None, None, None, None
     grad_y = grad_y.to(h.dtype).contiguous()
     tensors = [t for t in (b2, residual) if t is not None]
     names = [n for n, t in (("bias", b2), ("residual", residual)) if t is not None]
     grad_acc2, *input_grads = _epilogue_gradient(call, down, h, w2, tensors, ",".join(names),
-                                                 [], "", seed, [grad_y])
+                                                 [], "", output_seed, [grad_y])
     grads = dict(zip(names, input_grads))
     grad_b2 = grads["bias"].to(b2.dtype) if needs[4] else None
     grad_residual = grads["residual"].to(residual.dtype) if needs[5] else None
-    grad_w2 = (_operand_gradient(call, down, "grad_b", grad_acc2, h, seed).to(w2.dtype)
+    grad_w2 = (_operand_gradient(call, down, "grad_b", grad_acc2, h, output_seed).to(w2.dtype)
                if needs[3] else None)
     grad_x = grad_w1 = grad_b1 = None
     if needs[0] or needs[1] or needs[2]:
@@ -337,12 +338,12 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y):
 @torch.library.custom_op("coda::mlp", mutates_args=())
 def _mlp_op(up: str, down: str, x: torch.Tensor, w1: torch.Tensor, b1: Optional[torch.Tensor],
             w2: torch.Tensor, b2: Optional[torch.Tensor], residual: Optional[torch.Tensor],
-            seed: torch.Tensor) -> list[torch.Tensor]:
-    return _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed)
+            seed: torch.Tensor, output_seed: torch.Tensor) -> list[torch.Tensor]:
+    return _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
 
 
 @_mlp_op.register_fake
-def _(up, down, x, w1, b1, w2, b2, residual, seed):
+def _(up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
     fc1 = _families[up].program("saving", x.device, x.dtype)
     fc2 = _families[down].program("", x.device, x.dtype)
     (h_shape, h_type), (s_shape, s_type) = _outputs(fc1, x, w1)
@@ -352,18 +353,18 @@ def _(up, down, x, w1, b1, w2, b2, residual, seed):
 
 
 def _mlp_op_setup_context(ctx, inputs, output):
-    up, down, x, w1, b1, w2, b2, residual, seed = inputs
+    up, down, x, w1, b1, w2, b2, residual, seed, output_seed = inputs
     _, h, saved = output
     ctx.mark_non_differentiable(h, saved)
     ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, saved, seed)
+    ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, saved, seed, output_seed)
     ctx.meta = up, down
 
 
 def _mlp_op_backward(ctx, grads):
     up, down = ctx.meta
     return (None, None, *_mlp_backward(_run_op, up, down, ctx.saved_tensors,
-                                       ctx.needs_input_grad[2:8], grads[0]), None)
+                                       ctx.needs_input_grad[2:8], grads[0]), None, None)
 
 
 _mlp_op.register_autograd(_mlp_op_backward, setup_context=_mlp_op_setup_context)
@@ -373,12 +374,12 @@ class _Mlp(torch.autograd.Function):
     """`mlp` in eager mode."""
 
     @staticmethod
-    def forward(ctx, up, down, x, w1, b1, w2, b2, residual, seed):
-        y, h, saved = _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed)
+    def forward(ctx, up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
+        y, h, saved = _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
         ctx.mark_non_differentiable(h, saved)
         # h and saved_acc have no gradient: no zeros made for them.
         ctx.set_materialize_grads(False)
-        ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, saved, seed)
+        ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, saved, seed, output_seed)
         ctx.meta = up, down
         return y, h, saved
 
@@ -386,15 +387,16 @@ class _Mlp(torch.autograd.Function):
     def backward(ctx, grad_y, grad_h, grad_saved):
         up, down = ctx.meta
         return (None, None, *_mlp_backward(_run, up, down, ctx.saved_tensors,
-                                           ctx.needs_input_grad[2:8], grad_y), None)
+                                           ctx.needs_input_grad[2:8], grad_y), None, None)
 
 
-def mlp(up, down, x, w1, b1, w2, b2, residual, seed):
+def mlp(up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
     """A Transformer MLP of two program families: `up` (fc1, its epilogue
-    of inputs `bias` and the dropout seed) on x [M, D] and w1 [H, D], whose
-    program `saving` also writes the accumulator, then `down` (fc2:
-    `input + bias` and `residual` when given) on w2 [D, H]. Returns
-    [y, h, saved_acc]: the output, then what the backward reads."""
+    of inputs `bias` and the dropout seed `seed`) on x [M, D] and w1 [H, D],
+    whose program `saving` also writes the accumulator, then `down` (fc2:
+    `input + bias`, dropout of it with the seed `output_seed`, and
+    `residual`, each when given) on w2 [D, H]. Returns [y, h, saved_acc]:
+    the output, then what the backward reads."""
     if torch.compiler.is_compiling():
-        return _mlp_op(up, down, x, w1, b1, w2, b2, residual, seed)
-    return list(_Mlp.apply(up, down, x, w1, b1, w2, b2, residual, seed))
+        return _mlp_op(up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
+    return list(_Mlp.apply(up, down, x, w1, b1, w2, b2, residual, seed, output_seed))

@@ -4,8 +4,8 @@ derived backward programs (coda.autograd).
 - ``Linear(in_features, out_features, epilogue=DSL)``: nn.Linear with any
   epilogue;
 - ``MLP(in_features, hidden_features)``: fc1 + activation + dropout, fc2 +
-  bias + residual, two kernels forward and four backward, fc1's epilogue
-  gradient riding on fc2's dgrad GEMM;
+  bias (+ dropout) + residual, two kernels forward and four backward (five
+  with fc2's dropout), fc1's epilogue gradient riding on fc2's dgrad GEMM;
 - ``OutProjection(in_features, out_features, dropout)``: an attention output
   projection, dropout(x W^T + b) + residual, in one kernel.
 
@@ -136,24 +136,29 @@ class OutProjection(Linear):
 
 
 class MLP(nn.Module):
-    """A Transformer MLP: y = fc2(dropout(act(fc1(x)), p)) + residual, with
+    """A Transformer MLP: y = dropout(fc2(dropout(act(fc1(x)), p)), q) +
+    residual (q = output_dropout, 0 by default, as nanoGPT's MLP), with
     `fc1` and `fc2` nn.Linear modules (their parameters, initialization and
     state dict). Two kernels forward (fc1 also writes its accumulator for
     the backward); backward, fc2's bias gradient, then fc2's dgrad GEMM
     carrying fc1's whole epilogue gradient (the activation's derivative, the
     dropout mask regenerated from its seed, fc1's bias gradient), and three
     weight and input gradient GEMMs. `residual` (a keyword argument of
-    forward, the shape of y) is added in fc2's epilogue when given."""
+    forward, the shape of y) is added in fc2's epilogue when given. With
+    output dropout fc2's epilogue gradient is its own kernel (the mask
+    regenerated from its seed, a second one), where without it needs
+    none."""
 
     def __init__(self, in_features, hidden_features, out_features=None, activation="gelu",
-                 dropout=0.1, bias=True, device=None, dtype=None):
+                 dropout=0.1, bias=True, device=None, dtype=None, output_dropout=0.0):
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise ValueError(f"unknown activation '{activation}'; expected one of "
                              f"{', '.join(_ACTIVATIONS)}")
         _check_dropout(dropout)
+        _check_dropout(output_dropout)
         out_features = out_features or in_features
-        self.activation, self.p = activation, dropout
+        self.activation, self.p, self.output_p = activation, dropout, output_dropout
         self.fc1 = nn.Linear(in_features, hidden_features, bias, device, dtype)
         self.fc2 = nn.Linear(hidden_features, out_features, bias, device, dtype)
         # Biases and the residual in the parameters' type: nothing is
@@ -168,7 +173,10 @@ class MLP(nn.Module):
         for residual in (False, True):
             inputs = (["bias: {t}[N]"] if bias else []) + (["residual: {t}[M, N]"]
                                                           if residual else [])
-            terms = ["input"] + (["bias"] if bias else []) + (["residual"] if residual else [])
+            linear = " + ".join(["input"] + (["bias"] if bias else []))
+            if output_dropout:
+                linear = f"dropout({linear}, {output_dropout!r})"
+            terms = [linear] + (["residual"] if residual else [])
             text = (f"EPILOGUE fc2({', '.join(inputs)}) {{\n  output = "
                     f"{' + '.join(terms)};\n}}\n")
             self._down[residual] = ProgramFamily(lambda t, text=text: text.replace("{t}", t))
@@ -181,8 +189,9 @@ class MLP(nn.Module):
         if not self.training:
             return self._inference(x2, r2, down).reshape(*lead, -1)
         seed = draw_seed(x.device) if self.p else _no_seed(x)
+        output_seed = draw_seed(x.device) if self.output_p else _no_seed(x)
         y, _, _ = mlp(self._up.key, down.key, x2, self.fc1.weight, self.fc1.bias,
-                      self.fc2.weight, self.fc2.bias, r2, seed)
+                      self.fc2.weight, self.fc2.bias, r2, seed, output_seed)
         return y.reshape(*lead, -1)
 
     def _inference(self, x2, r2, down):
@@ -192,8 +201,10 @@ class MLP(nn.Module):
                    "bias" if bias1 else "", [], "", seed)
         tensors = [t for t in (self.fc2.bias, r2) if t is not None]
         names = [n for n, t in (("bias", self.fc2.bias), ("residual", r2)) if t is not None]
-        (y,) = run(down.key, "", h, self.fc2.weight, tensors, ",".join(names), [], "", seed)
+        (y,) = run(down.key, "inference" if self.output_p else "", h, self.fc2.weight, tensors,
+                   ",".join(names), [], "", seed)
         return y
 
     def extra_repr(self):
-        return f"activation={self.activation}, dropout={self.p}"
+        return (f"activation={self.activation}, dropout={self.p}"
+                + (f", output_dropout={self.output_p}" if self.output_p else ""))

@@ -7,8 +7,8 @@ Recognized, by their structure (the modules and attributes they hold):
   activation module (``gelu``, ``act`` or ``activation``), as nanoGPT's
   ``MLP``; or an ``nn.Sequential`` of Linear, activation, Linear. Its forward
   becomes coda's fused MLP (coda.nn.MLP: fc1 + activation in one kernel, fc2
-  + bias in another, fc1's epilogue gradient on fc2's dgrad GEMM). A dropout
-  after the second Linear is fused only when its probability is 0;
+  + bias, its dropout when the MLP has one after the second Linear, in
+  another, fc1's epilogue gradient on fc2's dgrad GEMM);
 - a nanoGPT-style block: ``ln_1``, ``attn``, ``ln_2`` and ``mlp``, its
   forward ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``, with ``attn``
   holding ``c_attn``, ``c_proj`` (nn.Linear), ``resid_dropout`` and
@@ -62,9 +62,9 @@ def _activation(module):
 
 
 def _mlp_parts(module):
-    """(fc1, activation name, fc2, trailing dropout or None) of an MLP
-    module, or a string that says why it is not one (None if it does not
-    look like one at all)."""
+    """(fc1, activation name, fc2, the probability of the dropout after fc2)
+    of an MLP module, or a string that says why it is not one (None if it
+    does not look like one at all)."""
     if isinstance(module, nn.Sequential):
         children = list(module)
         if len(children) not in (3, 4) or not all(
@@ -86,22 +86,25 @@ def _mlp_parts(module):
     name = _activation(act)
     if name is None:
         return f"activation {type(act).__name__} has no coda epilogue"
-    if isinstance(dropout, nn.Dropout) and dropout.p:
-        return (f"dropout after the second projection (p = {dropout.p}) is not fused: "
-                "coda's MLP applies dropout after the activation")
     if (fc1.bias is None) != (fc2.bias is None):
         return "one projection has a bias and the other not"
     if fc1.out_features != fc2.in_features:
         return "the projections' sizes do not chain"
-    return fc1, name, fc2
+    return fc1, name, fc2, dropout.p if isinstance(dropout, nn.Dropout) else 0.0
 
 
-def _fused_mlp(fc1, activation, fc2):
+def _describe(parts):
+    """What the report calls an MLP of `parts` (_mlp_parts)."""
+    _, activation, _, output_dropout = parts
+    return f"MLP ({activation}{f', dropout {output_dropout}' if output_dropout else ''})"
+
+
+def _fused_mlp(fc1, activation, fc2, output_dropout):
     """coda's MLP over the existing fc1 and fc2 (their parameters, not
     copies), outside the model's module tree."""
     core = coda_nn.MLP(fc1.in_features, fc1.out_features, fc2.out_features,
                        activation=activation, dropout=0.0, bias=fc1.bias is not None,
-                       device="meta")
+                       device="meta", output_dropout=output_dropout)
     core.fc1, core.fc2 = fc1, fc2
     return core
 
@@ -116,7 +119,7 @@ def _patch_mlp(module, parts):
     core = _fused_mlp(*parts)
     object.__setattr__(module, "_coda_mlp", core)
     module.forward = lambda x, residual=None: _run(core, module, x, residual=residual)
-    return f"MLP ({parts[1]}) as coda's fused MLP"
+    return f"{_describe(parts)} as coda's fused MLP"
 
 
 def _attention_parts(attn):
@@ -160,7 +163,7 @@ def _patch_block(block, mlp_parts):
 
     block.forward = forward
     return (f"block: attention output projection + dropout + residual in one kernel, "
-            f"MLP ({mlp_parts[1]}) + residual as coda's fused MLP")
+            f"{_describe(mlp_parts)} + residual as coda's fused MLP")
 
 
 def patch(model, verbose=False):

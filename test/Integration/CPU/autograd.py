@@ -130,11 +130,12 @@ for what, got, want in (("output", y, yr), ("grad x", x.grad, xr.grad),
 assert list(lin.state_dict()) == ["weight", "bias"]
 
 # The fused MLP op in float64: every parameter, the input and the residual,
-# with and without biases.
+# with and without biases, with and without a dropout after fc2.
 H, D = 9, 6
-for activation, bias in (("gelu", True), ("relu", False), ("silu", True)):
+for activation, bias, q in (("gelu", True, 0.0), ("relu", False, 0.0), ("silu", True, 0.0),
+                            ("gelu", True, 0.4), ("relu", False, 0.4)):
     module = coda.nn.MLP(K, H, D, activation=activation, dropout=0.25, bias=bias,
-                         dtype=torch.float64)
+                         dtype=torch.float64, output_dropout=q)
     params = [p.detach().clone().requires_grad_() for p in
               (module.fc1.weight, module.fc1.bias, module.fc2.weight, module.fc2.bias)
               if p is not None]
@@ -144,12 +145,12 @@ for activation, bias in (("gelu", True), ("relu", False), ("silu", True)):
     def f(x, r, *params):
         w1, b1, w2, b2 = params if bias else (params[0], None, params[1], None)
         return mlp(module._up.key, module._down[True].key, x, w1, b1, w2, b2, r,
-                   torch.tensor(77))[0]
+                   torch.tensor(77), torch.tensor(78))[0]
 
     ok = torch.autograd.gradcheck(f, (x, r, *params), raise_exception=False)
-    print(f"MLP {activation} bias={bias}: {'ok' if ok else 'FAILED'}")
+    print(f"MLP {activation} bias={bias} output dropout {q}: {'ok' if ok else 'FAILED'}")
     if not ok:
-        failures.append(f"MLP {activation}")
+        failures.append(f"MLP {activation} output dropout {q}")
 
 # The output projection in float64, with dropout (its epilogue gradient a
 # kernel) and without (none: see below).
@@ -214,13 +215,17 @@ if launched != ["", "grad_a", "grad_b"]:
     failures.append("OutProjection p=0 programs run")
 
 
-def unfused_mlp(module, x, residual, keep):
-    """The MLP's math in PyTorch, coda's dropout mask `keep` applied (and
-    its scale, 65536 / (65536 - t))."""
+def unfused_mlp(module, x, residual, keep, output_keep=1):
+    """The MLP's math in PyTorch, coda's dropout masks `keep` (after the
+    activation) and `output_keep` (after fc2) applied, with their scale,
+    65536 / (65536 - t)."""
     pre = x @ module.fc1.weight.T + module.fc1.bias
     h = torch.nn.functional.gelu(pre, approximate="tanh")
     scale = 65536 / (65536 - dropout_threshold(module.p))
-    return (h * keep * scale) @ module.fc2.weight.T + module.fc2.bias + residual
+    y = (h * keep * scale) @ module.fc2.weight.T + module.fc2.bias
+    if module.output_p:
+        y = y * output_keep * 65536 / (65536 - dropout_threshold(module.output_p))
+    return y + residual
 
 
 # The MLP module in float32 against PyTorch autograd, its seed drawn as
@@ -247,10 +252,36 @@ for name, p in module.named_parameters():
     report(f"MLP grad {name}", p.grad, dict(copy.named_parameters())[name].grad, 1e-5)
 assert list(module.state_dict()) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
 
+# With a dropout after fc2 too: a second seed, drawn after the first.
+dropped = coda.nn.MLP(K, H, D, dropout=0.3, output_dropout=0.2)
+xo, ro = x.detach().clone().requires_grad_(), r.detach().clone().requires_grad_()
+torch.manual_seed(12)
+yo = dropped(xo, residual=ro)
+torch.manual_seed(12)
+seeds = int(draw_seed("cpu")), int(draw_seed("cpu"))
+keeps = [torch.from_numpy(dropout_mask(s, (2 * M, n), p)).reshape(2, M, n)
+         for s, n, p in zip(seeds, (H, D), (dropped.p, dropped.output_p))]
+yo.backward(g)
+copy = coda.nn.MLP(K, H, D, dropout=0.3, output_dropout=0.2)
+copy.load_state_dict(dropped.state_dict())
+xr, rr = x.detach().clone().requires_grad_(), r.detach().clone().requires_grad_()
+yr = unfused_mlp(copy, xr, rr, *keeps)
+yr.backward(g)
+report("MLP output dropout: output", yo, yr, 1e-5)
+report("MLP output dropout: grad x", xo.grad, xr.grad, 1e-5)
+report("MLP output dropout: grad residual", ro.grad, rr.grad, 1e-6)
+for name, p in dropped.named_parameters():
+    report(f"MLP output dropout: grad {name}", p.grad, dict(copy.named_parameters())[name].grad,
+           1e-5)
+
 # Eval mode: dropout is the identity, as nn.Dropout's.
 module.eval()
 with torch.no_grad():
     report("MLP eval", module(x, residual=r), unfused_mlp(module, x, r, 1 - dropout_threshold(module.p) / 65536), 1e-5)
+    dropped.eval()
+    report("MLP output dropout eval", dropped(x, residual=r),
+           unfused_mlp(dropped, x, r, 1 - dropout_threshold(dropped.p) / 65536,
+                       1 - dropout_threshold(dropped.output_p) / 65536), 1e-5)
     proj = coda.nn.OutProjection(K, N, dropout=0.2).eval()
     rp = torch.randn(M, N)
     report("OutProjection eval", proj(x[0], residual=rp),

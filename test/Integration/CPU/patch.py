@@ -76,8 +76,9 @@ fused.train()
 if not torch.isfinite(fused(idx, targets)):
     failures.append("training loss with dropout is not finite")
 
-# A standalone nn.Sequential MLP; an MLP with dropout after its second
-# projection and one with an activation coda has no epilogue for are left.
+# Standalone nn.Sequential MLPs, one with dropout after its second
+# projection (in fc2's epilogue); one with an activation coda has no
+# epilogue for is left.
 model = nn.Sequential(nn.Sequential(nn.Linear(8, 32), nn.GELU(approximate="tanh"),
                                     nn.Linear(32, 8)),
                       nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8),
@@ -85,14 +86,20 @@ model = nn.Sequential(nn.Sequential(nn.Linear(8, 32), nn.GELU(approximate="tanh"
                       nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(), nn.Linear(16, 8)))
 reference = copy.deepcopy(model)
 print(coda.patch(model))
-# CHECK: coda.patch: 1 modules on coda kernels
+# CHECK: coda.patch: 2 modules on coda kernels
 # CHECK-NEXT: 0: MLP (gelu) as coda's fused MLP
-# CHECK-NEXT: left as is: 1: dropout after the second projection (p = 0.1) is not fused: coda's MLP applies dropout after the activation
+# CHECK-NEXT: 1: MLP (gelu_erf, dropout 0.1) as coda's fused MLP
 # CHECK-NEXT: left as is: 2: activation LeakyReLU has no coda epilogue
 x = torch.randn(5, 8, requires_grad=True)
 model.eval()
 reference.eval()
 close("nn.Sequential MLP", model[0](x), reference[0](x))
+close("nn.Sequential MLP with dropout, eval", model[1](x), reference[1](x))
+model.train()
+y = model[1](x)
+y.sum().backward()
+if not (torch.isfinite(y).all() and torch.isfinite(x.grad).all()):
+    failures.append("the MLP with dropout after fc2 does not train")
 
 print("failures:", failures or "none")
 # CHECK: failures: none
