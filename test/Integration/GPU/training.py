@@ -42,21 +42,21 @@ def mask(seed, rows, cols, p):
     return torch.from_numpy(keep).to(cuda, torch.float64) * scale
 
 
-def check_module(name, module, reference, inputs, seeds):
+def check_module(name, module, reference, inputs, manual_seed):
     """Runs `module` forward and backward on bf16 `inputs` (a dict of
     keyword inputs after x) and `reference` (float64 math on copies) with the
-    masks of the seeds the module draws; compares outputs and every
-    gradient."""
+    first two seeds drawn after torch.manual_seed(manual_seed), the module's in
+    the order it draws them; compares outputs and every gradient."""
     inputs = {k: v.detach().requires_grad_() for k, v in inputs.items()}
-    torch.manual_seed(seeds)
+    torch.manual_seed(manual_seed)
     y = module(**inputs)
     grad = torch.randn_like(y)
     y.backward(grad)
-    torch.manual_seed(seeds)
-    seed = int(draw_seed(cuda))
+    torch.manual_seed(manual_seed)
+    seeds = (int(draw_seed(cuda)), int(draw_seed(cuda)))
     params = {n: p.detach().double().requires_grad_() for n, p in module.named_parameters()}
     wide = {k: v.detach().double().requires_grad_() for k, v in inputs.items()}
-    y_ref = reference(params, seed, **wide)
+    y_ref = reference(params, seeds, **wide)
     y_ref.backward(grad.double())
     report(f"{name} output", y, y_ref)
     for k, v in inputs.items():
@@ -67,18 +67,22 @@ def check_module(name, module, reference, inputs, seeds):
 
 M, D, H = 333, 136, 520  # ragged M; rows of 16-byte multiples for TMA
 p = 0.1
-for activation, approximate in (("gelu", "tanh"), ("relu", None)):
-    mlp = coda.nn.MLP(D, H, activation=activation, dropout=p, device=cuda, dtype=torch.bfloat16)
+# The second MLP also drops out fc2's output before the residual add, with
+# the second seed it draws.
+for activation, approximate, q in (("gelu", "tanh", 0.0), ("relu", None, 0.3)):
+    mlp = coda.nn.MLP(D, H, activation=activation, dropout=p, output_dropout=q,
+                      device=cuda, dtype=torch.bfloat16)
 
-    def mlp_reference(w, seed, x, residual, activation=activation, approximate=approximate):
+    def mlp_reference(w, seeds, x, residual, activation=activation, approximate=approximate, q=q):
         pre = x @ w["fc1.weight"].T + w["fc1.bias"]
         h = (torch.nn.functional.gelu(pre, approximate=approximate) if activation == "gelu"
              else torch.relu(pre))
         # fc1's output is bf16 in memory: the reference rounds it alike.
-        h = (h * mask(seed, x.shape[0], H, p)).to(torch.bfloat16).double()
-        return h @ w["fc2.weight"].T + w["fc2.bias"] + residual
+        h = (h * mask(seeds[0], x.shape[0], H, p)).to(torch.bfloat16).double()
+        y = h @ w["fc2.weight"].T + w["fc2.bias"]
+        return (y * mask(seeds[1], x.shape[0], D, q) if q else y) + residual
 
-    check_module(f"MLP {activation}", mlp, mlp_reference,
+    check_module(f"MLP {activation} q={q}", mlp, mlp_reference,
                  {"x": torch.randn(M, D, device=cuda, dtype=torch.bfloat16),
                   "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 21)
 
@@ -88,23 +92,23 @@ for activation, approximate in (("gelu", "tanh"), ("relu", None)):
 for q in (p, 0.0):
     proj = coda.nn.OutProjection(H, D, dropout=q, device=cuda, dtype=torch.bfloat16)
     check_module(f"OutProjection p={q}", proj,
-                 lambda w, seed, x, residual, q=q: (
+                 lambda w, seeds, x, residual, q=q: (
                      (x @ w["weight"].T + w["bias"])
-                     * (mask(seed, x.shape[0], D, q) if q else 1) + residual),
+                     * (mask(seeds[0], x.shape[0], D, q) if q else 1) + residual),
                  {"x": torch.randn(M, H, device=cuda, dtype=torch.bfloat16),
                   "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 22)
 
 lin = coda.nn.Linear(D, H, epilogue="EPILOGUE up(bias: f32[N]) { output = silu(input + bias); }",
                      device=cuda, dtype=torch.bfloat16)
 check_module("Linear silu", lin,
-             lambda w, seed, x: torch.nn.functional.silu(x @ w["weight"].T + w["bias"]),
+             lambda w, seeds, x: torch.nn.functional.silu(x @ w["weight"].T + w["bias"]),
              {"x": torch.randn(3, 111, D, device=cuda, dtype=torch.bfloat16)}, 23)
 
 # torch.compile(fullgraph=True) with the inductor: the coda ops stay whole,
 # the seed is drawn in the graph (PyTorch's generator, as eager with
 # fallback_random).
 torch._inductor.config.fallback_random = True
-mlp = coda.nn.MLP(D, H, dropout=p, device=cuda, dtype=torch.bfloat16)
+mlp = coda.nn.MLP(D, H, dropout=p, output_dropout=p, device=cuda, dtype=torch.bfloat16)
 compiled = torch.compile(mlp, fullgraph=True)
 x = torch.randn(M, D, device=cuda, dtype=torch.bfloat16)
 grad = torch.randn(M, D, device=cuda, dtype=torch.bfloat16)
