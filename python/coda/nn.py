@@ -69,13 +69,19 @@ class Linear(nn.Module):
         _reset_linear(self.weight, self.bias, self.in_features)
 
     def forward(self, x, seed=None, **inputs):
+        return self._forward(self.weight, self.bias, x, seed, inputs)
+
+    def _forward(self, weight, bias, x, seed, inputs):
+        """forward with `weight` and `bias` in place of the module's own
+        (coda.patch passes the patched model's parameters as they are at the
+        call: a distributed engine such as FSDP2 swaps them)."""
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.in_features)
         tensors, names, scalars, scalar_names = [], [], [], []
         for arg in self._inputs:
             name = arg["name"]
-            if name == "bias" and self.bias is not None:
-                value = self.bias
+            if name == "bias" and bias is not None:
+                value = bias
             elif name in inputs:
                 value = inputs.pop(name)
             else:
@@ -92,7 +98,7 @@ class Linear(nn.Module):
         derive = "inference" if self._dropout and not self.training else ""
         if seed is None:
             seed = draw_seed(x.device) if self._dropout and self.training else _no_seed(x)
-        outputs = run(self.family.key, derive, x2.contiguous(), self.weight, tensors,
+        outputs = run(self.family.key, derive, x2.contiguous(), weight, tensors,
                       ",".join(names), scalars, ",".join(scalar_names), seed)
         results = {}
         for name, value in zip(self._outputs, outputs):

@@ -148,9 +148,10 @@ def _patch_block(block, mlp_parts):
     proj = attn.c_proj
     if proj.bias is None:
         return None
+    # The kernel's program, without parameters of its own: each call takes
+    # c_proj's as they are then.
     out = coda_nn.OutProjection(proj.in_features, proj.out_features,
                                 dropout=attn.resid_dropout.p, device="meta")
-    out.weight, out.bias = proj.weight, proj.bias
     mlp = _fused_mlp(*mlp_parts)
     object.__setattr__(block, "_coda_out_projection", out)
     object.__setattr__(block, "_coda_mlp", mlp)
@@ -158,7 +159,8 @@ def _patch_block(block, mlp_parts):
     def forward(x):
         lead = x.shape
         h = _attention(attn, block.ln_1(x))
-        x = _run(out, block, h, residual=x).view(lead)
+        out.training = block.training
+        x = out._forward(proj.weight, proj.bias, h, None, {"residual": x}).view(lead)
         return _run(mlp, block, block.ln_2(x), residual=x).view(lead)
 
     block.forward = forward

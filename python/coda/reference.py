@@ -13,8 +13,8 @@ library is libcoda_reference.so, found as coda.Program finds its own
 import ctypes
 import json
 
-from .runtime import (CodaError, _Options, _declare, _is_epilogue, _load_library, _output_shape,
-                      _require_torch)
+from .runtime import (CodaError, _Options, _declare, _is_epilogue, _live_programs, _load_library,
+                      _output_shape, _require_torch)
 from .runtime import _check as _runtime_check
 
 _lib = None
@@ -69,15 +69,20 @@ class ReferenceProgram:
         _check(_library().coda_reference_load(text, len(text), ctypes.byref(options),
                                               int(widen_to_f64), ctypes.byref(handle)))
         self._handle = handle
+        _live_programs.add(self)
         interface = json.loads(_library().coda_reference_describe(handle).decode())
         self.arguments = interface["arguments"]
         self.outputs = interface["outputs"]
         self.transpose_a = interface["transpose_a"]
         self.transpose_b = interface["transpose_b"]
 
+    def _release(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _library().coda_reference_destroy(handle)
+
     def __del__(self):
-        if getattr(self, "_handle", None):
-            _library().coda_reference_destroy(self._handle)
+        self._release()
 
     def __call__(self, a, b, c=None, *, gemm_alpha=None, gemm_beta=None, seed=0, inputs=None,
                  **named):

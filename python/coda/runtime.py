@@ -18,9 +18,11 @@ installed package (pip install ./python) or in the build folders of the source
 tree.
 """
 
+import atexit
 import ctypes
 import os
 import struct
+import weakref
 
 _DIMS_B, _DIMS_M, _DIMS_N = 4, 2, 1
 # With _DIMS_N: an output of the even columns only, N // 2 wide ([m, n/2]).
@@ -42,6 +44,22 @@ def _output_shape(dims, batch, m, n):
     columns = n // 2 if dims & _DIMS_HALF_N else n
     return [size for bit, size in ((_DIMS_B, batch), (_DIMS_M, m), (_DIMS_N, columns))
             if dims & bit]
+
+
+# The programs alive, released by an atexit handler when the interpreter
+# exits, before its finalization starts. Released during the finalization
+# (each takes a while: its MLIR context and JIT, or its CUDA module), they
+# made room for an abort at exit ("terminate called without an active
+# exception") in about one two-process gloo run of 15 under
+# torch.distributed; a thread that asks for the GIL then is ended, which a
+# C++ thread does not survive.
+_live_programs = weakref.WeakSet()
+
+
+@atexit.register
+def _release_live_programs():
+    for program in list(_live_programs):
+        program._release()
 
 
 class CodaError(RuntimeError):
@@ -242,6 +260,7 @@ class Program:
         _check(lib.coda_program_load(_runtime(device), text, len(text),
                                      ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
+        _live_programs.add(self)
         self.arguments = []
         for i in range(lib.coda_program_num_arguments(handle)):
             self.arguments.append({
@@ -267,9 +286,13 @@ class Program:
         self.transpose_a, self.transpose_b = bool(ta.value), bool(tb.value)
         self._plan = None
 
+    def _release(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            _library().coda_program_destroy(handle)
+
     def __del__(self):
-        if getattr(self, "_handle", None):
-            _library().coda_program_destroy(self._handle)
+        self._release()
 
     @property
     def kernel_shape(self):
