@@ -7,14 +7,15 @@ no dropout unless the row says so): fc1's forward and its saving form (also
 writing the accumulator), its epilogue gradient on fc2's dgrad GEMM
 (backward_saved), the paper's chain, fc2 and the output projection with
 bias + residual, at GPT-2's (768 -> 3072) and BERT-L's (1024 -> 4096)
-widths. Each time is the median of CUDA-event timings of the program
-replayed from a CUDA graph with L2 flushed (triton.testing.do_bench), in
-microseconds; "best" names the fastest candidate. Before timing, every
-candidate's outputs are compared with the rule's (they compute the same
-program, so they agree to rounding). Writes shapes.json and shapes.md to
---out.
+widths; and the plain GEMM at a K whose rows the runtime stages for TMA
+(765) and at GPT-2's vocabulary (N = 50257). Each time is the median of
+CUDA-event timings of the program replayed from a CUDA graph with L2
+flushed (triton.testing.do_bench), in microseconds; "best" names the
+fastest candidate. Before timing, every candidate's outputs are compared
+with the rule's (they compute the same program, so they agree to
+rounding). Writes shapes.json and shapes.md to --out.
 
-    python3 bench/shapes.py [--rows fc1,fc2,...] [--m 8192]
+    python3 bench/shapes.py [--m 8192] [--out DIR]
 """
 
 import json
@@ -30,6 +31,7 @@ coda = load_coda()
 _output_shape = sys.modules["coda_compiler.runtime"]._output_shape
 dev = torch.device("cuda")
 
+GEMM = "EPILOGUE gemm() {\n  output = input;\n}\n"
 FC1 = "EPILOGUE fc1(bias: bf16[N]) {\n  output = %s(input + bias);\n}\n"
 PAPER = ("EPILOGUE paper(bias: bf16[N], residual: bf16[M, N]) {\n"
          "  output = dropout(gelu(input + bias), 0.1) + residual;\n}\n")
@@ -37,7 +39,9 @@ PROJ = ("EPILOGUE out_projection(bias: bf16[N], residual: bf16[M, N]) {\n"
         "  output = input + bias + residual;\n}\n")
 # name: (source, derive, N, K)
 ROWS = {
-    "gpt2 fc1 gemm": ("EPILOGUE gemm() {\n  output = input;\n}\n", "", 3072, 768),
+    "gpt2 fc1 gemm": (GEMM, "", 3072, 768),
+    "gpt2 fc1 gemm, K = 765 (A and B staged)": (GEMM, "", 3072, 765),
+    "gpt2 lm head gemm, N = 50257": (GEMM, "", 50257, 768),
     "gpt2 fc1 gelu": (FC1 % "gelu", "", 3072, 768),
     "gpt2 fc1 gelu_erf saving": (FC1 % "gelu_erf", "saving", 3072, 768),
     "gpt2 fc1 gelu saving": (FC1 % "gelu", "saving", 3072, 768),

@@ -42,6 +42,9 @@ namespace mlir::coda::runtime {
   X(cuMemcpyDtoH)                                                              \
   X(cuMemsetD8)                                                                \
   X(cuMemsetD32Async)                                                          \
+  X(cuMemAllocAsync)                                                           \
+  X(cuMemFreeAsync)                                                            \
+  X(cuMemcpy2DAsync)                                                           \
   X(cuStreamSynchronize)                                                       \
   X(cuEventCreate)                                                             \
   X(cuEventRecord)                                                             \

@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cstring>
 #include <vector>
@@ -34,6 +35,62 @@ CUlaunchConfig runtime::getLaunchConfig(const Kernel &kernel, int64_t grid,
   config.numAttrs = abi.getClusterSize() > 1 ? 1 : 0;
   return config;
 }
+
+namespace {
+/// Copies of the operands that TMA cannot read where they are: a base that
+/// is not 16-byte aligned, or rows that are not a multiple of 16 bytes long
+/// (K not a multiple of 8 in bf16, say). Each is copied on the launch's
+/// stream into a buffer of the driver's stream-ordered allocator whose rows
+/// start 16 bytes apart, and freed on the stream after the launch; the tensor
+/// map then describes the copy, and TMA reads it as it reads any operand
+/// (its boxes past the last column filled with zeros). Operands TMA can read
+/// are not copied.
+class StagedOperands {
+public:
+  StagedOperands(const CudaDriver &driver, CUstream stream)
+      : driver(driver), stream(stream) {}
+  StagedOperands(const StagedOperands &) = delete;
+  StagedOperands &operator=(const StagedOperands &) = delete;
+  ~StagedOperands() {
+    for (CUdeviceptr buffer : buffers)
+      (void)driver.cuMemFreeAsync(buffer, stream);
+  }
+
+  /// The address and row pitch (bytes) that TMA reads `rows` rows of
+  /// `rowBytes` bytes at `pointer` from: their own, or a staged copy's.
+  llvm::Expected<std::pair<CUdeviceptr, uint64_t>> get(CUdeviceptr pointer,
+                                                       uint64_t rowBytes,
+                                                       uint64_t rows,
+                                                       const Twine &what) {
+    if (pointer % 16 == 0 && rowBytes % 16 == 0)
+      return std::make_pair(pointer, rowBytes);
+    uint64_t pitch = llvm::alignTo(rowBytes, 16);
+    CUdeviceptr buffer = 0;
+    if (auto e =
+            driver.check(driver.cuMemAllocAsync(&buffer, pitch * rows, stream),
+                         "cuMemAllocAsync", "staging " + what))
+      return std::move(e);
+    buffers.push_back(buffer);
+    CUDA_MEMCPY2D copy = {};
+    copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = pointer;
+    copy.srcPitch = rowBytes;
+    copy.dstDevice = buffer;
+    copy.dstPitch = pitch;
+    copy.WidthInBytes = rowBytes;
+    copy.Height = rows;
+    if (auto e = driver.check(driver.cuMemcpy2DAsync(&copy, stream),
+                              "cuMemcpy2DAsync", "staging " + what))
+      return std::move(e);
+    return std::make_pair(buffer, pitch);
+  }
+
+private:
+  const CudaDriver &driver;
+  CUstream stream;
+  SmallVector<CUdeviceptr> buffers;
+};
+} // namespace
 
 std::optional<CUtensorMapDataType> runtime::tensorMapType(Type type) {
   if (type.isBF16())
@@ -159,6 +216,7 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
 
   std::vector<ParamStorage> storage(abi.params.size());
   SmallVector<void *> params;
+  StagedOperands staged(driver, static_cast<CUstream>(stream));
   // Outputs that the kernel combines into with atomics, and their start value.
   SmallVector<std::pair<const DeviceTensor *, float>> atomicOutputs;
   for (auto [param, slot] : llvm::zip(abi.params, storage)) {
@@ -170,36 +228,31 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
       auto type = cast<RankedTensorType>(arg.type);
       unsigned elementBytes = type.getElementTypeBitWidth() / 8;
       size_t rank = tensor.shape.size();
+      uint64_t rowBytes = tensor.shape[rank - 1] * elementBytes, rows = 1;
+      for (int64_t size : ArrayRef(tensor.shape).drop_back())
+        rows *= size;
+      auto source = staged.get(tensor.pointer, rowBytes, rows,
+                               "'" + arg.name + "' for '" + name + "'");
+      if (!source)
+        return source.takeError();
+      auto [address, pitch] = *source;
       SmallVector<cuuint64_t> dims, strides;
       SmallVector<cuuint32_t> box, elementStrides(rank, 1);
-      uint64_t stride = elementBytes;
+      uint64_t stride = pitch;
       for (size_t d = 0; d < rank; ++d) {
         int64_t size = tensor.shape[rank - 1 - d];
         dims.push_back(size);
-        if (d > 0)
+        if (d > 0) {
           strides.push_back(stride);
-        stride *= size;
+          stride *= size;
+        }
       }
       for (int64_t b : param.box)
         box.push_back(static_cast<cuuint32_t>(b));
-      if (tensor.pointer % 16 != 0)
-        return error("'" + arg.name +
-                     "' must start at a 16-byte aligned address to be read "
-                     "with TMA");
-      uint64_t rowBytes = tensor.shape[rank - 1] * elementBytes;
-      if (rowBytes % 16 != 0)
-        return error("'" + arg.name + "' has rows of " +
-                     Twine(tensor.shape[rank - 1]) + " " +
-                     Twine(type.getElementTypeBitWidth()) + "-bit elements (" +
-                     Twine(rowBytes) +
-                     " bytes): the GPU kernel reads it with TMA, which needs "
-                     "rows that are a multiple of 16 bytes; pad the last "
-                     "dimension to a multiple of " +
-                     Twine(16 / elementBytes));
       if (auto e = driver.check(
               driver.cuTensorMapEncodeTiled(
                   &slot.tensorMap, *tensorMapType(type.getElementType()), rank,
-                  reinterpret_cast<void *>(tensor.pointer), dims.data(),
+                  reinterpret_cast<void *>(address), dims.data(),
                   strides.data(), box.data(), elementStrides.data(),
                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

@@ -88,24 +88,6 @@ NVVM::WGMMATypes KernelPlan::getMmaType() const {
   return NVVM::WGMMATypes::tf32;
 }
 
-/// Checks that the rows of `operand` (its contiguous dim) are a multiple of
-/// 16 bytes long when their length is static.
-static LogicalResult checkRowAlignment(GemmOp op, StringRef name, Value operand,
-                                       StringRef dimName) {
-  auto type = cast<RankedTensorType>(operand.getType());
-  int64_t row = type.getShape().back();
-  unsigned bytes = type.getElementTypeBitWidth() / 8;
-  if (ShapedType::isDynamic(row) || (row * bytes) % 16 == 0)
-    return success();
-  return op.emitOpError()
-         << "cannot run on the GPU: " << name
-         << " is read with TMA, which needs every row to be a multiple of 16 "
-            "bytes long, but its rows hold "
-         << dimName << " = " << row << " " << type.getElementType()
-         << " elements (" << row * bytes << " bytes); pad " << dimName
-         << " to a multiple of " << 16 / bytes;
-}
-
 /// Fills in the choices `tile` leaves open for a GEMM whose N is `n`
 /// (dynamic or static). The defaults: cooperative 128 x 256 tiles (ping-pong
 /// 128 x 128 or 64 x 256), 128 columns for row reductions over N <= 128 or
@@ -264,10 +246,6 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
            << "cannot run on the GPU: f32 operands are multiplied as tf32 by "
               "wgmma, which reads them only with K contiguous; store A as "
               "[M, K] (no transpose_a) and B as [N, K] (transpose_b)";
-  if (failed(
-          checkRowAlignment(op, "A", op.getA(), plan.a.kMajor ? "K" : "M")) ||
-      failed(checkRowAlignment(op, "B", op.getB(), plan.b.kMajor ? "K" : "N")))
-    return failure();
 
   // A bias added to an accumulator that nothing else reads, when the sum is
   // only stored, starts the accumulators instead; its buffers may cost a

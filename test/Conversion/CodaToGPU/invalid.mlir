@@ -11,28 +11,6 @@ func.func @tf32_n_major(%a: tensor<?x64xf32>, %b: tensor<64x?xf32>) -> tensor<?x
 
 // -----
 
-func.func @unaligned_a(%a: tensor<?x100xbf16>, %b: tensor<?x100xbf16>) -> tensor<?x?xf32> {
-  // expected-error @+1 {{cannot run on the GPU: A is read with TMA, which needs every row to be a multiple of 16 bytes long, but its rows hold K = 100 'bf16' elements (200 bytes); pad K to a multiple of 8}}
-  %o = coda.gemm %a, %b transpose_b : tensor<?x100xbf16>, tensor<?x100xbf16> -> (tensor<?x?xf32> [m, n]) {
-  ^bb0(%acc: f32):
-    coda.yield %acc : f32
-  }
-  return %o : tensor<?x?xf32>
-}
-
-// -----
-
-func.func @unaligned_b(%a: tensor<?x64xf16>, %b: tensor<64x30xf16>) -> tensor<?x30xf32> {
-  // expected-error @+1 {{cannot run on the GPU: B is read with TMA, which needs every row to be a multiple of 16 bytes long, but its rows hold N = 30 'f16' elements (60 bytes); pad N to a multiple of 8}}
-  %o = coda.gemm %a, %b : tensor<?x64xf16>, tensor<64x30xf16> -> (tensor<?x30xf32> [m, n]) {
-  ^bb0(%acc: f32):
-    coda.yield %acc : f32
-  }
-  return %o : tensor<?x30xf32>
-}
-
-// -----
-
 func.func @col_reduce_bf16(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>) -> tensor<128xbf16> {
   %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<128x64xbf16> -> (tensor<128xbf16> [n]) {
   ^bb0(%acc: f32):

@@ -47,3 +47,16 @@ func.func @row_max(%x: tensor<?x64xbf16>, %w: tensor<128x64xbf16>) -> tensor<?xf
   }
   return %o : tensor<?xf32>
 }
+
+// Rows that are not a multiple of 16 bytes (K = 100 bf16 elements, 200
+// bytes) plan as any others: the runtime stages such operands into rows 16
+// bytes apart for TMA (test/Integration/GPU/errors.test runs them).
+// CHECK-LABEL: func.func @unaligned_rows
+// CHECK: #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 256,
+func.func @unaligned_rows(%a: tensor<?x100xbf16>, %b: tensor<?x100xbf16>) -> tensor<?x?xf32> {
+  %o = coda.gemm %a, %b transpose_b : tensor<?x100xbf16>, tensor<?x100xbf16> -> (tensor<?x?xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %o : tensor<?x?xf32>
+}

@@ -56,6 +56,34 @@ check_pinned("in clusters", (128, 64, "cooperative", 2, 4), cluster_m=2, group_r
 # The shape reports the schedule the kernel was compiled with.
 check_pinned("under ping-pong", (128, 128, "pingpong", 1, 8), schedule="pingpong", tile_m=128, tile_n=128)
 
+# Operands that TMA cannot read where they are: K = 45 (90-byte rows) and A
+# starting 2 bytes past a 16-byte boundary. The runtime stages them into rows
+# 16 bytes apart on the stream, also under CUDA graph capture.
+odd, odd_scalars = EXAMPLES["mlp_up"].inputs(rng, 300, 264, 45)
+odd_dev = {name: torch.from_numpy(value).cuda() for name, value in odd.items()}
+flat = torch.empty(300 * 45 + 1, device="cuda", dtype=torch.bfloat16)
+odd_a = flat[1:].view(300, 45)
+odd_a.copy_(odd_dev["a"])
+assert odd_a.data_ptr() % 16 != 0
+odd_args = dict(bias=odd_dev["bias"], residual=odd_dev["residual"].to(torch.bfloat16),
+                rs=odd_dev["rs"], alpha=odd_scalars["alpha"])
+odd_b = odd_dev["b"].to(torch.bfloat16)
+odd_want = EXAMPLES["mlp_up"].reference(odd, odd_scalars, 0)
+odd_outs = program(odd_a, odd_b, **odd_args)
+torch.cuda.synchronize()
+for name, tol in EXAMPLES["mlp_up"].tolerances.items():
+    ref.check(f"mlp_up staged {name}", odd_outs[name].float().cpu().numpy(), odd_want[name], tol)
+odd_graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(odd_graph):
+    odd_static = program(odd_a, odd_b, **odd_args)
+for tensor in odd_static.values():
+    tensor.fill_(float("nan"))
+odd_graph.replay()
+torch.cuda.synchronize()
+for name, tol in EXAMPLES["mlp_up"].tolerances.items():
+    ref.check(f"mlp_up staged, graph replay {name}", odd_static[name].float().cpu().numpy(),
+              odd_want[name], tol)
+
 # A second call reuses the compiled kernel and writes into given outputs: the
 # same values, except that the column sum (f32 atomics) may add in another order.
 given = {name: torch.full_like(t, float("nan")) for name, t in outs.items()}

@@ -4,7 +4,8 @@
 # The fused GPU kernel on 60 random problems: bf16, f16 and f32 (tf32)
 # operands, all four layouts of A and B (the one layout tf32 supports for
 # f32), ragged M, N and K (not multiples of
-# the 128 x N x 64 tile), every input kind ([n] bias, [m, n] residual, [m]
+# the 128 x N x 64 tile; in half the cases rows of A and B that are not a
+# multiple of 16 bytes, which the runtime stages for TMA), every input kind ([n] bias, [m, n] residual, [m]
 # scale, scalars), alpha/beta/C, dropout, two outputs with their own dtypes.
 # Each run goes through coda-run --device cuda --check: outputs are poisoned
 # with NaN before the launch and compared with the CPU reference; every output
@@ -69,15 +70,18 @@ for case in range(60):
     act = list(ACTIVATIONS)[case % 5]
     p = [0.0, 0.1, 0.5][case % 3 if case % 7 else 1]
     m, n, k = (int(v) for v in rng.integers(1, 700, size=3))
-    # TMA reads rows of 16-byte multiples: the contiguous extent of A and B.
-    if not ta:
-        k = aligned(k, dtype)
-    else:
-        m = aligned(m, dtype)
-    if tb:
-        k = aligned(k, dtype)
-    else:
-        n = aligned(n, dtype)
+    # Even cases: rows of 16-byte multiples (the contiguous extents of A and
+    # B), which TMA reads where they are; odd ones: any sizes, whose
+    # unaligned operands the runtime stages for TMA.
+    if case % 2 == 0:
+        if not ta:
+            k = aligned(k, dtype)
+        else:
+            m = aligned(m, dtype)
+        if tb:
+            k = aligned(k, dtype)
+        else:
+            n = aligned(n, dtype)
     a = random(rng, *((k, m) if ta else (m, k)))
     b = random(rng, *((n, k) if tb else (k, n))) / np.float32(np.sqrt(k))
     c = random(rng, m, n)
