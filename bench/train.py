@@ -104,6 +104,8 @@ def main():
     parser.add_argument("--heads", type=int, default=12)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--vocab", type=int, default=256,
+                        help="the vocabulary (256 bytes; 50257 is GPT-2's, unpadded)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--profiled", type=int, default=3)
@@ -115,13 +117,14 @@ def main():
                                               "coda+compile+graphs")
     args = parser.parse_args()
     torch.manual_seed(0)
-    base = GPT(context=args.context, layers=args.layers, heads=args.heads,
+    base = GPT(vocab=args.vocab, context=args.context, layers=args.layers, heads=args.heads,
                d=args.width).cuda().to(torch.bfloat16)
-    x = torch.randint(0, 256, (args.batch, args.context), device="cuda")
-    y = torch.randint(0, 256, (args.batch, args.context), device="cuda")
+    x = torch.randint(0, args.vocab, (args.batch, args.context), device="cuda")
+    y = torch.randint(0, args.vocab, (args.batch, args.context), device="cuda")
     tokens = args.batch * args.context
     print(f"{torch.cuda.get_device_name()}: GPT, {args.layers} layers, width {args.width}, "
-          f"{args.heads} heads, {args.batch} x {args.context} tokens per step, bf16, AdamW")
+          f"{args.heads} heads, vocabulary {args.vocab}, {args.batch} x {args.context} tokens per step, "
+          "bf16, AdamW")
     rows = []
     for variant in args.variants.split(","):
         model = copy.deepcopy(base)

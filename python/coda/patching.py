@@ -9,6 +9,12 @@ Recognized, by their structure (the modules and attributes they hold):
   becomes coda's fused MLP (coda.nn.MLP: fc1 + activation in one kernel, fc2
   + bias, its dropout when the MLP has one after the second Linear, in
   another, fc1's epilogue gradient on fc2's dgrad GEMM);
+- an nn.Linear whose in or out features are not a multiple of 8 (the head
+  of an unpadded vocabulary, GPT-2's 50257): coda's GEMM, whose operands
+  and outputs may have any width, where cuBLAS falls back to kernels
+  several times slower (bf16 and f16 in eager mode; float32 CUDA tensors,
+  and the layer under torch.compile, whose inductor pads it, stay on
+  F.linear);
 - a nanoGPT-style block: ``ln_1``, ``attn``, ``ln_2`` and ``mlp``, its
   forward ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``, with ``attn``
   holding ``c_attn``, ``c_proj`` (nn.Linear), ``resid_dropout`` and
@@ -168,6 +174,32 @@ def _patch_block(block, mlp_parts):
             f"{_describe(mlp_parts)} + residual as coda's fused MLP")
 
 
+def _patch_linear(module):
+    """An nn.Linear of a width cuBLAS runs slowly (in or out features not a
+    multiple of 8: an unpadded vocabulary's head) on coda's GEMM, its bias in
+    the epilogue; its parameters as they are at each call. float32 CUDA
+    tensors stay on F.linear (coda multiplies f32 as tf32), and so does the
+    layer under torch.compile, whose inductor pads such GEMMs for cuBLAS
+    (faster there than coda's unpadded kernels: docs/performance.md)."""
+    bias = module.bias is not None
+    core = coda_nn.Linear(
+        module.in_features, module.out_features, device="meta",
+        epilogue=lambda t: ("EPILOGUE linear(bias: " + t + "[N]) {\n  output = input + bias;\n}\n"
+                            if bias else "EPILOGUE linear() {\n  output = input;\n}\n"))
+    object.__setattr__(module, "_coda_linear", core)
+
+    def forward(x):
+        if torch.compiler.is_compiling() or (x.is_cuda and x.dtype == torch.float32):
+            return F.linear(x, module.weight, module.bias)
+        core.training = module.training
+        return core._forward(module.weight, module.bias, x, None, {})
+
+    module.forward = forward
+    return (f"linear {module.in_features} -> {module.out_features}"
+            f"{'' if bias else ' (no bias)'}: coda's GEMM (a width not a multiple of 8, "
+            f"which cuBLAS runs several times slower)")
+
+
 def patch(model, verbose=False):
     """Puts the Transformer blocks and MLPs of `model` (an nn.Module) on coda
     kernels, in place, and returns a PatchReport (printed with
@@ -187,6 +219,10 @@ def patch(model, verbose=False):
                     report.replaced.append((name, what))
                     done.add(name)
                     continue
+        if isinstance(module, nn.Linear) and (module.in_features % 8 or module.out_features % 8):
+            report.replaced.append((name, _patch_linear(module)))
+            done.add(name)
+            continue
         parts = _mlp_parts(module)
         if isinstance(parts, tuple):
             report.replaced.append((name, _patch_mlp(module, parts)))

@@ -64,6 +64,23 @@ optimizer.step()
 if not fused(idx, targets).item() < before:
     failures.append("an SGD step did not lower the patched model's loss")
 
+# A vocabulary that is not a multiple of 8: the head (tied to the token
+# embedding) runs on coda's GEMM too, with the eager model's loss and
+# gradients.
+eager = GPT(vocab=250, context=16, layers=1, heads=2, d=32)
+fused = copy.deepcopy(eager)
+print(coda.patch(fused))
+# CHECK: coda.patch: 2 modules on coda kernels
+# CHECK-NEXT: blocks.0: block:
+# CHECK-NEXT: head: linear 32 -> 250 (no bias): coda's GEMM (a width not a multiple of 8, which cuBLAS runs several times slower)
+odd = torch.randint(0, 250, (3, 16))
+want, got = eager(odd, odd), fused(odd, odd)
+close("loss, vocabulary 250", got, want, 1e-5)
+want.backward()
+got.backward()
+for (name, p), q in zip(eager.named_parameters(), fused.parameters()):
+    close(f"gradient of {name}, vocabulary 250", q.grad, p.grad)
+
 # With dropout the output projection draws coda's mask in training; in
 # eval mode the patched model computes the eager one's loss.
 eager = GPT(context=16, layers=1, heads=2, d=32, dropout=0.2)
@@ -83,18 +100,28 @@ model = nn.Sequential(nn.Sequential(nn.Linear(8, 32), nn.GELU(approximate="tanh"
                                     nn.Linear(32, 8)),
                       nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8),
                                     nn.Dropout(0.1)),
-                      nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(), nn.Linear(16, 8)))
+                      nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(), nn.Linear(16, 8)),
+                      nn.Linear(8, 13))
 reference = copy.deepcopy(model)
 print(coda.patch(model))
-# CHECK: coda.patch: 2 modules on coda kernels
+# CHECK: coda.patch: 3 modules on coda kernels
 # CHECK-NEXT: 0: MLP (gelu) as coda's fused MLP
 # CHECK-NEXT: 1: MLP (gelu_erf, dropout 0.1) as coda's fused MLP
+# CHECK-NEXT: 3: linear 8 -> 13: coda's GEMM
 # CHECK-NEXT: left as is: 2: activation LeakyReLU has no coda epilogue
 x = torch.randn(5, 8, requires_grad=True)
 model.eval()
 reference.eval()
 close("nn.Sequential MLP", model[0](x), reference[0](x))
 close("nn.Sequential MLP with dropout, eval", model[1](x), reference[1](x))
+x2 = x.detach().clone().requires_grad_()
+close("linear 8 -> 13", model[3](x), reference[3](x2))
+model[3](x).square().sum().backward()
+reference[3](x2).square().sum().backward()
+close("linear 8 -> 13: gradient of x", x.grad, x2.grad)
+close("linear 8 -> 13: gradient of the weight", model[3].weight.grad, reference[3].weight.grad)
+close("linear 8 -> 13: gradient of the bias", model[3].bias.grad, reference[3].bias.grad)
+x.grad = None
 model.train()
 y = model[1](x)
 y.sum().backward()

@@ -104,6 +104,14 @@ check_module("Linear silu", lin,
              lambda w, seeds, x: torch.nn.functional.silu(x @ w["weight"].T + w["bias"]),
              {"x": torch.randn(3, 111, D, device=cuda, dtype=torch.bfloat16)}, 23)
 
+# coda.patch puts a linear layer of a width that cuBLAS runs slowly (1001
+# outputs: an unpadded vocabulary's head) on coda's GEMM.
+head = torch.nn.Linear(D, 1001, device=cuda, dtype=torch.bfloat16)
+coda.patch(head)
+check_module("patched linear 136 -> 1001", head,
+             lambda w, seeds, x: x @ w["weight"].T + w["bias"],
+             {"x": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 24)
+
 # torch.compile(fullgraph=True) with the inductor: the coda ops stay whole,
 # the seed is drawn in the graph (PyTorch's generator, as eager with
 # fallback_random).
