@@ -13,8 +13,8 @@ library is libcoda_reference.so, found as coda.Program finds its own
 import ctypes
 import json
 
-from .runtime import (CodaError, _Options, _declare, _is_epilogue, _live_programs, _load_library,
-                      _output_shape, _require_torch)
+from .runtime import (CodaError, _Options, _check_live, _declare, _is_epilogue, _live_programs,
+                      _load_library, _output_shape, _require_torch)
 from .runtime import _check as _runtime_check
 
 _lib = None
@@ -90,6 +90,7 @@ class ReferenceProgram:
         returns {output name: tensor}. Epilogue inputs by name, as
         coda.Program takes them."""
         torch = _require_torch("coda.reference.ReferenceProgram")
+        _check_live(self)
         inputs = dict(inputs or {}, **named)
         given = {"a": a, "b": b, "c": c, "alpha": gemm_alpha, "beta": gemm_beta}
         dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,

@@ -62,6 +62,11 @@ def _release_live_programs():
         program._release()
 
 
+def _check_live(program):
+    if not program._handle:
+        raise CodaError("the program was released: the interpreter is exiting")
+
+
 class CodaError(RuntimeError):
     """A failure reported by coda's runtime (compilation, checks, CUDA)."""
 
@@ -340,6 +345,7 @@ class Program:
                 inputs[name] = value
         else:
             inputs = named
+        _check_live(self)
         plan = self._plan or self._make_plan()
         torch = plan["torch"]
         given = (a, b, c, gemm_alpha, gemm_beta)

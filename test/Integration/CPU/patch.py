@@ -128,6 +128,18 @@ y.sum().backward()
 if not (torch.isfinite(y).all() and torch.isfinite(x.grad).all()):
     failures.append("the MLP with dropout after fc2 does not train")
 
+# At exit, before the interpreter's finalization, coda releases its programs;
+# a call after that (from a later exit handler) is an error, not a crash.
+from coda.runtime import _release_live_programs  # noqa: E402
+
+_release_live_programs()
+try:
+    model[0](x)
+    failures.append("a released program ran")
+except coda.CodaError as error:
+    print("after release:", error)
+# CHECK: after release: the program was released: the interpreter is exiting
+
 print("failures:", failures or "none")
 # CHECK: failures: none
 # TRAIN: coda.patch: 1 modules on coda kernels
