@@ -11,6 +11,11 @@
 // RUN: cat %s %S/Inputs/e2e-driver.mlir | coda-opt --coda-raise-linalg --coda-cpu-pipeline \
 // RUN:   | %mlir_runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils > %t.raised
 // RUN: %python %testlib/compare_memref_prints.py %t.linalg %t.raised --rtol 1e-5 --atol 1e-6
+// Outlined into programs (one function per coda.gemm, called where it was),
+// the raised functions compute the same.
+// RUN: cat %s %S/Inputs/e2e-driver.mlir | coda-opt --coda-raise-linalg --coda-outline-programs --coda-cpu-pipeline \
+// RUN:   | %mlir_runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils > %t.outlined
+// RUN: %python %testlib/compare_memref_prints.py %t.raised %t.outlined --rtol 0 --atol 0
 
 // Every program became one coda.gemm and nothing of it is left in linalg.
 // CHECK-LABEL: func.func @linear_gelu

@@ -1,5 +1,13 @@
 // RUN: coda-opt %s --coda-raise-linalg | FileCheck %s
 // RUN: coda-opt %s --coda-raise-linalg --coda-to-linalg | FileCheck %s --check-prefix=LOWERED
+// Outlined, every raised GEMM is a program the GPU lowering builds a kernel
+// for; the functions that held one call it.
+// RUN: coda-opt %s --coda-raise-linalg --coda-outline-programs --coda-plan-kernels --coda-to-gpu \
+// RUN:   | FileCheck %s --check-prefix=GPU
+// GPU-DAG: gpu.func @linear_gelu(
+// GPU-DAG: gpu.func @linear_residual_layernorm_gemm(
+// GPU-DAG: gpu.func @attention_softmax(
+// GPU-DAG: call @linear_residual_layernorm_gemm(
 
 // Transformer MLP pieces as torch-mlir lowers them to linalg on tensors
 // (torch-backend-to-linalg-on-tensors, dynamic batch): nn.Linear is a

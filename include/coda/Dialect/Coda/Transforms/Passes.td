@@ -43,4 +43,31 @@ def CodaDeriveBackward : Pass<"coda-derive-backward", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def CodaOutlinePrograms : Pass<"coda-outline-programs", "::mlir::ModuleOp"> {
+  let summary = "Make every coda.gemm that is not a program a program of its own";
+  let description = [{
+    A coda.gemm in the middle of a larger function (as `coda-raise-linalg`
+    leaves it) is not a coda program, which the GPU lowering, the runtime and
+    `coda-derive-backward` take. This pass moves each such coda.gemm into a
+    new function of the module that is one: its arguments the GEMM's
+    operands in order (A, B, C, alpha, beta, then the epilogue inputs, named
+    `input<i>`, or `seed` for the i64 input that seeds a dropout), its results
+    the GEMM's (named `output`, or `output<i>` when there are several). The
+    function is named after the one the GEMM was in (`@mlp` gives
+    `@mlp_gemm`, `@mlp_gemm_1`, ... where the name is taken), and a
+    `func.call` to it takes the GEMM's place. Programs are left as they are.
+
+    ```mlir
+    // coda-opt --coda-raise-linalg --coda-outline-programs
+    func.func @mlp_gemm(%a: tensor<?x768xf32>, %b: tensor<768x3072xf32>,
+                        %bias: tensor<3072xf32> {coda.name = "input0"})
+        -> (tensor<?x3072xf32> {coda.name = "output"})
+    func.func @mlp(...) {
+      ...
+      %0 = call @mlp_gemm(%x, %w, %bias) : (...) -> tensor<?x3072xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // CODA_DIALECT_CODA_TRANSFORMS_PASSES_TD
