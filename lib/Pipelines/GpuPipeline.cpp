@@ -9,6 +9,7 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Target/LLVM/NVVM/Utils.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -56,6 +57,10 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
   pm.addPass(createGpuNVVMAttachTarget(target));
 
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  // x^n for a constant integer n (math.fpowi, which frontends emit for
+  // pow(x, 2)) becomes multiplications, as on the CPU; libdevice's powi
+  // takes an i32 exponent, and an i64 one left a call nothing resolves.
+  device.addPass(math::createMathExpandOpsPass({{"fpowi"}}));
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
   pm.addPass(createCodaGridConstantTensorMaps());
