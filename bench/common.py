@@ -1,5 +1,6 @@
 """What the H200 benchmarks share: coda's python package loaded beside the
-peers', CUDA-event medians with L2 flushed, relative errors, and the peers.
+peers', CUDA-event medians with L2 flushed, CUDA-graph replays, relative
+errors, and the peers.
 """
 
 import argparse
@@ -32,6 +33,23 @@ def load_coda():
 def bench(fn):
     """The median time of `fn` in ms (CUDA events, L2 flushed)."""
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def graphed(fn, warmup=3):
+    """fn captured in a CUDA graph (after warm-up on a side stream); returns
+    the graph's replay."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
 
 
 def rel(got, want):

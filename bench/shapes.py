@@ -25,7 +25,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from common import bench, load_coda, parse_arguments, rel
+from common import bench, graphed, load_coda, parse_arguments, rel
 
 coda = load_coda()
 _output_shape = sys.modules["coda_compiler.runtime"]._output_shape
@@ -82,19 +82,6 @@ def make_inputs(program, m, n, k):
         shape = _output_shape(arg["dims"], None, m, n)
         named[arg["name"]] = torch.randn(*shape, device=dev).to(TYPES[arg["type"]])
     return a.bfloat16(), b.bfloat16(), named
-
-
-def graphed(fn):
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph.replay
 
 
 def us(fn):

@@ -35,6 +35,7 @@ from triton.testing import do_bench
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import coda.nn  # noqa: E402
 from coda.autograd import draw_seed, run  # noqa: E402
+from common import graphed  # noqa: E402
 
 M = 8192
 P = 0.1
@@ -55,21 +56,6 @@ class EagerMLP(nn.Module):
 
 def bench(fn, grads=()):
     return do_bench(fn, warmup=25, rep=200, grad_to_none=list(grads))
-
-
-def graphed(fn, warmup=3):
-    """fn captured in a CUDA graph (after warm-up on a side stream); returns
-    the graph's replay."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(warmup):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph.replay
 
 
 def rel(got, want):
