@@ -74,6 +74,57 @@ static void findSource(GemmOp gemm, unsigned index, ProgramOutput &output,
   output.sourceArgument = argNumber;
 }
 
+/// The operands of `gemm` that a program binds to its arguments, in order
+/// (A, B, C, alpha, beta, the epilogue inputs), each with its role and the
+/// dims it spans.
+static SmallVector<std::tuple<Value, ArgumentRole, unsigned>>
+getBoundOperands(GemmOp gemm) {
+  SmallVector<std::tuple<Value, ArgumentRole, unsigned>> operands = {
+      {gemm.getA(), ArgumentRole::A, 0}, {gemm.getB(), ArgumentRole::B, 0}};
+  if (gemm.getC())
+    operands.push_back(
+        {gemm.getC(), ArgumentRole::C, gemm.getOutputSpaceDims().getMask()});
+  if (gemm.getAlpha())
+    operands.push_back({gemm.getAlpha(), ArgumentRole::Alpha, 0});
+  if (gemm.getBeta())
+    operands.push_back({gemm.getBeta(), ArgumentRole::Beta, 0});
+  for (auto [i, input] : llvm::enumerate(gemm.getInputs()))
+    operands.push_back(
+        {input, ArgumentRole::Input, gemm.getInputDimsAt(i).getMask()});
+  return operands;
+}
+
+std::optional<std::string> mlir::coda::getProgramViolation(func::FuncOp func) {
+  if (func.isExternal())
+    return std::string("it has no body");
+  Block &body = func.getBody().front();
+  auto gemms = body.getOps<GemmOp>();
+  if (std::distance(gemms.begin(), gemms.end()) != 1 ||
+      body.getOperations().size() != 2)
+    return std::string("its body must be exactly one coda.gemm and a return");
+  GemmOp gemm = *gemms.begin();
+  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+  if (!ret || ret.getOperands() != gemm.getResults())
+    return std::string("it must return the coda.gemm results, in order");
+  SmallVector<bool> bound(func.getNumArguments(), false);
+  for (auto [operand, role, dims] : getBoundOperands(gemm)) {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg || arg.getOwner() != &body)
+      return ("coda.gemm operand '" + stringifyArgumentRole(role) +
+              "' must be a function argument")
+          .str();
+    if (bound[arg.getArgNumber()])
+      return ("argument #" + Twine(arg.getArgNumber()) +
+              " feeds two coda.gemm operands")
+          .str();
+    bound[arg.getArgNumber()] = true;
+  }
+  for (auto [i, isBound] : llvm::enumerate(bound))
+    if (!isBound)
+      return ("argument #" + Twine(i) + " is not used by the coda.gemm").str();
+  return std::nullopt;
+}
+
 FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
                                                   StringRef name) {
   func::FuncOp func;
@@ -99,17 +150,10 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
     return func.emitError()
            << "'" << func.getName() << "' is not a coda program: " << why;
   };
-  if (func.isExternal())
-    return notProgram("it has no body");
+  if (std::optional<std::string> why = getProgramViolation(func))
+    return notProgram(*why);
   Block &body = func.getBody().front();
-  auto gemms = body.getOps<GemmOp>();
-  if (std::distance(gemms.begin(), gemms.end()) != 1 ||
-      body.getOperations().size() != 2)
-    return notProgram("its body must be exactly one coda.gemm and a return");
-  GemmOp gemm = *gemms.begin();
-  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
-  if (!ret || ret.getOperands() != gemm.getResults())
-    return notProgram("it must return the coda.gemm results, in order");
+  GemmOp gemm = *body.getOps<GemmOp>().begin();
 
   ProgramSignature signature;
   signature.functionName = func.getName().str();
@@ -117,48 +161,21 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
   signature.transposeA = gemm.getTransposeA();
   signature.transposeB = gemm.getTransposeB();
   signature.batched = gemm.isBatched();
-  unsigned space = gemm.getOutputSpaceDims().getMask();
 
   signature.arguments.resize(func.getNumArguments());
-  SmallVector<bool> bound(func.getNumArguments(), false);
-  auto bind = [&](Value operand, ArgumentRole role,
-                  unsigned dims) -> LogicalResult {
-    auto arg = dyn_cast<BlockArgument>(operand);
-    if (!arg || arg.getOwner() != &body)
-      return notProgram("coda.gemm operand '" + stringifyArgumentRole(role) +
-                        "' must be a function argument");
-    if (bound[arg.getArgNumber()])
-      return notProgram("argument #" + Twine(arg.getArgNumber()) +
-                        " feeds two coda.gemm operands");
-    bound[arg.getArgNumber()] = true;
-    ProgramArgument &entry = signature.arguments[arg.getArgNumber()];
+  for (auto [operand, role, dims] : getBoundOperands(gemm)) {
+    unsigned number = cast<BlockArgument>(operand).getArgNumber();
+    ProgramArgument &entry = signature.arguments[number];
     entry.role = role;
-    entry.type = arg.getType();
+    entry.type = operand.getType();
     entry.dims = dims;
-    if (auto attr =
-            func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "coda.name"))
+    if (auto attr = func.getArgAttrOfType<StringAttr>(number, "coda.name"))
       entry.name = attr.str();
     else if (role != ArgumentRole::Input)
       entry.name = stringifyArgumentRole(role).str();
     else
-      entry.name = "arg" + std::to_string(arg.getArgNumber());
-    return success();
-  };
-  if (failed(bind(gemm.getA(), ArgumentRole::A, 0)) ||
-      failed(bind(gemm.getB(), ArgumentRole::B, 0)) ||
-      (gemm.getC() && failed(bind(gemm.getC(), ArgumentRole::C, space))) ||
-      (gemm.getAlpha() &&
-       failed(bind(gemm.getAlpha(), ArgumentRole::Alpha, 0))) ||
-      (gemm.getBeta() && failed(bind(gemm.getBeta(), ArgumentRole::Beta, 0))))
-    return failure();
-  for (auto [i, input] : llvm::enumerate(gemm.getInputs()))
-    if (failed(
-            bind(input, ArgumentRole::Input, gemm.getInputDimsAt(i).getMask())))
-      return failure();
-  for (auto [i, isBound] : llvm::enumerate(bound))
-    if (!isBound)
-      return notProgram("argument #" + Twine(i) +
-                        " is not used by the coda.gemm");
+      entry.name = "arg" + std::to_string(number);
+  }
 
   for (auto [i, result] : llvm::enumerate(gemm.getResults())) {
     ProgramOutput output;

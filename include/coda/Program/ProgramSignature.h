@@ -12,10 +12,12 @@
 #ifndef CODA_PROGRAM_PROGRAMSIGNATURE_H
 #define CODA_PROGRAM_PROGRAMSIGNATURE_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::coda {
@@ -94,6 +96,12 @@ struct ProgramSignature {
   SmallVector<int64_t> getOutputShape(unsigned index,
                                       const ProblemShape &problem) const;
 };
+
+/// Why `func` is not a coda program, as ProgramSignature::get reports it (no
+/// body, a body other than one coda.gemm and the return of its results, an
+/// operand that is not an argument or an argument that feeds two operands or
+/// none), or nothing when it is one.
+std::optional<std::string> getProgramViolation(func::FuncOp func);
 
 /// Erases every function of `module` but the program `functionName`, so that
 /// lowering the module compiles that program alone.

@@ -7,6 +7,7 @@
 
 #include "coda/Dialect/Coda/IR/CodaOps.h"
 #include "coda/Dialect/Coda/Transforms/Passes.h"
+#include "coda/Program/ProgramSignature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -20,27 +21,6 @@ using namespace mlir;
 using namespace mlir::coda;
 
 namespace {
-
-/// Whether `gemm` is a coda program's: the only op of its function's body
-/// besides the return of its results, each of its operands a different
-/// argument of the function and every argument one of them.
-bool isProgram(GemmOp gemm) {
-  auto func = dyn_cast<func::FuncOp>(gemm->getParentOp());
-  if (!func)
-    return false;
-  Block &body = func.getBody().front();
-  auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
-  if (body.getOperations().size() != 2 || !ret ||
-      ret.getOperands() != gemm.getResults())
-    return false;
-  llvm::SmallDenseSet<Value> seen;
-  for (Value operand : gemm->getOperands()) {
-    auto arg = dyn_cast<BlockArgument>(operand);
-    if (!arg || arg.getOwner() != &body || !seen.insert(arg).second)
-      return false;
-  }
-  return seen.size() == body.getNumArguments();
-}
 
 /// Whether epilogue input `input` seeds a coda.dropout.
 bool seedsDropout(GemmOp gemm, unsigned input) {
@@ -94,7 +74,8 @@ struct CodaOutlinePrograms final
     ModuleOp module = getOperation();
     SmallVector<GemmOp> gemms;
     module.walk([&](GemmOp gemm) {
-      if (!isProgram(gemm))
+      auto func = dyn_cast<func::FuncOp>(gemm->getParentOp());
+      if (!func || getProgramViolation(func))
         gemms.push_back(gemm);
     });
     SymbolTable symbols(module);
