@@ -13,8 +13,9 @@ using namespace mlir::coda;
 namespace {
 constexpr KernelParamKind kKinds[] = {
     KernelParamKind::TensorMap, KernelParamKind::GlobalPtr,
-    KernelParamKind::AtomicPtr, KernelParamKind::F32,
-    KernelParamKind::I64,       KernelParamKind::I32};
+    KernelParamKind::AtomicPtr, KernelParamKind::Partials,
+    KernelParamKind::F32,       KernelParamKind::I64,
+    KernelParamKind::I32};
 constexpr KernelParamRole kRoles[] = {
     KernelParamRole::A,      KernelParamRole::B,    KernelParamRole::C,
     KernelParamRole::Alpha,  KernelParamRole::Beta, KernelParamRole::Input,
@@ -40,6 +41,8 @@ StringRef mlir::coda::stringifyKernelParamKind(KernelParamKind kind) {
     return "global_ptr";
   case KernelParamKind::AtomicPtr:
     return "atomic_ptr";
+  case KernelParamKind::Partials:
+    return "partials";
   case KernelParamKind::F32:
     return "f32";
   case KernelParamKind::I64:
@@ -83,6 +86,11 @@ int64_t KernelABI::getNumTiles(int64_t m, int64_t n, int64_t batch) const {
          batch;
 }
 
+int64_t KernelABI::getPartialRows(int64_t m, int64_t batch) const {
+  int64_t warpsPerTile = schedule == Schedule::Pingpong ? 4 : 8;
+  return llvm::divideCeilSigned(m, tileM) * warpsPerTile * batch;
+}
+
 int64_t KernelABI::getNumUnits(int64_t m, int64_t n, int64_t batch) const {
   int64_t unitCols = clusterN > 1 ? 1 : llvm::divideCeilSigned(n, tileN);
   return unitCols *
@@ -124,6 +132,8 @@ DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
           b.getNamedAttr("box", b.getDenseI64ArrayAttr(param.box)));
     if (param.fill)
       fields.push_back(b.getNamedAttr("fill", b.getF64FloatAttr(*param.fill)));
+    if (!param.merge.empty())
+      fields.push_back(b.getNamedAttr("merge", b.getStringAttr(param.merge)));
     paramAttrs.push_back(b.getDictionaryAttr(fields));
   }
   SmallVector<NamedAttribute> fields = {
@@ -199,8 +209,11 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
       param.box.assign(box.asArrayRef().begin(), box.asArrayRef().end());
     if (auto fill = dict.getAs<FloatAttr>("fill"))
       param.fill = fill.getValueAsDouble();
+    if (auto merge = dict.getAs<StringAttr>("merge"))
+      param.merge = merge.str();
     if ((*kind == KernelParamKind::TensorMap) == param.box.empty() ||
-        (*kind == KernelParamKind::AtomicPtr) != param.fill.has_value())
+        (*kind == KernelParamKind::AtomicPtr) != param.fill.has_value() ||
+        (*kind == KernelParamKind::Partials) == param.merge.empty())
       return std::nullopt;
     abi.params.push_back(std::move(param));
   }

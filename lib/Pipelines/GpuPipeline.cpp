@@ -44,6 +44,7 @@ void mlir::coda::buildGpuPipeline(OpPassManager &pm,
   kernels.epilogueVectorBytes = options.epilogueVectorBytes;
   kernels.fastActivations = options.fastActivations;
   kernels.seedInMemory = options.seedInMemory;
+  kernels.deterministic = options.deterministic;
   pm.addPass(createCodaPlanKernels(kernels));
   pm.addPass(createConvertCodaToGPU());
   pm.addPass(createCodaLowerTileEpilogues());

@@ -90,6 +90,7 @@ getCompileOptions(const coda_compile_options &o) {
   shape.groupRows = o.group_rows;
   compile.autotune = o.autotune != 0;
   compile.fastActivations = o.fast_activations != 0;
+  compile.deterministic = o.deterministic != 0;
   return compile;
 }
 
@@ -98,12 +99,16 @@ getCompileOptions(const coda_compile_options &o) {
 #define CODA_COMPILE_OPTIONS_FIELDS(X)                                         \
   X(tile_n) X(stages) X(function) X(epilogue) X(dtype) X(layout_a)             \
   X(layout_b) X(with_c) X(with_alpha) X(tile_m) X(schedule) X(autotune)        \
-  X(cluster_m) X(group_rows) X(fast_activations) X(derive)
+  X(cluster_m) X(group_rows) X(fast_activations) X(derive) X(deterministic)
 // clang-format on
 
-// A field added after the last one listed must be listed too.
-static_assert(offsetof(coda_compile_options, derive) +
-                      sizeof(coda_compile_options::derive) ==
+// A field added after the last one listed must be listed too (the struct
+// ends with it and its padding).
+constexpr size_t kOptionsEnd = offsetof(coda_compile_options, deterministic) +
+                               sizeof(coda_compile_options::deterministic);
+constexpr size_t kOptionsAlign = alignof(coda_compile_options);
+static_assert((kOptionsEnd + kOptionsAlign - 1) / kOptionsAlign *
+                      kOptionsAlign ==
                   sizeof(coda_compile_options),
               "CODA_COMPILE_OPTIONS_FIELDS must list every field");
 

@@ -44,7 +44,8 @@ static bool describesProgram(const KernelABI &abi,
       if (param.index < 0 ||
           param.index >= static_cast<int64_t>(signature.outputs.size()) ||
           (param.kind != KernelParamKind::GlobalPtr &&
-           param.kind != KernelParamKind::AtomicPtr))
+           param.kind != KernelParamKind::AtomicPtr &&
+           param.kind != KernelParamKind::Partials))
         return false;
       continue;
     }
@@ -73,6 +74,7 @@ static bool describesProgram(const KernelABI &abi,
         return false;
       break;
     case KernelParamKind::AtomicPtr:
+    case KernelParamKind::Partials:
     case KernelParamKind::I32:
       return false;
     }

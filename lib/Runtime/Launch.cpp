@@ -37,23 +37,36 @@ CUlaunchConfig runtime::getLaunchConfig(const Kernel &kernel, int64_t grid,
 }
 
 namespace {
-/// Copies of the operands that TMA cannot read where they are: a base that
-/// is not 16-byte aligned, or rows that are not a multiple of 16 bytes long
-/// (K not a multiple of 8 in bf16, say). Each is copied on the launch's
-/// stream into a buffer of the driver's stream-ordered allocator whose rows
-/// start 16 bytes apart, and freed on the stream after the launch; the tensor
-/// map then describes the copy, and TMA reads it as it reads any operand
-/// (its boxes past the last column filled with zeros). Operands TMA can read
-/// are not copied.
-class StagedOperands {
+/// The buffers one launch needs besides its arguments, from the driver's
+/// stream-ordered allocator on the launch's stream, freed on the stream after
+/// the launch: copies of the operands that TMA cannot read where they are,
+/// and the partial results of deterministic column reductions.
+///
+/// An operand TMA cannot read has a base that is not 16-byte aligned, or rows
+/// that are not a multiple of 16 bytes long (K not a multiple of 8 in bf16,
+/// say). It is copied into a buffer whose rows start 16 bytes apart; the
+/// tensor map then describes the copy, and TMA reads it as it reads any
+/// operand (its boxes past the last column filled with zeros). Operands TMA
+/// can read are not copied.
+class LaunchBuffers {
 public:
-  StagedOperands(const CudaDriver &driver, CUstream stream)
+  LaunchBuffers(const CudaDriver &driver, CUstream stream)
       : driver(driver), stream(stream) {}
-  StagedOperands(const StagedOperands &) = delete;
-  StagedOperands &operator=(const StagedOperands &) = delete;
-  ~StagedOperands() {
+  LaunchBuffers(const LaunchBuffers &) = delete;
+  LaunchBuffers &operator=(const LaunchBuffers &) = delete;
+  ~LaunchBuffers() {
     for (CUdeviceptr buffer : buffers)
       (void)driver.cuMemFreeAsync(buffer, stream);
+  }
+
+  /// A buffer of `bytes` bytes (uninitialized).
+  llvm::Expected<CUdeviceptr> allocate(uint64_t bytes, const Twine &what) {
+    CUdeviceptr buffer = 0;
+    if (auto e = driver.check(driver.cuMemAllocAsync(&buffer, bytes, stream),
+                              "cuMemAllocAsync", what))
+      return std::move(e);
+    buffers.push_back(buffer);
+    return buffer;
   }
 
   /// The address and row pitch (bytes) that TMA reads `rows` rows of
@@ -65,24 +78,22 @@ public:
     if (pointer % 16 == 0 && rowBytes % 16 == 0)
       return std::make_pair(pointer, rowBytes);
     uint64_t pitch = llvm::alignTo(rowBytes, 16);
-    CUdeviceptr buffer = 0;
-    if (auto e =
-            driver.check(driver.cuMemAllocAsync(&buffer, pitch * rows, stream),
-                         "cuMemAllocAsync", "staging " + what))
-      return std::move(e);
-    buffers.push_back(buffer);
+    llvm::Expected<CUdeviceptr> buffer =
+        allocate(pitch * rows, "staging " + what);
+    if (!buffer)
+      return buffer.takeError();
     CUDA_MEMCPY2D copy = {};
     copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
     copy.srcDevice = pointer;
     copy.srcPitch = rowBytes;
-    copy.dstDevice = buffer;
+    copy.dstDevice = *buffer;
     copy.dstPitch = pitch;
     copy.WidthInBytes = rowBytes;
     copy.Height = rows;
     if (auto e = driver.check(driver.cuMemcpy2DAsync(&copy, stream),
                               "cuMemcpy2DAsync", "staging " + what))
       return std::move(e);
-    return std::make_pair(buffer, pitch);
+    return std::make_pair(*buffer, pitch);
   }
 
 private:
@@ -216,9 +227,11 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
 
   std::vector<ParamStorage> storage(abi.params.size());
   SmallVector<void *> params;
-  StagedOperands staged(driver, static_cast<CUstream>(stream));
+  LaunchBuffers buffers(driver, static_cast<CUstream>(stream));
   // Outputs that the kernel combines into with atomics, and their start value.
   SmallVector<std::pair<const DeviceTensor *, float>> atomicOutputs;
+  // Outputs merged after the kernel from partial results, and their scratch.
+  SmallVector<std::pair<const KernelParam *, CUdeviceptr>> mergedOutputs;
   for (auto [param, slot] : llvm::zip(abi.params, storage)) {
     params.push_back(&slot);
     switch (param.kind) {
@@ -231,8 +244,8 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
       uint64_t rowBytes = tensor.shape[rank - 1] * elementBytes, rows = 1;
       for (int64_t size : ArrayRef(tensor.shape).drop_back())
         rows *= size;
-      auto source = staged.get(tensor.pointer, rowBytes, rows,
-                               "'" + arg.name + "' for '" + name + "'");
+      auto source = buffers.get(tensor.pointer, rowBytes, rows,
+                                "'" + arg.name + "' for '" + name + "'");
       if (!source)
         return source.takeError();
       auto [address, pitch] = *source;
@@ -267,6 +280,19 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
       atomicOutputs.emplace_back(&outputs[param.index],
                                  static_cast<float>(param.fill.value_or(0.0)));
       break;
+    case KernelParamKind::Partials: {
+      uint64_t bytes = uint64_t(abi.getPartialRows(problem.m, problem.batch)) *
+                       problem.n * sizeof(float);
+      llvm::Expected<CUdeviceptr> scratch =
+          buffers.allocate(bytes, "the partial results of '" +
+                                      signature.outputs[param.index].name +
+                                      "' of '" + name + "'");
+      if (!scratch)
+        return scratch.takeError();
+      slot.pointer = *scratch;
+      mergedOutputs.emplace_back(&param, *scratch);
+      break;
+    }
     case KernelParamKind::GlobalPtr:
       // An output, a tensor input, or the seed given by its address.
       slot.pointer =
@@ -311,7 +337,35 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
   CUlaunchAttribute attribute;
   CUlaunchConfig config = getLaunchConfig(
       kernel, grid[0], static_cast<CUstream>(stream), attribute);
-  return driver.check(
-      driver.cuLaunchKernelEx(&config, kernel.function, params.data(), nullptr),
-      "cuLaunchKernelEx", "launching '" + name + "'");
+  if (auto e = driver.check(driver.cuLaunchKernelEx(&config, kernel.function,
+                                                    params.data(), nullptr),
+                            "cuLaunchKernelEx", "launching '" + name + "'"))
+    return e;
+
+  // Each merge kernel combines its output's partial results in a fixed order.
+  for (auto [param, scratch] : mergedOutputs) {
+    const DeviceTensor &output = outputs[param->index];
+    int64_t batches = output.shape.size() > 1 ? output.shape.front() : 1;
+    auto rows = static_cast<int32_t>(
+        abi.getPartialRows(problem.m, problem.batch) / batches);
+    auto n = static_cast<int32_t>(problem.n);
+    CUdeviceptr partials = scratch, result = output.pointer;
+    void *mergeParams[] = {&partials, &result, &rows, &n};
+    CUlaunchConfig merge = {};
+    merge.gridDimX = static_cast<unsigned>(
+        llvm::divideCeil(problem.n, KernelABI::kMergeColumns));
+    merge.gridDimY = static_cast<unsigned>(batches);
+    merge.gridDimZ = 1;
+    merge.blockDimX = KernelABI::kMergeThreads;
+    merge.blockDimY = merge.blockDimZ = 1;
+    merge.hStream = static_cast<CUstream>(stream);
+    if (auto e = driver.check(
+            driver.cuLaunchKernelEx(&merge, kernel.merges.lookup(param->merge),
+                                    mergeParams, nullptr),
+            "cuLaunchKernelEx",
+            "merging '" + signature.outputs[param->index].name + "' of '" +
+                name + "'"))
+      return e;
+  }
+  return llvm::Error::success();
 }

@@ -86,6 +86,12 @@ static llvm::Error load(const CudaDriver &driver, CUcontext context,
       driver.check(driver.cuModuleGetFunction(&kernel.function, kernel.module,
                                               kernel.abi.kernel.c_str()),
                    "cuModuleGetFunction", what);
+  for (const KernelParam &param : kernel.abi.params)
+    if (!error && !param.merge.empty())
+      error = driver.check(
+          driver.cuModuleGetFunction(&kernel.merges[param.merge], kernel.module,
+                                     param.merge.c_str()),
+          "cuModuleGetFunction", what);
   if (!error && kernel.abi.sharedMemoryBytes > 48 * 1024)
     error = driver.check(driver.cuFuncSetAttribute(
                              kernel.function,
@@ -127,9 +133,10 @@ std::string GpuProgram::getProgramKey() const {
   llvm::SHA256 hash;
   std::string chip = getChip(runtime.computeCapability);
   StringRef activations = options.fastActivations ? "fast" : "exact";
+  StringRef reductions = options.deterministic ? "ordered" : "atomic";
   for (StringRef part :
        {StringRef(kCodaCompilerVersion), StringRef(chip), StringRef(source),
-        StringRef(signature.functionName), activations})
+        StringRef(signature.functionName), activations, reductions})
     hash.update(part), hash.update(StringRef("\0", 1));
   return llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 }
@@ -187,6 +194,7 @@ GpuProgram::prepareShape(const KernelShape &shape, bool seedInMemory) {
   pipeline.chip = getChip(runtime.computeCapability);
   shape.setOptions(pipeline);
   pipeline.fastActivations = options.fastActivations;
+  pipeline.deterministic = options.deterministic;
   pipeline.seedInMemory = seedInMemory;
 
   // The key covers everything the kernel depends on.

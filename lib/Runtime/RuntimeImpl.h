@@ -52,6 +52,8 @@ struct Kernel {
   KernelABI abi;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
+  /// The merge kernels of the ABI's Partials parameters, by entry name.
+  llvm::StringMap<CUfunction> merges;
   /// How many clusters of the kernel (of abi.getClusterSize() blocks) the
   /// device runs at once: the persistent grid, in clusters.
   int64_t activeClusters = 0;

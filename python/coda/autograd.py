@@ -55,14 +55,17 @@ class ProgramFamily:
 
     def program(self, derive, device, dtype):
         """The program `derive` ("" for the forward) for tensors of `dtype` on
-        `device`."""
-        key = (derive, device, dtype)
+        `device`; on the GPU, with column reductions merged in a fixed order
+        while torch.use_deterministic_algorithms(True) is in effect."""
+        deterministic = device.type == "cuda" and torch.are_deterministic_algorithms_enabled()
+        key = (derive, device, dtype, deterministic)
         if key not in self._programs:
             name = _DTYPES[dtype]
             source = self.source(name) if callable(self.source) else self.source
             options = dict(self.options, dtype=name, derive=derive)
             if device.type == "cuda":
-                program = Program(source, device=device.index, **options)
+                program = Program(source, device=device.index, deterministic=deterministic,
+                                  **options)
             else:
                 program = ReferenceProgram(source, widen_to_f64=dtype == torch.float64,
                                            **options)

@@ -90,7 +90,8 @@ class _Options(ctypes.Structure):
                 ("with_alpha", ctypes.c_int32), ("tile_m", ctypes.c_int64),
                 ("schedule", ctypes.c_char_p), ("autotune", ctypes.c_int32),
                 ("cluster_m", ctypes.c_int64), ("group_rows", ctypes.c_int64),
-                ("fast_activations", ctypes.c_int32), ("derive", ctypes.c_char_p)]
+                ("fast_activations", ctypes.c_int32), ("derive", ctypes.c_char_p),
+                ("deterministic", ctypes.c_int32)]
 
 
 def _options_layout(options=_Options):
@@ -243,13 +244,20 @@ class Program:
     each problem shape and keeps the fastest (cached with the kernels).
     derive="backward", "saving", "backward_saved", "grad_a" or "grad_b"
     loads the program derived from the source's for training
-    (docs/autodiff.md)."""
+    (docs/autodiff.md). deterministic=True merges column reductions (a bias
+    gradient) in a fixed order instead of with f32 atomics, so that they are
+    bit-identical from run to run; None (the default) follows
+    torch.are_deterministic_algorithms_enabled() when the program is made."""
 
     def __init__(self, source, function="", device=None, tile_n=0, stages=0,
                  dtype="bf16", layout_a="mk", layout_b="nk", with_c=False,
                  with_alpha=False, tile_m=0, schedule="", autotune=False,
-                 cluster_m=0, group_rows=0, fast_activations=False, derive=""):
+                 cluster_m=0, group_rows=0, fast_activations=False, derive="",
+                 deterministic=None):
         torch = _require_torch("coda.Program")
+        if deterministic is None:
+            deterministic = torch.are_deterministic_algorithms_enabled()
+        self.deterministic = bool(deterministic)
         torch.cuda.init()  # the runtime shares PyTorch's primary context
         if device is None:
             device = torch.cuda.current_device()
@@ -259,7 +267,8 @@ class Program:
                            int(_is_epilogue(source)), dtype.encode(), layout_a.encode(),
                            layout_b.encode(), int(with_c), int(with_alpha), tile_m,
                            schedule.encode() or None, int(autotune), cluster_m, group_rows,
-                           int(fast_activations), derive.encode() or None)
+                           int(fast_activations), derive.encode() or None,
+                           int(self.deterministic))
         handle = ctypes.c_void_p()
         text = source.encode()
         _check(lib.coda_program_load(_runtime(device), text, len(text),

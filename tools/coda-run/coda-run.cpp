@@ -99,6 +99,11 @@ cl::opt<bool> fastActivations(
              "tanh.approx.f32 instruction (faster; tanh within 2^-11 "
              "relative error)"),
     cl::cat(category));
+cl::opt<bool> deterministic(
+    "deterministic",
+    cl::desc("with --device cuda: column reductions merged in a fixed order "
+             "instead of with f32 atomics (bit-identical from run to run)"),
+    cl::cat(category));
 /// The kernel-shape options, named as coda-to-gpu's (which
 /// KernelShape::fromOptions reads).
 struct KernelShapeOptions {
@@ -191,14 +196,16 @@ int main(int argc, char **argv) {
   GpuCompileOptions gpuOptions;
   gpuOptions.autotune = autotune;
   gpuOptions.fastActivations = fastActivations;
+  gpuOptions.deterministic = deterministic;
   std::optional<KernelShape> shape = KernelShape::fromOptions(shapeOptions);
   if (!shape)
     return fail("--" + KernelShape::getScheduleError(shapeOptions.schedule));
   gpuOptions.shape = *shape;
-  if ((check || bench || autotune || fastActivations ||
+  if ((check || bench || autotune || fastActivations || deterministic ||
        gpuOptions.shape.isPinned()) &&
       device != "cuda")
-    return fail("--check, --bench, --autotune, --fast-activations and the "
+    return fail("--check, --bench, --autotune, --fast-activations, "
+                "--deterministic and the "
                 "kernel-shape options need --device cuda");
 
   DialectRegistry registry;

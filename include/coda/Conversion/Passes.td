@@ -73,7 +73,11 @@ def CodaPlanKernels : Pass<"coda-plan-kernels", "::mlir::ModuleOp"> {
            "The dropout seed's kernel parameter is the global address of its "
            "8 bytes, read as the kernel starts, instead of its value: a CUDA "
            "graph that captured a launch replays with the seed memory holds "
-           "then">
+           "then">,
+    Option<"deterministic", "deterministic", "bool", /*default=*/"false",
+           "Column reductions without float atomics: each warp writes its "
+           "partial result, and a merge kernel combines them in a fixed "
+           "order, so that the result is bit-identical from run to run">
   ];
 }
 
@@ -120,7 +124,8 @@ def CodaLowerTileEpilogues : Pass<"coda-lower-tile-epilogues",
     group at a time (16-byte chunks regrouped by quad shuffles where the plan
     says so), three steps ahead; one Philox call per 8 dropout decisions;
     row reductions by quad shuffles, column reductions by warp shuffles and
-    one f32 atomic per warp and column; 16-bit outputs written 16 bytes per
+    one f32 atomic per warp and column (under a deterministic plan, a store
+    of the warp's partial result for the merge kernel); 16-bit outputs written 16 bytes per
     lane; every access unchecked in interior tiles and checked in the
     others. The kernel's float arithmetic may then contract into fmas.
   }];

@@ -44,6 +44,18 @@
 //                 combines its partial result into with atomics: fill it with
 //                 `fill` (0 for sums and means, -inf for maxima) before each
 //                 launch.
+//      Partials:  a CUdeviceptr to f32 scratch of getPartialRows(M, batch) x
+//                 N, dense row-major, for column reduction output `index`
+//                 under a deterministic plan: each warp of every tile writes
+//                 its partial result of the tile's columns into its own row
+//                 (every row is written). After the kernel, launch the
+//                 kernel `merge` of the same module on the same stream, with
+//                 parameters (the scratch, the output's CUdeviceptr, rows
+//                 per output batch as i32, N as i32), a grid of
+//                 (ceildiv(N, kMergeColumns), output batches, 1) and blocks
+//                 of kMergeThreads: it combines the rows of each batch in a
+//                 fixed order into the output, which it writes whole (no
+//                 fill). The result is bit-identical from run to run.
 //      F32, I64:  the scalar program argument `index` (alpha, beta, scalar
 //                 epilogue inputs; a dropout seed is i64).
 //      I32:       a size of the GEMM: M, N, K or the batch count (1 when
@@ -88,6 +100,10 @@ enum class KernelParamKind : uint32_t {
   /// A 64-bit device pointer to an f32 output the kernel accumulates into
   /// with atomics; the runtime fills it with `KernelParam::fill` first.
   AtomicPtr,
+  /// A 64-bit device pointer to f32 scratch for the partial results of a
+  /// column reduction, which the kernel `KernelParam::merge` combines into
+  /// the output after the launch.
+  Partials,
   /// A 32-bit float.
   F32,
   /// A 64-bit integer.
@@ -114,7 +130,7 @@ enum class KernelParamRole : uint32_t {
 };
 
 /// The spelling of `kind` in the ABI dictionary ("tensor_map", "global_ptr",
-/// "atomic_ptr", "f32", "i64", "i32").
+/// "atomic_ptr", "partials", "f32", "i64", "i32").
 llvm::StringRef stringifyKernelParamKind(KernelParamKind kind);
 /// The spelling of `role` in the ABI dictionary ("a", "b", "c", "alpha",
 /// "beta", "input", "output", "m", "n", "k", "batch").
@@ -132,6 +148,8 @@ struct KernelParam {
   /// For AtomicPtr parameters: the value the runtime fills the output with
   /// before the launch.
   std::optional<double> fill;
+  /// For Partials parameters: the entry name of the merge kernel.
+  std::string merge = {};
 };
 
 /// Everything the runtime needs to launch one generated kernel.
@@ -162,6 +180,15 @@ struct KernelABI {
   /// How the consumer warpgroups share the tiles (informational).
   Schedule schedule = Schedule::Cooperative;
   llvm::SmallVector<KernelParam> params;
+
+  /// Threads per block of a merge kernel (see Partials) and the output
+  /// columns each block combines: 8 warps, each combining every 8th row of
+  /// 32 columns, whose partial results warp 0 then combines in warp order.
+  static constexpr int64_t kMergeThreads = 256, kMergeColumns = 32;
+  /// Rows of a Partials scratch for a GEMM of the given sizes: the tiles
+  /// along M, times the consumer warps that share a tile (8, or 4 under
+  /// ping-pong), times the batch count.
+  int64_t getPartialRows(int64_t m, int64_t batch) const;
 
   /// The number of output tiles of a GEMM of the given sizes (batch = 1 when
   /// unbatched).

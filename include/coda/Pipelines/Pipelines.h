@@ -92,6 +92,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("The kernel reads the dropout seed from the global "
                      "address it is given, as it starts"),
       llvm::cl::init(false)};
+  Option<bool> deterministic{
+      *this, "deterministic",
+      llvm::cl::desc("Column reductions merged in a fixed order, without "
+                     "float atomics: bit-identical from run to run"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the passes that turn each coda program into one fused GEMM +

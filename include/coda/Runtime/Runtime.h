@@ -60,6 +60,10 @@ struct GpuCompileOptions {
   /// Whether GELU(tanh), SiLU and sigmoid run on the tanh.approx.f32
   /// instruction (coda-to-gpu's fast-activations).
   bool fastActivations = false;
+  /// Whether column reductions are merged in a fixed order instead of with
+  /// f32 atomics: bit-identical from run to run (coda-plan-kernels'
+  /// deterministic).
+  bool deterministic = false;
   /// Whether the first launch of each problem shape times the candidate
   /// kernel shapes (getTuningCandidates) on its arguments and keeps the
   /// fastest, if it beats the tile-width rule's choice by kTuningMargin; the

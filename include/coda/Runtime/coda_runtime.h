@@ -105,6 +105,10 @@ typedef struct coda_compile_options {
      "backward_saved" (the epilogue gradient on the GEMM producing the output
      gradient), "grad_a" or "grad_b" (the operand gradients). */
   const char *derive;
+  /* Nonzero: column reductions (a bias gradient, say) are merged in a fixed
+     order instead of with f32 atomics, bit-identical from run to run (a
+     merge kernel runs after the GEMM). */
+  int32_t deterministic;
 } coda_compile_options;
 
 /* The layout of coda_compile_options in this library, for bindings that

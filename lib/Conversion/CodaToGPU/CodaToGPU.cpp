@@ -6,7 +6,9 @@
 // carries the kernel's launch contract (KernelABI). The kernel body is built
 // by Mainloop.cpp (the producer and consumer warpgroups of a persistent
 // kernel) and Epilogue.cpp (each tile's epilogue) from the coda.kernel_plan
-// of the program's coda.gemm (KernelPlan::get).
+// of the program's coda.gemm (KernelPlan::get). Under a deterministic plan,
+// each column reduction also gets a merge kernel in the module, which
+// combines the partial results the warps wrote in a fixed order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +36,8 @@ namespace {
 
 /// The name of the dynamic shared memory array of every kernel.
 constexpr StringLiteral kSharedMemoryName = "coda_smem";
+/// The name of the shared memory array of the merge kernels.
+constexpr StringLiteral kMergeMemoryName = "coda_merge_smem";
 
 /// Whether `input` of `plan`'s gemm is the dropout seed that seed-in-memory
 /// passes by its address: the i64 argument named "seed" (ProgramSignature's
@@ -46,6 +50,11 @@ static bool isSeedInMemory(const KernelPlan &plan, Value input) {
   auto name =
       program.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "coda.name");
   return name && name.getValue() == "seed";
+}
+
+/// The entry name of the merge kernel of output `i` of `kernel`.
+std::string getMergeName(StringRef kernel, unsigned i) {
+  return (kernel + "_merge" + Twine(i)).str();
 }
 
 /// Appends the kernel parameters of `plan` to `abi`, in ABI order (A, B, C,
@@ -88,12 +97,19 @@ SmallVector<Type> addParams(const KernelPlan &plan, KernelABI &abi) {
   }
   for (auto [result, value] :
        llvm::zip(op.getResults(), op.getYield().getValues())) {
-    // Column reductions accumulate into an output the runtime initializes.
+    // Column reductions accumulate into an output the runtime initializes,
+    // or write partial results that a merge kernel combines.
     auto reduce = value.getDefiningOp<ColReduceOp>();
     add(globalPtr,
-        reduce ? KernelParamKind::AtomicPtr : KernelParamKind::GlobalPtr,
+        !reduce              ? KernelParamKind::GlobalPtr
+        : plan.deterministic ? KernelParamKind::Partials
+                             : KernelParamKind::AtomicPtr,
         KernelParamRole::Output, result.getResultNumber());
-    if (reduce)
+    if (reduce && plan.deterministic)
+      abi.params.back().merge =
+          getMergeName(op->getParentOfType<func::FuncOp>().getSymName(),
+                       result.getResultNumber());
+    else if (reduce)
       abi.params.back().fill = getReductionIdentity(reduce.getKind());
   }
   for (KernelParamRole role : {KernelParamRole::M, KernelParamRole::N,
@@ -141,6 +157,96 @@ void bindParams(Block &entry, const KernelABI &abi, KernelValues &values) {
       break;
     }
   }
+}
+
+/// Builds, at `b`'s insertion point in a gpu.module, the merge kernel `name`
+/// of a column reduction of `kind` (KernelABI's Partials): block (x, y)
+/// combines columns 32x .. 32x + 31 of the `rows` partial results of output
+/// batch y; warp w combines rows w, w + 8, ... in order, then warp 0 the 8
+/// warps' results in warp order, and writes the output. The order depends on
+/// the sizes only, so the result is the same from run to run.
+void buildMergeKernel(OpBuilder &b, Location loc, StringRef name,
+                      ReductionKind kind, LLVM::GlobalOp sharedMemory) {
+  MLIRContext *ctx = b.getContext();
+  Type globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto kernel = gpu::GPUFuncOp::create(
+      b, loc, name, b.getFunctionType({globalPtr, globalPtr, i32, i32}, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  constexpr int64_t threads = KernelABI::kMergeThreads;
+  constexpr int64_t columns = KernelABI::kMergeColumns;
+  constexpr int64_t warps = threads / 32;
+  static_assert(threads == 32 * warps && columns == 32,
+                "a merge block is 8 warps of one column per lane");
+  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&kernel.front());
+  KernelBuilder kb(loc, b);
+  Value partials = kernel.getArgument(0), output = kernel.getArgument(1);
+  Value rows = kernel.getArgument(2), n = kernel.getArgument(3);
+  auto toI32 = [&](Value index) -> Value {
+    return arith::IndexCastUIOp::create(kb, i32, index);
+  };
+  Value thread = toI32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
+  Value lane = kb.remu(thread, kb.i32(32));
+  Value warp = kb.divu(thread, kb.i32(32));
+  Value col =
+      kb.add(kb.mul(toI32(gpu::BlockIdOp::create(kb, gpu::Dimension::x)),
+                    kb.i32(columns)),
+             lane);
+  Value batch = toI32(gpu::BlockIdOp::create(kb, gpu::Dimension::y));
+  Value inside = kb.ult(col, n);
+  Value identity = kb.f32(getReductionIdentity(kind));
+  auto combine = [&](Value x, Value y) {
+    return buildReductionCombine(kb, loc, kind, x, y);
+  };
+  // Rows warp, warp + 8, ... of the batch, in order (none outside N), read
+  // kLoads at a time so that their loads are in flight together: a row past
+  // the end reads the last row and contributes the identity.
+  constexpr int64_t kLoads = 8;
+  Value firstRow = kb.mul(batch, rows);
+  Value end = arith::SelectOp::create(kb, inside, rows, kb.i32(0));
+  Value last = kb.sub(end, kb.i32(1));
+  auto loop = scf::ForOp::create(kb, warp, end, kb.i32(warps * kLoads),
+                                 ValueRange{identity});
+  {
+    OpBuilder::InsertionGuard inner(kb);
+    kb.setInsertionPointToStart(loop.getBody());
+    SmallVector<std::pair<Value, Value>> loaded;
+    for (int64_t j = 0; j < kLoads; ++j) {
+      Value row = kb.add(loop.getInductionVar(), kb.i32(j * warps));
+      Value valid = kb.cmp(arith::CmpIPredicate::slt, row, end);
+      row = kb.add(firstRow, arith::MinSIOp::create(kb, row, last));
+      Value index = arith::AddIOp::create(
+          kb, arith::MulIOp::create(kb, kb.wide(row), kb.wide(n)),
+          kb.wide(col));
+      loaded.push_back(
+          {valid, LLVM::LoadOp::create(kb, f32, kb.gep(partials, f32, index))});
+    }
+    Value total = loop.getRegionIterArg(0);
+    for (auto [valid, x] : loaded)
+      total = combine(total, arith::SelectOp::create(kb, valid, x, identity));
+    scf::YieldOp::create(kb, total);
+  }
+  Value shared = LLVM::AddressOfOp::create(kb, sharedMemory);
+  LLVM::StoreOp::create(
+      kb, loop.getResult(0),
+      kb.gep(shared, f32, kb.add(kb.mul(warp, kb.i32(columns)), lane)));
+  gpu::BarrierOp::create(kb);
+  kb.ifThen(kb.andi(kb.eq(warp, kb.i32(0)), inside), [&] {
+    Value total;
+    for (int64_t w = 0; w < warps; ++w) {
+      Value x = LLVM::LoadOp::create(
+          kb, f32, kb.gep(shared, f32, kb.add(kb.i32(w * columns), lane)));
+      total = total ? combine(total, x) : x;
+    }
+    Value index = arith::AddIOp::create(
+        kb, arith::MulIOp::create(kb, kb.wide(batch), kb.wide(n)),
+        kb.wide(col));
+    LLVM::StoreOp::create(kb, total, kb.gep(output, f32, index));
+  });
+  gpu::ReturnOp::create(kb);
 }
 
 /// Builds the kernel of `plan` next to `program` and turns the program into a
@@ -202,6 +308,26 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
 
   buildPersistentKernel(b, loc, plan, values);
   gpu::ReturnOp::create(kb);
+
+  // The merge kernels of a deterministic plan's column reductions.
+  b.setInsertionPointAfter(kernel);
+  LLVM::GlobalOp mergeMemory;
+  for (auto [i, value] : llvm::enumerate(op.getYield().getValues())) {
+    auto reduce = value.getDefiningOp<ColReduceOp>();
+    if (!reduce || !plan.deterministic)
+      continue;
+    if (!mergeMemory) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfter(sharedMemory);
+      mergeMemory = LLVM::GlobalOp::create(
+          b, loc,
+          LLVM::LLVMArrayType::get(b.getF32Type(), KernelABI::kMergeThreads),
+          /*isConstant=*/false, LLVM::Linkage::Internal, kMergeMemoryName,
+          Attribute(), /*alignment=*/4, /*addrSpace=*/3);
+    }
+    buildMergeKernel(b, loc, getMergeName(program.getSymName(), i),
+                     reduce.getKind(), mergeMemory);
+  }
 
   abi.module = module.getName().str();
   abi.kernel = program.getSymName().str();

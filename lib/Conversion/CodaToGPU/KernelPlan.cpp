@@ -301,8 +301,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
         cast<RankedTensorType>(op.getResult(i).getType()).getElementType();
     if (reduce && !type.isF32())
       return reduce.emitOpError()
-             << "is accumulated across row blocks with f32 atomics: output #"
-             << i << " must be f32, not " << type;
+             << "is accumulated across row blocks in f32: output #" << i
+             << " must be f32, not " << type;
   }
   int64_t widest = 256 * KernelShape::kMaxClusterN;
   if (plan.hasRowReduction && !ShapedType::isDynamic(n) && n > plan.getMaxN())
@@ -356,12 +356,14 @@ FailureOr<KernelPlan> KernelPlan::get(GemmOp op) {
   plan->chunkedLoads = attr.getChunkedLoads();
   plan->fastActivations = attr.getFastActivations();
   plan->seedInMemory = attr.getSeedInMemory();
+  plan->deterministic = attr.getDeterministic();
   return plan;
 }
 
 KernelPlanAttr KernelPlan::getAttr() const {
-  return KernelPlanAttr::get(
-      op->getContext(), chip, tile.tileM, tile.tileN, tile.stages,
-      *tile.schedule, tile.clusterM, tile.groupRows, epilogueVectorBytes,
-      biasInput, tile.clusterN, chunkedLoads, fastActivations, seedInMemory);
+  return KernelPlanAttr::get(op->getContext(), chip, tile.tileM, tile.tileN,
+                             tile.stages, *tile.schedule, tile.clusterM,
+                             tile.groupRows, epilogueVectorBytes, biasInput,
+                             tile.clusterN, chunkedLoads, fastActivations,
+                             seedInMemory, deterministic);
 }

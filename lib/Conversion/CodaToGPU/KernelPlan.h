@@ -187,6 +187,10 @@ struct KernelPlan {
   /// Whether the dropout seed's parameter is its global address, read as the
   /// kernel starts (coda-to-gpu's seed-in-memory).
   bool seedInMemory = false;
+  /// Whether column reductions write each warp's partial result for a
+  /// merge kernel (KernelABI's `partials`) instead of adding it to the
+  /// output with f32 atomics (coda-plan-kernels' deterministic).
+  bool deterministic = false;
 
   /// The name of the attribute that holds a coda.gemm's plan.
   static constexpr StringLiteral kAttrName = "coda.kernel_plan";

@@ -52,6 +52,7 @@ struct CodaPlanKernels final
       }
       plan->fastActivations = fastActivations;
       plan->seedInMemory = seedInMemory;
+      plan->deterministic = deterministic;
       planned.push_back({op, plan->getAttr()});
     });
     if (!legal)

@@ -9,8 +9,11 @@
 // thread's row slots of a column, then the 8 lanes that hold the warp's other
 // rows of it, and each warp adds its partial result to the f32 output with
 // one atomic (the runtime initializes the output to the reduction's
-// identity, see KernelABI.h). Identities, combines and atomics come from
-// EpilogueMath, as in the CPU reference.
+// identity, see KernelABI.h); under a deterministic plan, each warp instead
+// stores its partial result in its own row of the output's partials
+// scratch, which the merge kernel (CodaToGPU.cpp) combines in a fixed order.
+// Identities, combines and atomics come from EpilogueMath, as in the CPU
+// reference.
 //
 //===----------------------------------------------------------------------===//
 
@@ -169,15 +172,18 @@ struct ColReducePattern final : EpiloguePattern {
     if (!reduce)
       return failure();
     Value pointer = builder.getValues().outputs[i];
+    unsigned mask = builder.getOp().getResultDimsAt(i).getMask();
     for (int64_t c = 8 * group; c < 8 * group + 8; ++c)
-      accumulateColumn(reduce, pointer, c, builder);
+      accumulateColumn(reduce, pointer, mask, c, builder);
     return success();
   }
 
   /// Combines column slot `c` over the block's rows into the f32 output at
-  /// `pointer`, atomically.
-  static void accumulateColumn(ColReduceOp reduce, Value pointer, int64_t c,
-                               EpilogueBuilder &builder) {
+  /// `pointer` (spanning `mask`), atomically, or under a deterministic plan
+  /// writes the warp's partial result into its row of the partials scratch
+  /// at `pointer`.
+  static void accumulateColumn(ColReduceOp reduce, Value pointer, unsigned mask,
+                               int64_t c, EpilogueBuilder &builder) {
     KernelBuilder &b = builder.getBuilder();
     const KernelValues &values = builder.getValues();
     ReductionKind kind = reduce.getKind();
@@ -198,12 +204,44 @@ struct ColReducePattern final : EpiloguePattern {
     Value writes = b.ult(values.lane, b.i32(4));
     if (Value inside = builder.inBounds(DimsAttr::kN, 0, c))
       writes = b.andi(writes, inside);
+    // Under a deterministic plan, the warp's row of the partials scratch is
+    // addressed as the output is, shifted by whole rows.
+    Value shift;
+    if (builder.getPlan().getDeterministic())
+      shift = partialRowShift(builder, mask);
     b.ifThen(writes, [&] {
-      LLVM::AtomicRMWOp::create(
-          b, getReductionAtomicOp(kind),
-          builder.slotAddress(pointer, b.getF32Type(), 0, c), total,
-          LLVM::AtomicOrdering::monotonic);
+      Value address = builder.slotAddress(pointer, b.getF32Type(), 0, c);
+      if (shift) {
+        LLVM::StoreOp::create(b, total, b.gep(address, b.getF32Type(), shift));
+        return;
+      }
+      LLVM::AtomicRMWOp::create(b, getReductionAtomicOp(kind), address, total,
+                                LLVM::AtomicOrdering::monotonic);
     });
+  }
+
+  /// How many elements the calling warp's row of the partials scratch
+  /// (KernelABI::getPartialRows: the rows of each batch's tiles in order,
+  /// and in each tile the rows of its consumer warps, by consumer and warp)
+  /// starts after the output's row of the tile (row `batch` of an output
+  /// spanning `mask` with the batch, else row 0).
+  static Value partialRowShift(EpilogueBuilder &builder, unsigned mask) {
+    KernelBuilder &b = builder.getBuilder();
+    const KernelValues &values = builder.getValues();
+    KernelPlanAttr plan = builder.getPlan();
+    int64_t tileM = plan.getTileM(), consumerRows = plan.getConsumerRows();
+    Value tiles = b.divu(b.add(values.m, b.i32(tileM - 1)), b.i32(tileM));
+    Value tile =
+        b.add(b.mul(values.batch, tiles), b.divu(values.rowBase, b.i32(tileM)));
+    Value consumer =
+        b.divu(b.remu(values.rowBase, b.i32(tileM)), b.i32(consumerRows));
+    Value row =
+        b.add(b.mul(b.add(b.mul(tile, b.i32(tileM / consumerRows)), consumer),
+                    b.i32(4)),
+              values.warp);
+    if (mask & DimsAttr::kB)
+      row = b.sub(row, values.batch);
+    return arith::MulIOp::create(b, b.wide(row), b.wide(values.n));
   }
 };
 

@@ -14,7 +14,7 @@ func.func @tf32_n_major(%a: tensor<?x64xf32>, %b: tensor<64x?xf32>) -> tensor<?x
 func.func @col_reduce_bf16(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>) -> tensor<128xbf16> {
   %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<128x64xbf16> -> (tensor<128xbf16> [n]) {
   ^bb0(%acc: f32):
-    // expected-error @+1 {{is accumulated across row blocks with f32 atomics: output #0 must be f32, not 'bf16'}}
+    // expected-error @+1 {{is accumulated across row blocks in f32: output #0 must be f32, not 'bf16'}}
     %s = coda.col_reduce sum %acc
     coda.yield %s : f32
   }

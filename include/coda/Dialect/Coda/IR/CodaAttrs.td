@@ -83,8 +83,11 @@ def Coda_KernelPlanAttr : AttrDef<Coda_Dialect, "KernelPlan"> {
     or 4), the epilogue input a bias the accumulators start at
     (`bias_input`; absent: none), whether 16-bit `[m, n]` inputs are read 16
     bytes per lane (`chunked_loads`), whether GELU(tanh), SiLU and sigmoid
-    use `tanh.approx.f32` (`fast_activations`) and whether the dropout seed
-    is read from memory (`seed_in_memory`). A plan written by hand is checked
+    use `tanh.approx.f32` (`fast_activations`), whether the dropout seed
+    is read from memory (`seed_in_memory`) and whether column reductions
+    write each warp's partial result for a merge kernel to combine in a fixed
+    order, bit-identical from run to run, instead of f32 atomics
+    (`deterministic`). A plan written by hand is checked
     as a chosen one is.
 
     ```mlir
@@ -106,7 +109,8 @@ def Coda_KernelPlanAttr : AttrDef<Coda_Dialect, "KernelPlan"> {
     DefaultValuedParameter<"int64_t", "1", "blocks per cluster along N">:$cluster_n,
     Coda_FlagParameter<"16-byte loads of 16-bit [m, n] inputs">:$chunked_loads,
     Coda_FlagParameter<"activations on tanh.approx.f32">:$fast_activations,
-    Coda_FlagParameter<"the dropout seed read from memory">:$seed_in_memory
+    Coda_FlagParameter<"the dropout seed read from memory">:$seed_in_memory,
+    Coda_FlagParameter<"column reductions merged in a fixed order">:$deterministic
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let extraClassDeclaration = [{
