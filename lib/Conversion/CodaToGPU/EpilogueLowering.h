@@ -173,6 +173,15 @@ private:
   /// Stores the 8 slots `group` of row slot h of an output spanning n.
   void storeGroup(ArrayRef<Value> slots, Value pointer, Type elementType,
                   unsigned mask, int64_t h, int64_t group);
+  /// Stores column group `group` of row slot h of a 16-bit output spanning m
+  /// and n whose rows do not start on 16-byte boundaries (an odd N, say):
+  /// lane t holds the 8 columns of its chunk (`words`, after the quad
+  /// transpose; `previous`, those of the group before, or null), and writes
+  /// the aligned 16 bytes that end inside its chunk, made of the previous
+  /// chunk's last columns and its own first ones, with one store; element
+  /// by element where they leave the tile's columns or the output.
+  void storeShiftedChunk(ArrayRef<Value> words, ArrayRef<Value> previous,
+                         Value pointer, int64_t h, int64_t group);
   /// Stores the 4 even slots of column group `group` (`evens[j]` is slot
   /// 8 group + 2j) of row slot h of an output spanning n/2: column 2k at
   /// element k.
@@ -265,6 +274,9 @@ private:
     SmallVector<Value> rows, chunks;
   };
   llvm::DenseMap<Value, Addresses> addresses;
+  /// The chunk words (after the quad transpose) of the group last stored at
+  /// each (output, row slot), for storeShiftedChunk's next group.
+  llvm::DenseMap<std::pair<Value, int64_t>, SmallVector<Value, 4>> storedChunks;
 };
 
 /// A tensor the epilogue reads or writes: its pointer, element type and dims.

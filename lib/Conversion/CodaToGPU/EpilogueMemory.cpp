@@ -9,7 +9,14 @@
 // epilogue_vector_bytes = 16, the quad regroups its pairs by shuffles (a
 // 4 x 4 transpose of 32-bit words) so that lane t writes the 16 contiguous
 // bytes of columns 32g + 8t .. 32g + 8t + 7 when the whole group is inside
-// the output and aligned; otherwise, and for f32, pair by pair. With the
+// the output and aligned. In the checked tiles, whose rows may not start on
+// 16-byte boundaries (an odd N: GPT-2's vocabulary), each lane of a 16-bit
+// [m, n] output instead writes the aligned 16 bytes that end in its chunk,
+// made of the chunk before's last columns (from the lane before, or the group
+// before) and its own first ones, by selects on the row's misalignment and a
+// funnel shift; only the tile's and the output's edges are written element by
+// element. Otherwise, and for f32, pair by pair.
+// With the
 // plan's chunked_loads, 16-bit [m, n] inputs are read the same way in
 // reverse. An output of the even columns ([m, n/2]) takes one value of each
 // pair: lane t holds elements 16g + 4j' + t of its half row, which the same
@@ -280,7 +287,125 @@ void EpilogueBuilder::storeGroup(ArrayRef<Value> slots, Value pointer,
     LLVM::StoreOp::create(b, chunk,
                           chunkAddress(pointer, elementType, h, group));
   };
-  storeWide(mask, groupFits(pointer, mask, h, group), storeChunk, storePairs);
+  Value fits = groupFits(pointer, mask, h, group);
+  if (!fits || !(mask & DimsAttr::kM))
+    return storeWide(mask, fits, storeChunk, storePairs);
+  // Checked tiles: the aligned 16 bytes that end in each chunk, which are the
+  // chunk itself in rows that start on 16-byte boundaries.
+  SmallVector<Value, 4> &stored = storedChunks[{pointer, h}];
+  SmallVector<Value, 4> previous = stored;
+  stored.assign(transposed.begin(), transposed.end());
+  storeShiftedChunk(transposed, previous, pointer, h, group);
+}
+
+void EpilogueBuilder::storeShiftedChunk(ArrayRef<Value> words,
+                                        ArrayRef<Value> previous, Value pointer,
+                                        int64_t h, int64_t group) {
+  Type i16 = b.getI16Type(), i32 = b.getI32Type();
+  Value t = b.remu(values.lane, b.i32(4));
+  Value chunk = chunkAddress(pointer, i16, h, group);
+  // s: how many elements past a 16-byte boundary the chunk starts (the same
+  // for every chunk of the row).
+  Value s = b.andi(
+      arith::TruncIOp::create(
+          b, i32,
+          b.shru(LLVM::PtrToIntOp::create(b, b.getI64Type(), chunk), b.i64(1))),
+      b.i32(7));
+  // The previous chunk: lane t - 1's, and for lane 0 lane 3's of the group
+  // before (which lane 3 sends in place of its own).
+  Value quadLast = b.eq(t, b.i32(3));
+  Value source = b.add(b.andi(values.lane, b.i32(~3)),
+                       b.remu(b.add(t, b.i32(3)), b.i32(4)));
+  SmallVector<Value> combined;
+  for (int64_t j = 0; j < 4; ++j) {
+    Value sent =
+        previous.empty()
+            ? words[j]
+            : arith::SelectOp::create(b, quadLast, previous[j], words[j]);
+    combined.push_back(gpu::ShuffleOp::create(b, sent, source, b.i32(32),
+                                              gpu::ShuffleMode::IDX)
+                           .getShuffleResult());
+  }
+  combined.append(words.begin(), words.end());
+  // The aligned 16 bytes start at element 8 - s of the 16 (previous ++ own):
+  // word j is the funnel shift by 16 (s odd) or 0 bits of words
+  // 4 - ceil(s / 2) + j and the one after, chosen by the bits of ceil(s / 2).
+  Value up = b.shru(b.add(s, b.i32(1)), b.i32(1));
+  auto choose = [&](int64_t i) {
+    SmallVector<Value> candidates; // by ceil(s / 2), 0 to 4 (then padded)
+    for (int64_t u = 0; u < 8; ++u)
+      candidates.push_back(
+          combined[std::min<int64_t>(4 - std::min<int64_t>(u, 4) + i, 7)]);
+    for (int64_t bit = 0; candidates.size() > 1; ++bit) {
+      Value set = b.eq(b.andi(up, b.i32(1 << bit)), b.i32(1 << bit));
+      SmallVector<Value> next;
+      for (size_t k = 0; k < candidates.size(); k += 2)
+        next.push_back(
+            arith::SelectOp::create(b, set, candidates[k + 1], candidates[k]));
+      candidates = std::move(next);
+    }
+    return candidates.front();
+  };
+  Value halfShift = b.mul(b.andi(s, b.i32(1)), b.i32(16));
+  SmallVector<Value> chosen;
+  for (int64_t i = 0; i < 5; ++i)
+    chosen.push_back(choose(i));
+  SmallVector<Value> block;
+  for (int64_t j = 0; j < 4; ++j)
+    block.push_back(
+        LLVM::FshrOp::create(b, chosen[j + 1], chosen[j], halfShift));
+
+  // The chunk's first column c0; the 16 bytes hold columns c0 - s .. c0 + 7
+  // - s, written whole when they are the tile's and inside the output.
+  Value c0 =
+      b.add(values.colBase, b.add(b.i32(32 * group), b.mul(t, b.i32(8))));
+  Value start = b.sub(c0, s);
+  Value rowInside = b.ult(rows[h], values.m);
+  Value fits = b.andi(b.andi(rowInside, b.cmp(arith::CmpIPredicate::sge, start,
+                                              values.colBase)),
+                      b.ult(b.add(start, b.i32(7)), values.n));
+  Value aligned = b.byteGep(chunk, b.sub(b.i32(0), b.mul(s, b.i32(2))));
+  auto half = [&](ArrayRef<Value> from, int64_t i) -> Value {
+    Value word = from[i / 2];
+    if (i % 2)
+      word = b.shru(word, b.i32(16));
+    return arith::TruncIOp::create(b, i16, word);
+  };
+  auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    auto chunkType = VectorType::get({4}, i32);
+    Value vector = LLVM::UndefOp::create(b, chunkType);
+    for (int64_t j = 0; j < 4; ++j)
+      vector = LLVM::InsertElementOp::create(b, vector, block[j], b.i32(j));
+    LLVM::StoreOp::create(b, vector, aligned);
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    for (int64_t i = 0; i < 8; ++i) {
+      Value col = b.add(start, b.i32(i));
+      Value inside = b.andi(b.andi(rowInside, b.cmp(arith::CmpIPredicate::sge,
+                                                    col, values.colBase)),
+                            b.ult(col, values.n));
+      b.ifThen(inside, [&] {
+        LLVM::StoreOp::create(b, half(block, i), b.gep(aligned, i16, b.i64(i)));
+      });
+    }
+  }
+  // The tile's last s columns end the last chunk of lane 3; the next tile's
+  // first block would take them, so lane 3 writes them here.
+  if (group + 1 < numColSlots() / 8)
+    return;
+  Value tail = b.andi(b.andi(quadLast, rowInside), b.ult(b.i32(0), s));
+  b.ifThen(tail, [&] {
+    for (int64_t i = 1; i < 8; ++i) {
+      Value inside =
+          b.andi(b.cmp(arith::CmpIPredicate::uge, b.i32(i), b.sub(b.i32(8), s)),
+                 b.ult(b.add(c0, b.i32(i)), values.n));
+      b.ifThen(inside, [&] {
+        LLVM::StoreOp::create(b, half(words, i), b.gep(chunk, i16, b.i64(i)));
+      });
+    }
+  });
 }
 
 void EpilogueBuilder::storeEvenColumns(ArrayRef<Value> evens, Value pointer,

@@ -97,17 +97,25 @@
 // CHECK:               gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK-NOT:           scf.if
 // CHECK:               llvm.store %{{.*}}, %{{.*}} : vector<4xi32>, !llvm.ptr<1>
-// ... the others check each access: a chunk when the column group is inside
-// the output, else a pair or an element at a time. Their accumulators pass
+// ... the others check each access. A 16-bit [m, n] output's rows may not
+// start on 16-byte boundaries there (an odd N): each lane takes the chunk of
+// the lane before (lane 0, lane 3's of the group before) by a shuffle, picks
+// the aligned 16 bytes that end in its own chunk by the row's misalignment (a
+// funnel shift by 0 or 16 bits), and writes them with one store when they
+// are the tile's and inside the output, else element by element; lane 3 of
+// the last group writes the tile's last columns. Their accumulators pass
 // through an empty inline asm, so that LLVM does not hoist the arithmetic
 // both copies share above the branch.
 // CHECK:             } else {
 // CHECK:               llvm.inline_asm "", "=f,=f,
 // CHECK:               scf.if %{{.*}} -> (vector<2xf32>) {
+// CHECK:               llvm.ptrtoint
+// CHECK:               gpu.shuffle  idx
+// CHECK:               llvm.intr.fshr
+// CHECK:               scf.if
 // CHECK:               llvm.store %{{.*}}, %{{.*}} : vector<4xi32>, !llvm.ptr<1>
 // CHECK:             } else {
-// CHECK:               llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<1>
-// CHECK:               llvm.store %{{.*}}, %{{.*}} : bf16, !llvm.ptr<1>
+// CHECK-COUNT-8:       llvm.store %{{.*}}, %{{.*}} : i16, !llvm.ptr<1>
 // CHECK:         gpu.return
 
 // MEMORY: mlp: loads input#2; stores output#0

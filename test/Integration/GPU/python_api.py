@@ -177,6 +177,28 @@ assert torch.equal(got["y"], x), "y = x * 1 differs"
 assert torch.equal(got["v"], dev["bias"]), "v = bias differs"
 print("copies: ok")
 
+# Outputs whose rows do not start on 16-byte boundaries: an odd N (1001, rows
+# 2002 bytes long) and an output of N = 1000 that starts 2 bytes past a
+# 16-byte boundary, inside a NaN-filled buffer whose elements around it must
+# stay NaN. Each lane writes the aligned 16 bytes around its chunk.
+head = coda.Program("EPILOGUE head(bias: f32[N]) { output = input + bias; }")
+for n_head, offset in ((1001, 0), (1000, 1)):
+    ha = ref.round_to(rng.standard_normal((333, 64)), "bf16")
+    hb = ref.round_to(rng.standard_normal((n_head, 64)) / 8, "bf16")
+    hbias = rng.standard_normal(n_head).astype(np.float32)
+    buffer = torch.full((333 * n_head + 2 * offset + 8,), float("nan"), device="cuda",
+                        dtype=torch.bfloat16)
+    view = buffer[offset:offset + 333 * n_head].view(333, n_head)
+    got = head(torch.from_numpy(ha).to(torch.bfloat16).cuda(),
+               torch.from_numpy(hb).to(torch.bfloat16).cuda(),
+               bias=torch.from_numpy(hbias).cuda(), out={"output": view})["output"]
+    torch.cuda.synchronize()
+    assert got.data_ptr() == view.data_ptr()
+    ref.check(f"N = {n_head}, output offset {2 * offset} bytes", got.float().cpu().numpy(),
+              ha @ hb.T + hbias, "bf16")
+    rest = torch.cat([buffer[:offset], buffer[offset + 333 * n_head:]])
+    assert torch.isnan(rest.float()).all(), "an element around the output was written"
+
 # Epilogue inputs named like the call's own parameters go in `inputs`.
 named = coda.Program("EPILOGUE named(a: f32[N], c: f32) { output = input * a + c; }")
 got = named(bf16["a"], bf16["b"], inputs={"a": dev["bias"], "c": 0.5})["output"]
