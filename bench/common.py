@@ -98,10 +98,15 @@ def report(out, name, res, header):
 
 
 def parse_arguments():
-    """The benchmarks' options: --out (default $OUT or .), --m (tokens, 8192)
-    and --peers (a folder to import the peers from)."""
+    """The benchmarks' options: --out (default $OUT or .), --m (tokens, 8192),
+    --peers (a folder to import the peers from), and --only and --shapes
+    (the rows and kernel shapes to run, where a benchmark has them)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--m", type=int, default=8192)
     parser.add_argument("--peers", default="", help="a folder to import the peers from")
+    parser.add_argument("--only", default="",
+                        help="run the rows whose name contains this text (default: all)")
+    parser.add_argument("--shapes", default="",
+                        help="comma-separated kernel shapes to time (default: all)")
     return parser.parse_args()

@@ -14,6 +14,10 @@ replayed from CUDA graphs:
   fc2 dgrad+fc1'  grad_y * W2 with fc1's epilogue gradient (GELU', the mask, db1)
   grad W2/x/W1    the operand gradients, as coda GEMMs
 
+and the fc2 dgrad kernel and the whole forward + backward again under
+torch.use_deterministic_algorithms(True), where db1 is merged in a fixed order
+by a second kernel instead of with f32 atomics (the cost of determinism).
+
 Before timing, coda's module is checked against the eager one with the same
 parameters and dropout off (relative error). Writes training.json and
 training.md to $OUT.
@@ -52,6 +56,23 @@ class EagerMLP(nn.Module):
     def forward(self, x, residual):
         h = F.dropout(F.gelu(self.fc1(x), approximate="tanh"), self.p, self.training)
         return self.fc2(h) + residual
+
+
+def deterministic(fn):
+    """`fn`, called under torch.use_deterministic_algorithms(True): coda's
+    program families then load their deterministic programs. PyTorch's own
+    filling of every new tensor with NaN in that mode is left off, so that
+    the difference is coda's."""
+    def call():
+        fill = torch.utils.deterministic.fill_uninitialized_memory
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = False
+        try:
+            return fn()
+        finally:
+            torch.use_deterministic_algorithms(False)
+            torch.utils.deterministic.fill_uninitialized_memory = fill
+    return call
 
 
 def bench(fn, grads=()):
@@ -110,6 +131,8 @@ def measure(name, d, h):
     xg = x.detach().clone().requires_grad_()
     times["eager fwd+bwd graph"] = bench(graphed(lambda: eager_g(xg, xg).backward(grad)))
     times["coda fwd+bwd graph"] = bench(graphed(lambda: ours_g(xg, residual=xg).backward(grad)))
+    times["coda fwd+bwd graph, deterministic"] = bench(
+        graphed(deterministic(lambda: ours_g(xg, residual=xg).backward(grad))))
 
     # Each coda kernel next to the cuBLAS GEMM of its size.
     w1, b1, w2, b2 = (t.detach() for t in (ours.fc1.weight, ours.fc1.bias, ours.fc2.weight,
@@ -126,6 +149,10 @@ def measure(name, d, h):
         "fc2 dgrad+fc1'": (lambda: run(up, "backward_saved", grad, w2, [saved, b1],
                                        "saved_acc,bias", [], "", seed),
                            lambda: grad @ w2),
+        "fc2 dgrad+fc1', deterministic": (
+            deterministic(lambda: run(up, "backward_saved", grad, w2, [saved, b1],
+                                      "saved_acc,bias", [], "", seed)),
+            lambda: grad @ w2),
         "grad W2": (lambda: run(down, "grad_b", grad, hidden, [], "", [], "", seed),
                     lambda: grad.T @ hidden),
         "grad x": (lambda: run(up, "grad_a", g1, w1, [], "", [], "", seed),
@@ -154,6 +181,12 @@ def table(results):
             f"| {t['torch.compile fwd+bwd'] / t['coda fwd+bwd']:.2f}x "
             f"| {t['eager fwd+bwd graph']:.4f} | {t['coda fwd+bwd graph']:.4f} "
             f"| {t['eager fwd+bwd graph'] / t['coda fwd+bwd graph']:.2f}x |")
+    lines += ["", "| model | coda fwd+bwd graph | deterministic | cost |", "|---|---|---|---|"]
+    for r in results:
+        t = r["ms"]
+        lines.append(f"| {r['shape']} | {t['coda fwd+bwd graph']:.4f} "
+                     f"| {t['coda fwd+bwd graph, deterministic']:.4f} "
+                     f"| {t['coda fwd+bwd graph, deterministic'] / t['coda fwd+bwd graph']:.3f}x |")
     lines += ["", "| model | kernel | coda ms | cuBLAS GEMM ms | ratio |", "|---|---|---|---|---|"]
     for r in results:
         for label, k in r["kernels"].items():
