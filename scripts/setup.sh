@@ -4,7 +4,8 @@
 #    and clang-format (the formatting check),
 #  - creates .venv with numpy (the end-to-end tests compare against numpy),
 #    setuptools (pip install ./python, tested),
-#    and torch (the python package's autograd tests),
+#    torch (the python package's autograd tests) and transformers (coda.patch
+#    on Hugging Face models built from a config),
 #  - configures the build in build/ and builds the tools,
 #  - builds the libFuzzer targets (the DSL, coda IR through the pipelines)
 #    with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
@@ -39,6 +40,11 @@ fi
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "setup: installing torch into .venv"
   .venv/bin/python -m pip install -q torch
+fi
+# transformers: coda.patch on Hugging Face models (test/Integration/CPU/hf_gpt2.py).
+if ! .venv/bin/python -c "import transformers" 2>/dev/null; then
+  echo "setup: installing transformers into .venv"
+  .venv/bin/python -m pip install -q transformers
 fi
 
 # The fuzzer: its own build, of the front-end and the dialect only.

@@ -77,6 +77,9 @@ if subprocess.call([sys.executable, "-c", "import numpy"],
 # PyTorch tensors. Looked up, not imported (importing torch takes seconds).
 if importlib.util.find_spec("torch"):
     config.available_features.add("torch")
+# transformers: coda.patch on Hugging Face models built from a config.
+if importlib.util.find_spec("transformers"):
+    config.available_features.add("transformers")
 
 # clang-format: the sources' formatting is checked (test/format.test).
 if shutil.which("clang-format"):

@@ -325,7 +325,10 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y):
                if needs[3] else None)
     grad_x = grad_w1 = grad_b1 = None
     if needs[0] or needs[1] or needs[2]:
-        backward = call(up, "backward_saved", grad_acc2, w2,
+        # fc2's dgrad GEMM reads w2 as stored: [K, N] for an nn.Linear weight,
+        # [N, K] for one stored [in, out].
+        nk = _families[down].options.get("layout_b") == "kn"
+        backward = call(up, "backward_saved_nk" if nk else "backward_saved", grad_acc2, w2,
                         [saved] + ([] if b1 is None else [b1]),
                         "saved_acc" + ("" if b1 is None else ",bias"), [], "", seed)
         grad_acc = backward[0]

@@ -141,6 +141,17 @@ class OutProjection(Linear):
         return super().extra_repr() + f", dropout={self.p}"
 
 
+class _InOutLinear(nn.Module):
+    """The parameters of a linear layer whose weight is stored [in, out]
+    (as Hugging Face's Conv1D), initialized as nn.Linear's."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        reference = nn.Linear(in_features, out_features, bias, device, dtype)
+        self.weight = nn.Parameter(reference.weight.detach().t().contiguous())
+        self.bias = reference.bias
+
+
 class MLP(nn.Module):
     """A Transformer MLP: y = dropout(fc2(dropout(act(fc1(x)), p)), q) +
     residual (q = output_dropout, 0 by default, as nanoGPT's MLP), with
@@ -153,11 +164,19 @@ class MLP(nn.Module):
     forward, the shape of y) is added in fc2's epilogue when given. With
     output dropout fc2's epilogue gradient is its own kernel (the mask
     regenerated from its seed, a second one), where without it needs
-    none."""
+    none. weight_layout="kn" runs fc1 and fc2 whose weights are stored
+    [in, out] (Hugging Face's Conv1D, which coda.patch puts here) instead of
+    nn.Linear's [out, in] (fc1 and fc2 then hold `weight` [in, out] and
+    `bias` [out], initialized as nn.Linear's)."""
 
     def __init__(self, in_features, hidden_features, out_features=None, activation="gelu",
-                 dropout=0.1, bias=True, device=None, dtype=None, output_dropout=0.0):
+                 dropout=0.1, bias=True, device=None, dtype=None, output_dropout=0.0,
+                 weight_layout="nk"):
         super().__init__()
+        if weight_layout not in ("nk", "kn"):
+            raise ValueError(f"unknown weight_layout '{weight_layout}'; expected nk "
+                             "(nn.Linear's [out, in]) or kn ([in, out], as Conv1D)")
+        self.weight_layout = weight_layout
         if activation not in _ACTIVATIONS:
             raise ValueError(f"unknown activation '{activation}'; expected one of "
                              f"{', '.join(_ACTIVATIONS)}")
@@ -165,8 +184,9 @@ class MLP(nn.Module):
         _check_dropout(output_dropout)
         out_features = out_features or in_features
         self.activation, self.p, self.output_p = activation, dropout, output_dropout
-        self.fc1 = nn.Linear(in_features, hidden_features, bias, device, dtype)
-        self.fc2 = nn.Linear(hidden_features, out_features, bias, device, dtype)
+        linear = nn.Linear if weight_layout == "nk" else _InOutLinear
+        self.fc1 = linear(in_features, hidden_features, bias, device, dtype)
+        self.fc2 = linear(hidden_features, out_features, bias, device, dtype)
         # Biases and the residual in the parameters' type: nothing is
         # converted.
         header = "(bias: {t}[N])" if bias else ""
@@ -174,7 +194,7 @@ class MLP(nn.Module):
         body = f"{activation}({pre})"
         up = (f"EPILOGUE fc1{header} {{\n  output = "
               f"{f'dropout({body}, {dropout!r})' if dropout else body};\n}}\n")
-        self._up = ProgramFamily(lambda t: up.replace("{t}", t))
+        self._up = ProgramFamily(lambda t: up.replace("{t}", t), layout_b=weight_layout)
         self._down = {}
         for residual in (False, True):
             inputs = (["bias: {t}[N]"] if bias else []) + (["residual: {t}[M, N]"]
@@ -185,12 +205,18 @@ class MLP(nn.Module):
             terms = [linear] + (["residual"] if residual else [])
             text = (f"EPILOGUE fc2({', '.join(inputs)}) {{\n  output = "
                     f"{' + '.join(terms)};\n}}\n")
-            self._down[residual] = ProgramFamily(lambda t, text=text: text.replace("{t}", t))
+            self._down[residual] = ProgramFamily(lambda t, text=text: text.replace("{t}", t),
+                                                 layout_b=weight_layout)
+
+    def _width(self, linear, side):
+        """The in (side 0) or out (side 1) features of fc1 or fc2, from its
+        weight as this module stores it."""
+        return linear.weight.shape[side if self.weight_layout == "kn" else 1 - side]
 
     def forward(self, x, residual=None):
         lead = x.shape[:-1]
-        x2 = x.reshape(-1, self.fc1.in_features).contiguous()
-        r2 = None if residual is None else residual.reshape(-1, self.fc2.out_features)
+        x2 = x.reshape(-1, self._width(self.fc1, 0)).contiguous()
+        r2 = None if residual is None else residual.reshape(-1, self._width(self.fc2, 1))
         down = self._down[residual is not None]
         if not self.training:
             return self._inference(x2, r2, down).reshape(*lead, -1)

@@ -3,9 +3,11 @@ in place.
 
 Recognized, by their structure (the modules and attributes they hold):
 
-- an MLP: a module with ``c_fc`` and ``c_proj`` (nn.Linear) and an
-  activation module (``gelu``, ``act`` or ``activation``), as nanoGPT's
-  ``MLP``; or an ``nn.Sequential`` of Linear, activation, Linear. Its forward
+- an MLP: a module with ``c_fc`` and ``c_proj`` (nn.Linear, or Hugging
+  Face's ``Conv1D``, whose weight is stored [in, out]) and an activation
+  module (``gelu``, ``act`` or ``activation``), as nanoGPT's ``MLP`` and
+  Hugging Face's ``GPT2MLP``; or an ``nn.Sequential`` of Linear, activation,
+  Linear. Its forward
   becomes coda's fused MLP (coda.nn.MLP: fc1 + activation in one kernel, fc2
   + bias, its dropout when the MLP has one after the second Linear, in
   another, fc1's epilogue gradient on fc2's dgrad GEMM);
@@ -26,7 +28,9 @@ Recognized, by their structure (the modules and attributes they hold):
 Parameters stay where they are: the patched modules keep their children,
 ``state_dict`` keys and initialization, and an optimizer built before or
 after the patch trains the same tensors. Activations: nn.GELU (erf or
-tanh), nn.ReLU, nn.SiLU, nn.Sigmoid, nn.Tanh. What is not recognized is left
+tanh), nn.ReLU, nn.SiLU, nn.Sigmoid, nn.Tanh, and Hugging Face's GELU
+(``gelu``), tanh-approximated GELUs (``gelu_new``, ``gelu_pytorch_tanh``)
+and SiLU, recognized by their class names (transformers is not imported). What is not recognized is left
 as it is, and the report says what was replaced and what was not, and why.
 """
 
@@ -40,6 +44,9 @@ from torch import nn  # noqa: E402
 from . import nn as coda_nn  # noqa: E402
 
 _ACTIVATION_NAMES = "gelu", "act", "activation"
+# Hugging Face's activation classes (transformers.activations), by name.
+_HF_ACTIVATIONS = {"GELUActivation": "gelu_erf", "NewGELUActivation": "gelu",
+                   "GELUTanh": "gelu", "PytorchGELUTanh": "gelu", "SiLUActivation": "silu"}
 
 
 class PatchReport:
@@ -64,7 +71,27 @@ def _activation(module):
                        (nn.Tanh, "tanh")):
         if isinstance(module, kind):
             return name
+    if getattr(module, "use_gelu_python", False):
+        return "gelu_erf"
+    return _HF_ACTIVATIONS.get(type(module).__name__)
+
+
+def _layout(module):
+    """How a projection's weight is stored: "nk" for an nn.Linear ([out,
+    in]), "kn" for Hugging Face's Conv1D ([in, out]), else None."""
+    if isinstance(module, nn.Linear):
+        return "nk"
+    weight = getattr(module, "weight", None)
+    if (type(module).__name__ == "Conv1D" and isinstance(weight, torch.Tensor)
+            and weight.dim() == 2 and getattr(module, "nf", None) == weight.shape[1]):
+        return "kn"
     return None
+
+
+def _features(module):
+    """(in features, out features) of a projection _layout recognizes."""
+    rows, cols = module.weight.shape
+    return (cols, rows) if _layout(module) == "nk" else (rows, cols)
 
 
 def _mlp_parts(module):
@@ -82,8 +109,10 @@ def _mlp_parts(module):
             return None
     else:
         fc1, fc2 = getattr(module, "c_fc", None), getattr(module, "c_proj", None)
-        if not (isinstance(fc1, nn.Linear) and isinstance(fc2, nn.Linear)):
+        if _layout(fc1) is None or _layout(fc2) is None:
             return None
+        if _layout(fc1) != _layout(fc2):
+            return "one projection is an nn.Linear and the other a Conv1D"
         act = next((getattr(module, n) for n in _ACTIVATION_NAMES
                     if isinstance(getattr(module, n, None), nn.Module)), None)
         dropout = getattr(module, "dropout", None)
@@ -94,7 +123,7 @@ def _mlp_parts(module):
         return f"activation {type(act).__name__} has no coda epilogue"
     if (fc1.bias is None) != (fc2.bias is None):
         return "one projection has a bias and the other not"
-    if fc1.out_features != fc2.in_features:
+    if _features(fc1)[1] != _features(fc2)[0]:
         return "the projections' sizes do not chain"
     return fc1, name, fc2, dropout.p if isinstance(dropout, nn.Dropout) else 0.0
 
@@ -108,9 +137,10 @@ def _describe(parts):
 def _fused_mlp(fc1, activation, fc2, output_dropout):
     """coda's MLP over the existing fc1 and fc2 (their parameters, not
     copies), outside the model's module tree."""
-    core = coda_nn.MLP(fc1.in_features, fc1.out_features, fc2.out_features,
-                       activation=activation, dropout=0.0, bias=fc1.bias is not None,
-                       device="meta", output_dropout=output_dropout)
+    (d, h), (_, out) = _features(fc1), _features(fc2)
+    core = coda_nn.MLP(d, h, out, activation=activation, dropout=0.0,
+                       bias=fc1.bias is not None, device="meta",
+                       output_dropout=output_dropout, weight_layout=_layout(fc1))
     core.fc1, core.fc2 = fc1, fc2
     return core
 

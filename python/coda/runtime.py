@@ -242,7 +242,8 @@ class Program:
     tanh.approx.f32 (faster, less accurate: as cuBLASLt's fused GELU);
     autotune=True instead times the candidate shapes at the first call of
     each problem shape and keeps the fastest (cached with the kernels).
-    derive="backward", "saving", "backward_saved", "grad_a" or "grad_b"
+    derive="backward", "saving", "backward_saved" ("backward_saved_nk": the
+    next layer's weight stored [in, out]), "grad_a" or "grad_b"
     loads the program derived from the source's for training
     (docs/autodiff.md). deterministic=True merges column reductions (a bias
     gradient) in a fixed order instead of with f32 atomics, so that they are

@@ -103,7 +103,8 @@ typedef struct coda_compile_options {
      (docs/autodiff.md): "backward" (the epilogue gradient on the recomputed
      GEMM), "saving" (the forward, also writing its accumulator),
      "backward_saved" (the epilogue gradient on the GEMM producing the output
-     gradient), "grad_a" or "grad_b" (the operand gradients). */
+     gradient; "backward_saved_nk" when that GEMM's weight is stored [N, K]),
+     "grad_a" or "grad_b" (the operand gradients). */
   const char *derive;
   /* Nonzero: column reductions (a bias gradient, say) are merged in a fixed
      order instead of with f32 atomics, bit-identical from run to run (a

@@ -21,6 +21,7 @@ import coda.nn
 from coda.autograd import ProgramFamily, draw_seed, mlp, run
 from coda.dropout import dropout_mask, dropout_threshold
 from coda.nn import Linear
+from coda.reference import ReferenceProgram
 
 torch.manual_seed(0)
 M, K, N = 5, 7, 6
@@ -341,6 +342,26 @@ except CodaError as error:
     print(f"math.atan: {error}")
     if "'math.atan' op has no derivative" not in str(error):
         failures.append("message for math.atan")
+
+# A weight layout that is none.
+try:
+    coda.nn.MLP(8, 16, weight_layout="mn")
+    failures.append("no error for weight_layout='mn'")
+except ValueError as error:
+    print(f"weight_layout='mn': {error}")
+    if str(error) != ("unknown weight_layout 'mn'; expected nk (nn.Linear's [out, in]) "
+                      "or kn ([in, out], as Conv1D)"):
+        failures.append("message for an unknown weight layout")
+
+# A derived program's name that names none.
+try:
+    ReferenceProgram("EPILOGUE { output = input; }", dtype="f32", derive="backward_saved_kn")
+    failures.append("no error for derive='backward_saved_kn'")
+except CodaError as error:
+    print(f"derive='backward_saved_kn': {error}")
+    if ("unknown derived program 'backward_saved_kn'; expected backward, saving, "
+            "backward_saved, backward_saved_nk, grad_a, grad_b or inference") not in str(error):
+        failures.append("message for an unknown derived program")
 
 print(f"{len(failures)} failed: {failures}" if failures else "all passed")
 sys.exit(1 if failures else 0)

@@ -352,7 +352,7 @@ FailureOr<func::FuncOp> buildRecomputeBackward(Forward &forward) {
 }
 
 FailureOr<std::pair<func::FuncOp, func::FuncOp>>
-buildSavedBackward(Forward &forward) {
+buildSavedBackward(Forward &forward, NextWeightLayout next) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
   SmallVector<unsigned> outputs = differentiableOutputs(forward);
@@ -415,12 +415,19 @@ buildSavedBackward(Forward &forward) {
     finishEpilogue(savingGemm, values);
   }
 
-  // @f_backward_saved: on the accumulator of A [M, K] * B [K, N], the
-  // gradient of the first [m, n] output.
+  // @f_backward_saved: on the accumulator of A [M, K] * B [K, N] (B stored
+  // [N, K] for @f_backward_saved_nk), the gradient of the first [m, n]
+  // output.
+  bool nk = next == NextWeightLayout::NK;
+  StringRef name =
+      nk ? BackwardNames::kBackwardSavedNK : BackwardNames::kBackwardSaved;
   int64_t dynamic = ShapedType::kDynamic;
+  SmallVector<int64_t> bShape{dynamic, forward.n};
+  if (nk)
+    std::swap(bShape[0], bShape[1]);
   SmallVector<Slot> bwdArgs{
       {RankedTensorType::get({forward.m, dynamic}, forward.elementType), ""},
-      {RankedTensorType::get({dynamic, forward.n}, forward.elementType), ""}};
+      {RankedTensorType::get(bShape, forward.elementType), ""}};
   SmallVector<Slot> inputSlots;
   SmallVector<DimsAttr> inputDims;
   appendInputs(forward, inputSlots, inputDims);
@@ -436,23 +443,21 @@ buildSavedBackward(Forward &forward) {
   SmallVector<Slot> bwdResults;
   SmallVector<DimsAttr> bwdResultDims;
   appendGradientResults(forward, bwdResults, bwdResultDims);
-  if (failed(checkUniqueNames(forward, BackwardNames::kBackwardSaved, bwdArgs,
-                              "arguments")) ||
-      failed(checkUniqueNames(forward, BackwardNames::kBackwardSaved,
-                              bwdResults, "results"))) {
+  if (failed(checkUniqueNames(forward, name, bwdArgs, "arguments")) ||
+      failed(checkUniqueNames(forward, name, bwdResults, "results"))) {
     saving.erase();
     return failure();
   }
   GemmOp gemm;
   func::FuncOp backward = createProgram(
-      forward, derivedName(forward, BackwardNames::kBackwardSaved), bwdArgs,
-      bwdResults, [&](OpBuilder &b, ValueRange values) {
+      forward, derivedName(forward, name), bwdArgs, bwdResults,
+      [&](OpBuilder &b, ValueRange values) {
         SmallVector<Type> types;
         for (const Slot &slot : bwdResults)
           types.push_back(slot.type);
         gemm = GemmOp::create(b, fwd.getLoc(), types, bwdResultDims, values[0],
-                              values[1], false, false, Value(), Value(),
-                              Value(), values.drop_front(2), inputDims);
+                              values[1], false, nk, Value(), Value(), Value(),
+                              values.drop_front(2), inputDims);
         return gemm;
       });
   Block &block = gemm.getEpilogueBlock();
@@ -512,8 +517,9 @@ std::string mlir::coda::getDerivedName(func::FuncOp forward, StringRef suffix) {
   return (forward.getName() + "_" + suffix).str();
 }
 
-FailureOr<BackwardPrograms>
-mlir::coda::deriveBackward(func::FuncOp func, AccumulatorSource source) {
+FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
+                                                       AccumulatorSource source,
+                                                       NextWeightLayout next) {
   if (func->hasAttr(BackwardNames::kDerivedFrom))
     return func.emitError()
            << "'@" << func.getName()
@@ -523,7 +529,10 @@ mlir::coda::deriveBackward(func::FuncOp func, AccumulatorSource source) {
   if (source == AccumulatorSource::Recompute)
     suffixes.push_back(BackwardNames::kBackward);
   else
-    suffixes.append({BackwardNames::kSaving, BackwardNames::kBackwardSaved});
+    suffixes.append(
+        {BackwardNames::kSaving, next == NextWeightLayout::NK
+                                     ? BackwardNames::kBackwardSavedNK
+                                     : BackwardNames::kBackwardSaved});
   for (StringRef suffix : suffixes) {
     std::string name = getDerivedName(func, suffix);
     if (SymbolTable::lookupNearestSymbolFrom(
@@ -544,7 +553,7 @@ mlir::coda::deriveBackward(func::FuncOp func, AccumulatorSource source) {
       return failure();
     programs.backward = *backward;
   } else {
-    auto saved = buildSavedBackward(forward);
+    auto saved = buildSavedBackward(forward, next);
     if (failed(saved))
       return failure();
     std::tie(programs.saving, programs.backward) = *saved;
@@ -579,16 +588,18 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
   auto forward = module.lookupSymbol<func::FuncOp>(signature->functionName);
   if (derived == BackwardNames::kInference)
     return deriveInference(forward).getName().str();
+  bool nk = derived == BackwardNames::kBackwardSavedNK;
   bool saved = derived == BackwardNames::kSaving ||
-               derived == BackwardNames::kBackwardSaved;
+               derived == BackwardNames::kBackwardSaved || nk;
   if (!saved && derived != BackwardNames::kBackward &&
       derived != BackwardNames::kGradA && derived != BackwardNames::kGradB)
-    return forward.emitError()
-           << "unknown derived program '" << derived
-           << "'; expected backward, saving, backward_saved, grad_a, grad_b or "
-              "inference";
+    return forward.emitError() << "unknown derived program '" << derived
+                               << "'; expected backward, saving, "
+                                  "backward_saved, backward_saved_nk, "
+                                  "grad_a, grad_b or inference";
   FailureOr<BackwardPrograms> programs = deriveBackward(
-      forward, saved ? AccumulatorSource::Saved : AccumulatorSource::Recompute);
+      forward, saved ? AccumulatorSource::Saved : AccumulatorSource::Recompute,
+      nk ? NextWeightLayout::NK : NextWeightLayout::KN);
   if (failed(programs))
     return failure();
   std::string chosen = getDerivedName(forward, derived);

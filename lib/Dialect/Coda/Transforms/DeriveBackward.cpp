@@ -29,6 +29,22 @@ struct CodaDeriveBackward final
           << "'; expected recompute or saved";
       return signalPassFailure();
     }
+    NextWeightLayout next;
+    if (nextWeight == "kn") {
+      next = NextWeightLayout::KN;
+    } else if (nextWeight != "nk") {
+      getOperation().emitError()
+          << "coda-derive-backward: unknown next-weight '" << nextWeight
+          << "'; expected kn or nk";
+      return signalPassFailure();
+    } else if (source != AccumulatorSource::Saved) {
+      getOperation().emitError()
+          << "coda-derive-backward: next-weight=nk needs accumulator=saved "
+             "(only @f_backward_saved reads the next layer's weight)";
+      return signalPassFailure();
+    } else {
+      next = NextWeightLayout::NK;
+    }
     // Programs derived by an earlier run are not derived from again.
     SmallVector<func::FuncOp> programs;
     for (auto func : getOperation().getOps<func::FuncOp>())
@@ -36,7 +52,7 @@ struct CodaDeriveBackward final
           !func->hasAttr(BackwardNames::kDerivedFrom))
         programs.push_back(func);
     for (func::FuncOp func : programs)
-      if (failed(deriveBackward(func, source)))
+      if (failed(deriveBackward(func, source, next)))
         return signalPassFailure();
   }
 };

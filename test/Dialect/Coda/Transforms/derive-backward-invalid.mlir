@@ -5,8 +5,12 @@
 // differentiates), and an unknown accumulator.
 // RUN: not coda-opt %s --coda-derive-backward=accumulator=saved -split-input-file 2>&1 | FileCheck %s --check-prefix=SAVED
 // RUN: not coda-opt %s --coda-derive-backward=accumulator=fused 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not coda-opt %s --coda-derive-backward=next-weight=nk 2>&1 | FileCheck %s --check-prefix=NEXT
+// RUN: not coda-opt %s --coda-derive-backward="accumulator=saved next-weight=mn" 2>&1 | FileCheck %s --check-prefix=NEXT-MN
 
 // UNKNOWN: error: coda-derive-backward: unknown accumulator 'fused'; expected recompute or saved
+// NEXT: error: coda-derive-backward: next-weight=nk needs accumulator=saved (only @f_backward_saved reads the next layer's weight)
+// NEXT-MN: error: coda-derive-backward: unknown next-weight 'mn'; expected kn or nk
 
 func.func @batched(%a: tensor<4x?x64xbf16>, %b: tensor<64x256xbf16>) -> tensor<4x?x256xbf16> {
   // expected-error @+1 {{'coda.gemm' op cannot be differentiated: batched GEMMs are not supported; fold the batch into M}}

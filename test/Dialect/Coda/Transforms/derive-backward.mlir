@@ -1,5 +1,6 @@
 // RUN: coda-opt %s --coda-derive-backward -split-input-file | FileCheck %s
 // RUN: coda-opt %s --coda-derive-backward=accumulator=saved -split-input-file | FileCheck %s --check-prefix=SAVED
+// RUN: coda-opt %s --coda-derive-backward="accumulator=saved next-weight=nk" -split-input-file | FileCheck %s --check-prefix=SAVED-NK
 
 // Recompute (the default): @f_backward runs the forward GEMM again, takes the
 // gradient of the [m, n] output as an input and returns the gradient of the
@@ -266,6 +267,13 @@ func.func @tt(%a: tensor<64x128xbf16>, %b: tensor<256x64xbf16>) -> tensor<128x25
 // SAVED-NEXT:      %[[DPRE:.*]] = arith.addf %[[GP]], %[[T]] : f32
 // SAVED-NEXT:      %[[DBIAS:.*]] = coda.col_reduce sum %[[DPRE]]
 // SAVED-NEXT:      coda.yield %[[DPRE]], %[[DBIAS]] : f32, f32
+// With the next layer's weight stored [N, K] (Hugging Face's Conv1D stores
+// its weight [in, out]), the program reads it so, transposed.
+// SAVED-NK-LABEL: func.func @layer_backward_saved_nk
+// SAVED-NK-SAME:    (%[[DY:[a-z0-9_]+]]: tensor<?x?xbf16>, %[[WN:[a-z0-9_]+]]: tensor<3072x?xbf16>,
+// SAVED-NK:         coda.gemm %[[DY]], %[[WN]] transpose_b ins(
+// SAVED-NK-SAME:      : tensor<?x?xbf16>, tensor<3072x?xbf16>
+// SAVED-NK-NOT:   func.func @layer_backward_saved(
 // SAVED-LABEL: func.func @layer_grad_a
 // SAVED-LABEL: func.func @layer_grad_b
 

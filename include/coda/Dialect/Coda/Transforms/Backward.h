@@ -45,11 +45,22 @@ enum class AccumulatorSource {
   Saved,
 };
 
+/// How `@f_backward_saved`'s B, the next layer's weight W_next, is stored.
+enum class NextWeightLayout {
+  /// `[K, N]`: an `nn.Linear` weight (`[out, in]` of the next layer).
+  KN,
+  /// `[N, K]`: a weight stored `[in, out]` (Hugging Face's `Conv1D`); the
+  /// program is then `@f_backward_saved_nk`.
+  NK,
+};
+
 /// The names the derived programs take, after the forward program's name.
 struct BackwardNames {
   static constexpr const char *kBackward = "backward";
   static constexpr const char *kSaving = "saving";
   static constexpr const char *kBackwardSaved = "backward_saved";
+  /// `kBackwardSaved` for a next layer's weight stored `[N, K]`.
+  static constexpr const char *kBackwardSavedNK = "backward_saved_nk";
   static constexpr const char *kGradA = "grad_a";
   static constexpr const char *kGradB = "grad_b";
   /// The forward with dropout the identity (evaluation mode).
@@ -82,11 +93,13 @@ struct BackwardPrograms {
 
 /// Derives the backward programs of the program `forward` (a function
 /// holding one coda.gemm, as ProgramSignature describes) and inserts them
-/// into its module. Emits an error at the offending op and fails when the
+/// into its module; `next` is how the B of `@f_backward_saved` is stored
+/// (Saved only). Emits an error at the offending op and fails when the
 /// program is not differentiable: a batched GEMM, a C operand, an op with no
 /// derivative.
-FailureOr<BackwardPrograms> deriveBackward(func::FuncOp forward,
-                                           AccumulatorSource source);
+FailureOr<BackwardPrograms>
+deriveBackward(func::FuncOp forward, AccumulatorSource source,
+               NextWeightLayout next = NextWeightLayout::KN);
 
 /// Inserts after `forward` its inference form `@f_inference`: the forward
 /// with every coda.dropout the identity, as nn.Dropout in evaluation mode,
@@ -94,7 +107,8 @@ FailureOr<BackwardPrograms> deriveBackward(func::FuncOp forward,
 func::FuncOp deriveInference(func::FuncOp forward);
 
 /// Derives the program named `derived` ("backward", "saving",
-/// "backward_saved", "grad_a", "grad_b", "inference") of the program `function`
+/// "backward_saved", "backward_saved_nk", "grad_a", "grad_b", "inference") of
+/// the program `function`
 /// of `module` (its only one when empty), erasing the derived programs not
 /// asked for, and returns its name; or emits an error and fails.
 FailureOr<std::string> deriveProgram(ModuleOp module, StringRef function,

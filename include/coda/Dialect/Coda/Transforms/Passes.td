@@ -19,7 +19,8 @@ def CodaDeriveBackward : Pass<"coda-derive-backward", "::mlir::ModuleOp"> {
     - or (`accumulator=saved`) `@f_saving`, the forward that also writes its
       accumulator `saved_acc`, and `@f_backward_saved`, the epilogue gradient
       on the accumulator of the GEMM that produces the gradient of the first
-      `[m, n]` output (`A [M, K] * B [K, N]`: the next layer's dgrad);
+      `[m, n]` output (`A [M, K] * B [K, N]`: the next layer's dgrad; with
+      `next-weight=nk`, B stored `[N, K]`, `@f_backward_saved_nk`);
     - `@f_grad_a` and `@f_grad_b`: `grad_a` and `grad_b` (in the types of A and B) from
       `grad_acc`, in the layouts of A and B.
 
@@ -38,7 +39,12 @@ def CodaDeriveBackward : Pass<"coda-derive-backward", "::mlir::ModuleOp"> {
   let options = [
     Option<"accumulator", "accumulator", "std::string", "\"recompute\"",
            "Where the epilogue gradient finds the forward accumulator: "
-           "recompute (the GEMM again) or saved (written by the forward)">
+           "recompute (the GEMM again) or saved (written by the forward)">,
+    Option<"nextWeight", "next-weight", "std::string", "\"kn\"",
+           "With accumulator=saved, how the B of @f_backward_saved (the next "
+           "layer's weight) is stored: kn ([K, N], an nn.Linear weight) or "
+           "nk ([N, K], a weight stored [in, out] as Hugging Face's Conv1D; "
+           "the program is then @f_backward_saved_nk)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
