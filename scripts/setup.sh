@@ -41,7 +41,7 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "setup: installing torch into .venv"
   .venv/bin/python -m pip install -q torch
 fi
-# transformers: coda.patch on Hugging Face models (test/Integration/CPU/hf_gpt2.py).
+# transformers: coda.patch on Hugging Face models (test/Integration/CPU/hf_models.py).
 if ! .venv/bin/python -c "import transformers" 2>/dev/null; then
   echo "setup: installing transformers into .venv"
   .venv/bin/python -m pip install -q transformers

@@ -17,6 +17,12 @@ Recognized, by their structure (the modules and attributes they hold):
   several times slower (bf16 and f16 in eager mode; float32 CUDA tensors,
   and the layer under torch.compile, whose inductor pads it, stay on
   F.linear);
+- Hugging Face BERT's ``BertIntermediate`` (``dense``, an nn.Linear with a
+  bias, then ``intermediate_act_fn``): the projection, its bias and the
+  activation in one coda kernel; ``BertSelfOutput`` and ``BertOutput``
+  (``dense``, ``dropout``, ``LayerNorm``; forward ``LayerNorm(dropout(
+  dense(h)) + x)``): the projection, its dropout and the residual in one
+  (coda.nn.OutProjection), then the LayerNorm;
 - a nanoGPT-style block: ``ln_1``, ``attn``, ``ln_2`` and ``mlp``, its
   forward ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``, with ``attn``
   holding ``c_attn``, ``c_proj`` (nn.Linear), ``resid_dropout`` and
@@ -230,6 +236,66 @@ def _patch_linear(module):
             f"which cuBLAS runs several times slower)")
 
 
+def _dense_parts(module):
+    """What a Hugging Face BERT module of a dense projection is: ("act", its
+    activation name) for BertIntermediate, ("residual", None) for
+    BertSelfOutput and BertOutput, a string saying why it is left as it is,
+    or None when it is neither."""
+    dense = getattr(module, "dense", None)
+    if not isinstance(dense, nn.Linear):
+        return None
+    kind = type(module).__name__
+    if kind == "BertIntermediate":
+        act = getattr(module, "intermediate_act_fn", None)
+        name = _activation(act) if isinstance(act, nn.Module) else None
+        if name is None:
+            return f"activation {type(act).__name__} has no coda epilogue"
+    elif kind in ("BertSelfOutput", "BertOutput"):
+        if not (isinstance(getattr(module, "dropout", None), nn.Dropout)
+                and isinstance(getattr(module, "LayerNorm", None), nn.Module)):
+            return None
+        name = None
+    else:
+        return None
+    if dense.bias is None:
+        return "a projection without a bias"
+    return ("act", name) if name else ("residual", None)
+
+
+def _patch_dense(module, parts):
+    """BertIntermediate: dense + activation in one coda kernel; BertOutput
+    and BertSelfOutput: dense + dropout + residual in one, then the
+    module's LayerNorm. The projection's parameters as they are at each
+    call."""
+    dense = module.dense
+    kind, activation = parts
+    if kind == "act":
+        core = coda_nn.Linear(
+            dense.in_features, dense.out_features, device="meta",
+            epilogue=lambda t: (f"EPILOGUE dense(bias: {t}[N]) {{\n"
+                                f"  output = {activation}(input + bias);\n}}\n"))
+        object.__setattr__(module, "_coda_linear", core)
+
+        def forward(hidden_states):
+            core.training = module.training
+            return core._forward(dense.weight, dense.bias, hidden_states, None, {})
+
+        module.forward = forward
+        return f"projection + bias + {activation} in one kernel"
+    out = coda_nn.OutProjection(dense.in_features, dense.out_features,
+                                dropout=module.dropout.p, device="meta")
+    object.__setattr__(module, "_coda_out_projection", out)
+
+    def forward(hidden_states, input_tensor):
+        out.training = module.training
+        y = out._forward(dense.weight, dense.bias, hidden_states, None,
+                         {"residual": input_tensor})
+        return module.LayerNorm(y)
+
+    module.forward = forward
+    return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
+
+
 def patch(model, verbose=False):
     """Puts the Transformer blocks and MLPs of `model` (an nn.Module) on coda
     kernels, in place, and returns a PatchReport (printed with
@@ -249,6 +315,13 @@ def patch(model, verbose=False):
                     report.replaced.append((name, what))
                     done.add(name)
                     continue
+        dense = _dense_parts(module)
+        if isinstance(dense, tuple):
+            report.replaced.append((name, _patch_dense(module, dense)))
+            done.add(name)
+            continue
+        if isinstance(dense, str):
+            report.skipped.append((name, dense))
         if isinstance(module, nn.Linear) and (module.in_features % 8 or module.out_features % 8):
             report.replaced.append((name, _patch_linear(module)))
             done.add(name)

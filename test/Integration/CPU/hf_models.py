@@ -1,0 +1,110 @@
+# REQUIRES: torch, transformers
+# RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s
+#
+# coda.patch on Hugging Face models built from a config (small ones, on the
+# CPU reference, in float32): GPT2LMHeadModel, whose GPT2MLPs' projections are
+# Conv1D modules with weights stored [in, out], and BertForMaskedLM, whose
+# intermediate (dense + GELU) and output projections (dense + dropout +
+# residual, then LayerNorm) go on coda, with the LM heads of an unpadded
+# vocabulary. The state_dict keeps its keys and tensors, and the loss and
+# every gradient equal the eager model's, with dropout off; with the MLP's
+# dropout on, its output is compared with the eager form on coda's mask.
+
+import copy
+import os
+import sys
+
+sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+import torch
+from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+
+import coda
+
+torch.manual_seed(0)
+failures = []
+
+
+def close(what, got, want, tolerance=1e-5):
+    # Relative, or absolute below 1e-6 (attention's key bias has a gradient
+    # of 0 in exact arithmetic, 1e-12 in float32).
+    error = ((got - want).norm() / want.norm().clamp_min(1e-6)).item()
+    if not error < tolerance:
+        failures.append(f"{what}: relative error {error:.2e}")
+
+
+config = GPT2Config(vocab_size=101, n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                    resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+eager = GPT2LMHeadModel(config)
+fused = copy.deepcopy(eager)
+report = coda.patch(fused)
+print(report)
+# CHECK: coda.patch: 3 modules on coda kernels
+# CHECK-NEXT: transformer.h.0.mlp: MLP (gelu) as coda's fused MLP
+# CHECK-NEXT: transformer.h.1.mlp: MLP (gelu) as coda's fused MLP
+# CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
+assert list(eager.state_dict()) == list(fused.state_dict()), "state_dict keys changed"
+for key, tensor in eager.state_dict().items():
+    assert torch.equal(tensor, fused.state_dict()[key]), f"{key} changed"
+
+tokens = torch.randint(0, config.vocab_size, (2, 24))
+for model in (eager, fused):
+    model.train()
+    model.zero_grad(set_to_none=True)
+    out = model(tokens, labels=tokens)
+    out.loss.backward()
+close("loss", fused(tokens, labels=tokens).loss.detach(), eager(tokens, labels=tokens).loss.detach())
+for (name, p_eager), (_, p_fused) in zip(eager.named_parameters(), fused.named_parameters()):
+    if p_eager.grad is not None:
+        close(f"grad {name}", p_fused.grad, p_eager.grad)
+print("losses and gradients: dropout off")
+# CHECK: losses and gradients: dropout off
+
+# With the MLP's dropout on: the patched MLP draws coda's mask, so each
+# patched MLP's output is compared with its eager form on that mask.
+config_p = GPT2Config(**{**config.to_dict(), "resid_pdrop": 0.25})
+model_p = GPT2LMHeadModel(config_p)
+coda.patch(model_p)
+mlp = model_p.transformer.h[0].mlp
+x = torch.randn(3, 5, 32, requires_grad=True)
+torch.manual_seed(7)
+y = mlp(x)
+h = mlp.act(mlp.c_fc(x))
+pre = mlp.c_proj(h)
+kept = y != 0
+assert 0.6 < kept.float().mean().item() < 0.9, kept.float().mean().item()
+close("MLP with dropout", y[kept], (pre / 0.75)[kept])
+y.sum().backward()
+print("MLP dropout: ok")
+# CHECK: MLP dropout: ok
+
+# BERT: every intermediate and output projection, and the MLM head.
+bert_config = BertConfig(vocab_size=101, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, intermediate_size=64,
+                         max_position_embeddings=32, hidden_dropout_prob=0.0,
+                         attention_probs_dropout_prob=0.0)
+bert = BertForMaskedLM(bert_config)
+bert_fused = copy.deepcopy(bert)
+print(coda.patch(bert_fused))
+# CHECK: coda.patch: 7 modules on coda kernels
+# CHECK-NEXT: bert.encoder.layer.0.attention.output: projection + bias + dropout + residual in one kernel, then its LayerNorm
+# CHECK-NEXT: bert.encoder.layer.0.intermediate: projection + bias + gelu_erf in one kernel
+# CHECK-NEXT: bert.encoder.layer.0.output: projection + bias + dropout + residual in one kernel, then its LayerNorm
+# CHECK: cls.predictions.decoder: linear 32 -> 101: coda's GEMM
+assert list(bert.state_dict()) == list(bert_fused.state_dict()), "BERT state_dict keys changed"
+bert_tokens = tokens[:, :16].contiguous()
+for model in (bert, bert_fused):
+    model.zero_grad(set_to_none=True)
+    model(bert_tokens, labels=bert_tokens).loss.backward()
+close("BERT loss", bert_fused(bert_tokens, labels=bert_tokens).loss.detach(),
+      bert(bert_tokens, labels=bert_tokens).loss.detach())
+for (name, p_eager), (_, p_fused) in zip(bert.named_parameters(), bert_fused.named_parameters()):
+    if p_eager.grad is not None:
+        close(f"BERT grad {name}", p_fused.grad, p_eager.grad)
+print("BERT losses and gradients: dropout off")
+# CHECK: BERT losses and gradients: dropout off
+
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)
+print("hf models: ok")
+# CHECK: hf models: ok
