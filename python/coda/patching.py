@@ -22,7 +22,9 @@ Recognized, by their structure (the modules and attributes they hold):
   activation in one coda kernel; ``BertSelfOutput`` and ``BertOutput``
   (``dense``, ``dropout``, ``LayerNorm``; forward ``LayerNorm(dropout(
   dense(h)) + x)``): the projection, its dropout and the residual in one
-  (coda.nn.OutProjection), then the LayerNorm;
+  (coda.nn.OutProjection), then the LayerNorm; and the same modules of the
+  models that copy BERT's (``RobertaIntermediate``, ``RobertaOutput``, ...:
+  a class name of the model's prefix and these suffixes);
 - a nanoGPT-style block: ``ln_1``, ``attn``, ``ln_2`` and ``mlp``, its
   forward ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``, with ``attn``
   holding ``c_attn``, ``c_proj`` (nn.Linear), ``resid_dropout`` and
@@ -245,12 +247,12 @@ def _dense_parts(module):
     if not isinstance(dense, nn.Linear):
         return None
     kind = type(module).__name__
-    if kind == "BertIntermediate":
+    if kind.endswith("Intermediate"):
         act = getattr(module, "intermediate_act_fn", None)
         name = _activation(act) if isinstance(act, nn.Module) else None
         if name is None:
             return f"activation {type(act).__name__} has no coda epilogue"
-    elif kind in ("BertSelfOutput", "BertOutput"):
+    elif kind.endswith("Output") and kind != "Output":
         if not (isinstance(getattr(module, "dropout", None), nn.Dropout)
                 and isinstance(getattr(module, "LayerNorm", None), nn.Module)):
             return None

@@ -16,7 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
 import torch
-from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel,
+                          RobertaConfig, RobertaForMaskedLM)
 
 import coda
 
@@ -102,6 +103,24 @@ for (name, p_eager), (_, p_fused) in zip(bert.named_parameters(), bert_fused.nam
         close(f"BERT grad {name}", p_fused.grad, p_eager.grad)
 print("BERT losses and gradients: dropout off")
 # CHECK: BERT losses and gradients: dropout off
+
+# RoBERTa copies BERT's modules under its own names.
+roberta_config = RobertaConfig(**{**bert_config.to_dict(), "pad_token_id": 1})
+roberta = RobertaForMaskedLM(roberta_config)
+roberta_fused = copy.deepcopy(roberta)
+report = coda.patch(roberta_fused)
+print(report.replaced[0][0], len(report.replaced))
+# CHECK: roberta.encoder.layer.0.attention.output 7
+roberta_tokens = bert_tokens.clamp(min=2)
+for model in (roberta, roberta_fused):
+    model.zero_grad(set_to_none=True)
+    model(roberta_tokens, labels=roberta_tokens).loss.backward()
+for (name, p_eager), (_, p_fused) in zip(roberta.named_parameters(),
+                                         roberta_fused.named_parameters()):
+    if p_eager.grad is not None:
+        close(f"RoBERTa grad {name}", p_fused.grad, p_eager.grad)
+print("RoBERTa gradients: ok")
+# CHECK: RoBERTa gradients: ok
 
 if failures:
     print("\n".join(failures))
