@@ -185,17 +185,14 @@ void buildMergeKernel(OpBuilder &b, Location loc, StringRef name,
   KernelBuilder kb(loc, b);
   Value partials = kernel.getArgument(0), output = kernel.getArgument(1);
   Value rows = kernel.getArgument(2), n = kernel.getArgument(3);
-  auto toI32 = [&](Value index) -> Value {
-    return arith::IndexCastUIOp::create(kb, i32, index);
-  };
-  Value thread = toI32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
+  Value thread = kb.index32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
   Value lane = kb.remu(thread, kb.i32(32));
   Value warp = kb.divu(thread, kb.i32(32));
   Value col =
-      kb.add(kb.mul(toI32(gpu::BlockIdOp::create(kb, gpu::Dimension::x)),
+      kb.add(kb.mul(kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::x)),
                     kb.i32(columns)),
              lane);
-  Value batch = toI32(gpu::BlockIdOp::create(kb, gpu::Dimension::y));
+  Value batch = kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::y));
   Value inside = kb.ult(col, n);
   Value identity = kb.f32(getReductionIdentity(kind));
   auto combine = [&](Value x, Value y) {
@@ -283,16 +280,13 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   Block &entry = kernel.front();
   b.setInsertionPointToStart(&entry);
   KernelBuilder kb(loc, b);
-  auto toI32 = [&](Value index) -> Value {
-    return arith::IndexCastUIOp::create(kb, kb.getI32Type(), index);
-  };
   KernelValues values;
   bindParams(entry, abi, values);
   // The seed given by its address: every thread reads its 8 bytes once.
   for (auto [input, value] : llvm::zip(op.getInputs(), values.inputs))
     if (isSeedInMemory(plan, input))
       value = LLVM::LoadOp::create(kb, kb.getI64Type(), value);
-  values.threadId = toI32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
+  values.threadId = kb.index32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
   values.lane = kb.remu(values.threadId, kb.i32(32));
   values.warp = kb.remu(kb.divu(values.threadId, kb.i32(32)), kb.i32(4));
   values.warpgroup = kb.divu(values.threadId, kb.i32(128));

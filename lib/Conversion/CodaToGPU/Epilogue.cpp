@@ -366,8 +366,7 @@ LogicalResult mlir::coda::lowerTileEpilogue(RewriterBase &rewriter,
   b.setInsertionPoint(&entry, threadId == entry.end()
                                   ? entry.begin()
                                   : threadId->getIterator());
-  values.threadId = arith::IndexCastUIOp::create(
-      b, b.getI32Type(), gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+  values.threadId = b.index32(gpu::ThreadIdOp::create(b, gpu::Dimension::x));
   values.lane = b.remu(values.threadId, b.i32(32));
   values.warp = b.remu(b.divu(values.threadId, b.i32(32)), b.i32(4));
   values.warpgroup = b.divu(values.threadId, b.i32(128));

@@ -52,6 +52,10 @@ public:
   Value eq(Value x, Value y) { return cmp(arith::CmpIPredicate::eq, x, y); }
   /// Zero-extends an i32 to i64.
   Value wide(Value x) { return arith::ExtUIOp::create(*this, getI64Type(), x); }
+  /// An index (a thread or block id, say) as an i32.
+  Value index32(Value index) {
+    return arith::IndexCastUIOp::create(*this, getI32Type(), index);
+  }
 
   /// `base` (a pointer) advanced by `offset` elements of `elementType`.
   Value gep(Value base, Type elementType, Value offset) {

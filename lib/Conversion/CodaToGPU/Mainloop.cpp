@@ -536,13 +536,10 @@ void KernelBodyBuilder::build() {
   unitsPerBatch =
       b.mul(clusterM == 1 ? tilesM : ceilDiv(tilesM, clusterM), unitCols);
   numUnits = b.mul(unitsPerBatch, values.batchCount);
-  auto toI32 = [&](Value index) -> Value {
-    return arith::IndexCastUIOp::create(b, b.getI32Type(), index);
-  };
   // The grid is a whole number of clusters along x.
   int64_t clusterSize = plan.getClusterSize();
-  Value blockId = toI32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
-  Value gridSize = toI32(gpu::GridDimOp::create(b, gpu::Dimension::x));
+  Value blockId = b.index32(gpu::BlockIdOp::create(b, gpu::Dimension::x));
+  Value gridSize = b.index32(gpu::GridDimOp::create(b, gpu::Dimension::x));
   clusterId = blockId;
   clusterCount = gridSize;
   clusterRank = b.i32(0);
