@@ -33,6 +33,26 @@ def close(what, got, want, tolerance=1e-5):
         failures.append(f"{what}: relative error {error:.2e}")
 
 
+def check_training(label, eager, fused, tokens):
+    """`fused` (eager, patched) has eager's state_dict, and one step of
+    training on `tokens` gives it eager's loss and every gradient."""
+    assert list(eager.state_dict()) == list(fused.state_dict()), f"{label}: state_dict keys changed"
+    for key, tensor in eager.state_dict().items():
+        assert torch.equal(tensor, fused.state_dict()[key]), f"{label}: {key} changed"
+    losses = []
+    for model in (eager, fused):
+        model.train()
+        model.zero_grad(set_to_none=True)
+        loss = model(tokens, labels=tokens).loss
+        loss.backward()
+        losses.append(loss.detach())
+    close(f"{label} loss", losses[1], losses[0])
+    for (name, p_eager), (_, p_fused) in zip(eager.named_parameters(), fused.named_parameters()):
+        if p_eager.grad is not None:
+            close(f"{label} grad {name}", p_fused.grad, p_eager.grad)
+    print(f"{label} losses and gradients: dropout off")
+
+
 config = GPT2Config(vocab_size=101, n_positions=32, n_embd=32, n_layer=2, n_head=2,
                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
 eager = GPT2LMHeadModel(config)
@@ -43,22 +63,9 @@ print(report)
 # CHECK-NEXT: transformer.h.0.mlp: MLP (gelu) as coda's fused MLP
 # CHECK-NEXT: transformer.h.1.mlp: MLP (gelu) as coda's fused MLP
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
-assert list(eager.state_dict()) == list(fused.state_dict()), "state_dict keys changed"
-for key, tensor in eager.state_dict().items():
-    assert torch.equal(tensor, fused.state_dict()[key]), f"{key} changed"
-
 tokens = torch.randint(0, config.vocab_size, (2, 24))
-for model in (eager, fused):
-    model.train()
-    model.zero_grad(set_to_none=True)
-    out = model(tokens, labels=tokens)
-    out.loss.backward()
-close("loss", fused(tokens, labels=tokens).loss.detach(), eager(tokens, labels=tokens).loss.detach())
-for (name, p_eager), (_, p_fused) in zip(eager.named_parameters(), fused.named_parameters()):
-    if p_eager.grad is not None:
-        close(f"grad {name}", p_fused.grad, p_eager.grad)
-print("losses and gradients: dropout off")
-# CHECK: losses and gradients: dropout off
+check_training("GPT-2", eager, fused, tokens)
+# CHECK: GPT-2 losses and gradients: dropout off
 
 # With the MLP's dropout on: the patched MLP draws coda's mask, so each
 # patched MLP's output is compared with its eager form on that mask.
@@ -91,17 +98,8 @@ print(coda.patch(bert_fused))
 # CHECK-NEXT: bert.encoder.layer.0.intermediate: projection + bias + gelu_erf in one kernel
 # CHECK-NEXT: bert.encoder.layer.0.output: projection + bias + dropout + residual in one kernel, then its LayerNorm
 # CHECK: cls.predictions.decoder: linear 32 -> 101: coda's GEMM
-assert list(bert.state_dict()) == list(bert_fused.state_dict()), "BERT state_dict keys changed"
 bert_tokens = tokens[:, :16].contiguous()
-for model in (bert, bert_fused):
-    model.zero_grad(set_to_none=True)
-    model(bert_tokens, labels=bert_tokens).loss.backward()
-close("BERT loss", bert_fused(bert_tokens, labels=bert_tokens).loss.detach(),
-      bert(bert_tokens, labels=bert_tokens).loss.detach())
-for (name, p_eager), (_, p_fused) in zip(bert.named_parameters(), bert_fused.named_parameters()):
-    if p_eager.grad is not None:
-        close(f"BERT grad {name}", p_fused.grad, p_eager.grad)
-print("BERT losses and gradients: dropout off")
+check_training("BERT", bert, bert_fused, bert_tokens)
 # CHECK: BERT losses and gradients: dropout off
 
 # RoBERTa copies BERT's modules under its own names.
@@ -111,16 +109,8 @@ roberta_fused = copy.deepcopy(roberta)
 report = coda.patch(roberta_fused)
 print(report.replaced[0][0], len(report.replaced))
 # CHECK: roberta.encoder.layer.0.attention.output 7
-roberta_tokens = bert_tokens.clamp(min=2)
-for model in (roberta, roberta_fused):
-    model.zero_grad(set_to_none=True)
-    model(roberta_tokens, labels=roberta_tokens).loss.backward()
-for (name, p_eager), (_, p_fused) in zip(roberta.named_parameters(),
-                                         roberta_fused.named_parameters()):
-    if p_eager.grad is not None:
-        close(f"RoBERTa grad {name}", p_fused.grad, p_eager.grad)
-print("RoBERTa gradients: ok")
-# CHECK: RoBERTa gradients: ok
+check_training("RoBERTa", roberta, roberta_fused, bert_tokens.clamp(min=2))
+# CHECK: RoBERTa losses and gradients: dropout off
 
 if failures:
     print("\n".join(failures))
