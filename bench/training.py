@@ -18,11 +18,21 @@ and the fc2 dgrad kernel and the whole forward + backward again under
 torch.use_deterministic_algorithms(True), where db1 is merged in a fixed order
 by a second kernel instead of with f32 atomics (the cost of determinism).
 
+The gated MLP of LLaMA, y = down(silu(gate(x)) * up(x)), as coda.nn.GatedMLP
+(--gated, for LLaMA-1B 2048 -> 5632 and LLaMA-7B 4096 -> 11008): the same
+rows, and its kernels
+
+  gate/up saving  the gate and up GEMM (2 H columns) + SwiGLU, writing h and
+                  the accumulator
+  down            the down projection
+  down dgrad+act' grad_y * W_down with SwiGLU's gradient (accumulator [m, n/2])
+  grad W_down/x/W_gate,up  the operand gradients, as coda GEMMs
+
 Before timing, coda's module is checked against the eager one with the same
 parameters and dropout off (relative error). Writes training.json and
 training.md to $OUT.
 
-    python3 bench/training.py [--shapes gpt2,bertL]
+    python3 bench/training.py [--shapes gpt2,bertL] [--gated llama1b,llama7b]
 """
 
 import argparse
@@ -44,6 +54,7 @@ from common import graphed  # noqa: E402
 M = 8192
 P = 0.1
 SHAPES = {"gpt2": (768, 3072), "bertL": (1024, 4096)}
+GATED_SHAPES = {"llama1b": (2048, 5632), "llama7b": (4096, 11008)}
 
 
 class EagerMLP(nn.Module):
@@ -56,6 +67,19 @@ class EagerMLP(nn.Module):
     def forward(self, x, residual):
         h = F.dropout(F.gelu(self.fc1(x), approximate="tanh"), self.p, self.training)
         return self.fc2(h) + residual
+
+
+class EagerGatedMLP(nn.Module):
+    """LLaMA's MLP in PyTorch (Hugging Face's LlamaMLP)."""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.gate_proj = nn.Linear(d, h, bias=False)
+        self.up_proj = nn.Linear(d, h, bias=False)
+        self.down_proj = nn.Linear(h, d, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 def deterministic(fn):
@@ -153,18 +177,88 @@ def measure(name, d, h):
             deterministic(lambda: run(up, "backward_saved", grad, w2, [saved, b1],
                                       "saved_acc,bias", [], "", seed)),
             lambda: grad @ w2),
-        "grad W2": (lambda: run(down, "grad_b", grad, hidden, [], "", [], "", seed),
-                    lambda: grad.T @ hidden),
-        "grad x": (lambda: run(up, "grad_a", g1, w1, [], "", [], "", seed),
-                   lambda: g1 @ w1),
-        "grad W1": (lambda: run(up, "grad_b", g1, xd, [], "", [], "", seed),
-                    lambda: g1.T @ xd),
+        **operand_gradients(up, down, grad, hidden, g1, w1, xd, seed, ("W2", "W1")),
     }
-    per_kernel = {}
-    for label, (ours_fn, cublas_fn) in kernels.items():
-        per_kernel[label] = {"coda": bench(graphed(ours_fn)), "cublas": bench(graphed(cublas_fn))}
     return {"shape": name, "d": d, "h": h, "checks": checks, "ms": times,
-            "kernels": per_kernel}
+            "kernels": time_kernels(kernels)}
+
+
+def operand_gradients(up, down, grad, hidden, g1, w1, xd, seed, names):
+    """The operand gradient GEMMs of an MLP whose up and down families are
+    `up` and `down`, beside cuBLAS's: the down and up weights' (`names`) and
+    the input's."""
+    return {
+        f"grad {names[0]}": (lambda: run(down, "grad_b", grad, hidden, [], "", [], "", seed),
+                             lambda: grad.T @ hidden),
+        "grad x": (lambda: run(up, "grad_a", g1, w1, [], "", [], "", seed), lambda: g1 @ w1),
+        f"grad {names[1]}": (lambda: run(up, "grad_b", g1, xd, [], "", [], "", seed),
+                             lambda: g1.T @ xd),
+    }
+
+
+def time_kernels(kernels):
+    """Each (coda, cuBLAS) pair of `kernels`, replayed from CUDA graphs."""
+    return {label: {"coda": bench(graphed(ours_fn)), "cublas": bench(graphed(cublas_fn))}
+            for label, (ours_fn, cublas_fn) in kernels.items()}
+
+
+def measure_gated(name, d, h):
+    dev, bf16 = torch.device("cuda"), torch.bfloat16
+    torch.manual_seed(0)
+    eager = EagerGatedMLP(d, h).to(dev, bf16)
+    ours = coda.nn.GatedMLP(d, h, device=dev, dtype=bf16)
+    ours.load_state_dict(eager.state_dict())
+    compiled = torch.compile(eager)
+    x = torch.randn(M, d, device=dev, dtype=bf16, requires_grad=True)
+    grad = torch.randn(M, d, device=dev, dtype=bf16)
+
+    checks, outs = {}, []
+    for module in (eager, ours):
+        x.grad = None
+        module.zero_grad(set_to_none=True)
+        y = module(x)
+        y.backward(grad)
+        outs.append((y.detach(), x.grad.clone(), module.gate_proj.weight.grad.clone(),
+                     module.up_proj.weight.grad.clone(), module.down_proj.weight.grad.clone()))
+    for label, got, want in zip(("y", "grad x", "grad gate", "grad up", "grad down"),
+                                outs[1], outs[0]):
+        checks[label] = rel(got, want)
+
+    params = [x] + list(eager.parameters()) + list(ours.parameters())
+    times = {}
+    with torch.no_grad():
+        times["eager fwd"] = bench(lambda: eager(x))
+        times["torch.compile fwd"] = bench(lambda: compiled(x))
+        times["coda fwd"] = bench(lambda: ours(x))
+    times["eager fwd+bwd"] = bench(lambda: eager(x).backward(grad), params)
+    times["torch.compile fwd+bwd"] = bench(lambda: compiled(x).backward(grad), params)
+    times["coda fwd+bwd"] = bench(lambda: ours(x).backward(grad), params)
+    eager_g = EagerGatedMLP(d, h).to(dev, bf16)
+    ours_g = coda.nn.GatedMLP(d, h, device=dev, dtype=bf16)
+    eager_g.load_state_dict(eager.state_dict())
+    ours_g.load_state_dict(eager.state_dict())
+    xg = x.detach().clone().requires_grad_()
+    times["eager fwd+bwd graph"] = bench(graphed(lambda: eager_g(xg).backward(grad)))
+    times["coda fwd+bwd graph"] = bench(graphed(lambda: ours_g(xg).backward(grad)))
+
+    w1, w2 = ours._gate_up().detach(), ours.down_proj.weight.detach()
+    xd, seed = x.detach(), draw_seed(dev)
+    up, down = ours._up.key, ours._down[False].key
+    hidden, saved = run(up, "saving", xd, w1, [], "", [], "", seed)
+    g1 = run(up, "backward_saved", grad, w2, [saved], "saved_acc", [], "", seed)[0]
+    kernels = {
+        "gate/up saving": (lambda: run(up, "saving", xd, w1, [], "", [], "", seed),
+                           lambda: F.linear(xd, w1)),
+        "down": (lambda: run(down, "", hidden, w2, [], "", [], "", seed),
+                 lambda: F.linear(hidden, w2)),
+        "down dgrad+act'": (lambda: run(up, "backward_saved", grad, w2, [saved], "saved_acc",
+                                        [], "", seed),
+                            lambda: grad @ w2),
+        **operand_gradients(up, down, grad, hidden, g1, w1, xd, seed,
+                            ("W_down", "W_gate,up")),
+    }
+    return {"shape": name, "d": d, "h": h, "checks": checks, "ms": times,
+            "kernels": time_kernels(kernels)}
 
 
 def table(results):
@@ -184,6 +278,8 @@ def table(results):
     lines += ["", "| model | coda fwd+bwd graph | deterministic | cost |", "|---|---|---|---|"]
     for r in results:
         t = r["ms"]
+        if "coda fwd+bwd graph, deterministic" not in t:
+            continue  # nothing reduced across rows: the same kernels
         lines.append(f"| {r['shape']} | {t['coda fwd+bwd graph']:.4f} "
                      f"| {t['coda fwd+bwd graph, deterministic']:.4f} "
                      f"| {t['coda fwd+bwd graph, deterministic'] / t['coda fwd+bwd graph']:.3f}x |")
@@ -198,11 +294,14 @@ def table(results):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--gated", default="")
     args = parser.parse_args()
     results = []
-    for name in args.shapes.split(","):
+    runs = [(measure, name, SHAPES[name]) for name in args.shapes.split(",") if name]
+    runs += [(measure_gated, name, GATED_SHAPES[name]) for name in args.gated.split(",") if name]
+    for fn, name, shape in runs:
         start = time.time()
-        results.append(measure(name, *SHAPES[name]))
+        results.append(fn(name, *shape))
         print(f"{name}: checks {results[-1]['checks']} ({time.time() - start:.0f} s)", flush=True)
     text = table(results)
     print(text)

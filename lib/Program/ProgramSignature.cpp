@@ -161,6 +161,7 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
   signature.transposeA = gemm.getTransposeA();
   signature.transposeB = gemm.getTransposeB();
   signature.batched = gemm.isBatched();
+  signature.halfNAccumulator = gemm.getAccumulatorHalfN();
 
   signature.arguments.resize(func.getNumArguments());
   for (auto [operand, role, dims] : getBoundOperands(gemm)) {
@@ -283,6 +284,8 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
   int64_t kOfB, batchOfA, batchOfB;
   matrix(ArgumentRole::A, transposeA, problem.m, problem.k, batchOfA);
   matrix(ArgumentRole::B, transposeB, kOfB, problem.n, batchOfB);
+  if (halfNAccumulator)
+    problem.n *= 2;
   if (problem.k != kOfB)
     return error("'a' has K = " + Twine(problem.k) + " but 'b' has K = " +
                  Twine(kOfB) + " (layouts: a " + (transposeA ? "km" : "mk") +
@@ -305,7 +308,10 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
           shapeString(shapes[findRole(ArgumentRole::A)]) +
           (transposeA ? ", stored [K, M]" : ", stored [M, K]") +
           "; N from 'b' " + shapeString(shapes[findRole(ArgumentRole::B)]) +
-          (transposeB ? ", stored [N, K])" : ", stored [K, N])"));
+          (transposeB ? ", stored [N, K]" : ", stored [K, N]") +
+          (halfNAccumulator ? ", twice its columns: the accumulator spans "
+                              "[m, n/2])"
+                            : ")"));
   }
   // Sizes whose output space cannot even be counted in bytes are refused
   // here, before anything is allocated for them.

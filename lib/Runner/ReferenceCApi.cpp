@@ -63,7 +63,8 @@ static std::string describe(const ProgramSignature &signature, bool widened) {
       llvm::json::Object{{"arguments", std::move(arguments)},
                          {"outputs", std::move(outputs)},
                          {"transpose_a", signature.transposeA},
-                         {"transpose_b", signature.transposeB}});
+                         {"transpose_b", signature.transposeB},
+                         {"accumulator_half_n", signature.halfNAccumulator}});
   return text;
 }
 

@@ -267,6 +267,10 @@ void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
     *transpose_b = signature && signature->transposeB;
 }
 
+int32_t coda_program_accumulator_half_n(const coda_program *program) {
+  return program && program->program->getSignature().halfNAccumulator;
+}
+
 void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
                                int64_t *tile_n, const char **schedule,
                                int64_t *cluster_m, int64_t *group_rows) {

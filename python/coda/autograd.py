@@ -27,7 +27,7 @@ import itertools
 from typing import Optional
 
 from .reference import ReferenceProgram
-from .runtime import CodaError, Program, _output_shape, _require_torch
+from .runtime import CodaError, Program, _output_shape, _output_space, _require_torch
 
 torch = _require_torch("coda.autograd")
 
@@ -110,8 +110,7 @@ def _type(program, a, arg):
 
 def _outputs(program, a, b):
     """The (shape, dtype) of each output of `program` on operands a, b."""
-    m = a.shape[-1] if program.transpose_a else a.shape[-2]
-    n = b.shape[-2] if program.transpose_b else b.shape[-1]
+    _, m, n = _output_space(program, a, b)
     return [(_output_shape(output["dims"], None, m, n), _type(program, a, output))
             for output in program.outputs]
 

@@ -7,7 +7,10 @@ derived backward programs (coda.autograd).
   bias (+ dropout) + residual, two kernels forward and four backward (five
   with fc2's dropout), fc1's epilogue gradient riding on fc2's dgrad GEMM;
 - ``OutProjection(in_features, out_features, dropout)``: an attention output
-  projection, dropout(x W^T + b) + residual, in one kernel.
+  projection, dropout(x W^T + b) + residual, in one kernel;
+- ``GatedMLP(in_features, hidden_features)``: LLaMA's MLP, down(silu(gate(x))
+  * up(x)), the gate and up projections one GEMM with the gated activation
+  in its epilogue, its gradient on the down projection's dgrad GEMM.
 
 Parameters and state dicts are nn.Linear's. In eval mode a program with
 dropout runs its inference form (dropout the identity).
@@ -240,3 +243,63 @@ class MLP(nn.Module):
     def extra_repr(self):
         return (f"activation={self.activation}, dropout={self.p}"
                 + (f", output_dropout={self.output_p}" if self.output_p else ""))
+
+
+class GatedMLP(nn.Module):
+    """A gated MLP (LLaMA's, Mistral's, Gemma's): y = down_proj(act(gate_proj(x))
+    * up_proj(x)), with `gate_proj`, `up_proj` and `down_proj` nn.Linear
+    modules without biases (their parameters, initialization and state dict,
+    under Hugging Face's names). act is silu (SwiGLU) or another activation
+    of coda.nn.MLP (gelu: GeGLU). Forward, two kernels: the gate and up
+    projections as one GEMM over their weights with rows interleaved (gate
+    row j at 2j, up row j at 2j + 1, stacked at each call), its epilogue
+    act(gate) * up written N / 2 wide, the GEMM's accumulator also written
+    for the backward; then the down projection. Backward: the gated
+    activation's gradient in the epilogue of the down projection's dgrad
+    GEMM (an accumulator [m, n/2]: each column of that product is the
+    gradient of one pair), then the input and weight gradients of both
+    GEMMs. `residual` (a keyword argument of forward, the shape of y) is
+    added in the down projection's epilogue when given."""
+
+    def __init__(self, in_features, hidden_features, out_features=None, activation="silu",
+                 device=None, dtype=None):
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"unknown activation '{activation}'; expected one of "
+                             f"{', '.join(_ACTIVATIONS)}")
+        out_features = out_features or in_features
+        self.activation = activation
+        self.gate_proj = nn.Linear(in_features, hidden_features, False, device, dtype)
+        self.up_proj = nn.Linear(in_features, hidden_features, False, device, dtype)
+        self.down_proj = nn.Linear(hidden_features, out_features, False, device, dtype)
+        gated = (f"EPILOGUE gated -> (output: {{t}}[M, N/2]) {{\n"
+                 f"  output = {activation}(input) * partner(input, 1);\n}}\n")
+        self._up = ProgramFamily(lambda t: gated.replace("{t}", t))
+        self._down = {
+            residual: ProgramFamily(lambda t, residual=residual: (
+                f"EPILOGUE down(residual: {t}[M, N]) {{\n  output = input + residual;\n}}\n"
+                if residual else "EPILOGUE down() {\n  output = input;\n}\n"))
+            for residual in (False, True)}
+
+    def _gate_up(self):
+        """The gate and up weights as one, their rows interleaved."""
+        gate, up = self.gate_proj.weight, self.up_proj.weight
+        return torch.stack((gate, up), dim=1).reshape(2 * gate.shape[0], gate.shape[1])
+
+    def forward(self, x, residual=None):
+        lead = x.shape[:-1]
+        x2 = x.reshape(-1, self.gate_proj.in_features).contiguous()
+        r2 = None if residual is None else residual.reshape(-1, self.down_proj.out_features)
+        down = self._down[residual is not None]
+        seed = _no_seed(x)
+        if not self.training:
+            (h,) = run(self._up.key, "", x2, self._gate_up(), [], "", [], "", seed)
+            tensors, names = ([r2], "residual") if r2 is not None else ([], "")
+            (y,) = run(down.key, "", h, self.down_proj.weight, tensors, names, [], "", seed)
+            return y.reshape(*lead, -1)
+        y, _, _ = mlp(self._up.key, down.key, x2, self._gate_up(), None,
+                      self.down_proj.weight, None, r2, seed, seed)
+        return y.reshape(*lead, -1)
+
+    def extra_repr(self):
+        return f"activation={self.activation}"

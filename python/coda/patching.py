@@ -11,6 +11,12 @@ Recognized, by their structure (the modules and attributes they hold):
   becomes coda's fused MLP (coda.nn.MLP: fc1 + activation in one kernel, fc2
   + bias, its dropout when the MLP has one after the second Linear, in
   another, fc1's epilogue gradient on fc2's dgrad GEMM);
+- a gated MLP: a module with ``gate_proj``, ``up_proj`` and ``down_proj``
+  (nn.Linear without biases) and an activation module ``act_fn``, forward
+  ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``, as Hugging Face's
+  ``LlamaMLP`` (and Mistral's, Qwen2's, Gemma's): coda.nn.GatedMLP, the gate
+  and up projections one GEMM with the gated activation in its epilogue, its
+  gradient on the down projection's dgrad GEMM;
 - an nn.Linear whose in or out features are not a multiple of 8 (the head
   of an unpadded vocabulary, GPT-2's 50257): coda's GEMM, whose operands
   and outputs may have any width, where cuBLAS falls back to kernels
@@ -166,6 +172,35 @@ def _patch_mlp(module, parts):
     return f"{_describe(parts)} as coda's fused MLP"
 
 
+def _gated_parts(module):
+    """(the activation name,) of a gated MLP module, a string that says why
+    it is left as it is, or None when it is not one."""
+    projections = [getattr(module, n, None) for n in ("gate_proj", "up_proj", "down_proj")]
+    act = getattr(module, "act_fn", None)
+    if not all(isinstance(p, nn.Linear) for p in projections) or not isinstance(act, nn.Module):
+        return None
+    gate, up, down = projections
+    if any(p.bias is not None for p in projections):
+        return "a gated MLP with biases"
+    name = _activation(act)
+    if name is None:
+        return f"activation {type(act).__name__} has no coda epilogue"
+    if (gate.weight.shape != up.weight.shape
+            or down.in_features != gate.out_features):
+        return "the projections' sizes do not chain"
+    return (name,)
+
+
+def _patch_gated(module, activation):
+    gate = module.gate_proj
+    core = coda_nn.GatedMLP(gate.in_features, gate.out_features, module.down_proj.out_features,
+                            activation=activation, device="meta")
+    core.gate_proj, core.up_proj, core.down_proj = gate, module.up_proj, module.down_proj
+    object.__setattr__(module, "_coda_mlp", core)
+    module.forward = lambda x: _run(core, module, x)
+    return f"gated MLP ({activation}) as coda's fused gated MLP"
+
+
 def _attention_parts(attn):
     """Whether `attn` is nanoGPT-style causal self-attention."""
     return (isinstance(getattr(attn, "c_attn", None), nn.Linear)
@@ -317,6 +352,13 @@ def patch(model, verbose=False):
                     report.replaced.append((name, what))
                     done.add(name)
                     continue
+        gated = _gated_parts(module)
+        if isinstance(gated, tuple):
+            report.replaced.append((name, _patch_gated(module, *gated)))
+            done.add(name)
+            continue
+        if isinstance(gated, str):
+            report.skipped.append((name, gated))
         dense = _dense_parts(module)
         if isinstance(dense, tuple):
             report.replaced.append((name, _patch_dense(module, dense)))

@@ -14,7 +14,7 @@ import ctypes
 import json
 
 from .runtime import (CodaError, _Options, _check_live, _declare, _is_epilogue, _live_programs,
-                      _load_library, _output_shape, _require_torch)
+                      _load_library, _output_shape, _output_space, _require_torch)
 from .runtime import _check as _runtime_check
 
 _lib = None
@@ -75,6 +75,7 @@ class ReferenceProgram:
         self.outputs = interface["outputs"]
         self.transpose_a = interface["transpose_a"]
         self.transpose_b = interface["transpose_b"]
+        self.accumulator_half_n = interface["accumulator_half_n"]
 
     def _release(self):
         handle, self._handle = getattr(self, "_handle", None), None
@@ -126,9 +127,7 @@ class ReferenceProgram:
                 values[i].f32 = float(value)
         if inputs:
             raise CodaError(f"the program has no epilogue inputs named {sorted(inputs)}")
-        m = a.shape[-1] if self.transpose_a else a.shape[-2]
-        n = b.shape[-2] if self.transpose_b else b.shape[-1]
-        batch = a.shape[0] if a.dim() == 3 else (b.shape[0] if b.dim() == 3 else None)
+        batch, m, n = _output_space(self, a, b)
         results = {}
         outputs = (_Tensor * max(len(self.outputs), 1))()
         for i, output in enumerate(self.outputs):

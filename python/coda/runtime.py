@@ -39,6 +39,16 @@ _PAD = ((0, 0, 0), (0, 0), (0,), ())
 _OUTPUT_SOURCES = ("computed", "argument", "column_sum")
 
 
+def _output_space(program, a, b):
+    """(batch, M, N) of `program` (a Program or ReferenceProgram) on
+    operands a and b: batch None unless one is batched, N twice B's columns
+    when the accumulator spans [m, n/2]."""
+    m = a.shape[-1] if program.transpose_a else a.shape[-2]
+    n = b.shape[-2] if program.transpose_b else b.shape[-1]
+    batch = a.shape[0] if a.dim() == 3 else (b.shape[0] if b.dim() == 3 else None)
+    return batch, m, 2 * n if program.accumulator_half_n else n
+
+
 def _output_shape(dims, batch, m, n):
     """The shape of an output spanning `dims` (a DimsAttr mask) of a problem."""
     columns = n // 2 if dims & _DIMS_HALF_N else n
@@ -189,6 +199,7 @@ def _library():
             "coda_program_output_dims": (I, [P, I]),
             "coda_program_output_source": (I, [P, I, ctypes.POINTER(I)]),
             "coda_program_layouts": (None, [P, ctypes.POINTER(I), ctypes.POINTER(I)]),
+            "coda_program_accumulator_half_n": (I, [P]),
             "coda_program_kernel_shape": (None, [P, ctypes.POINTER(ctypes.c_int64),
                                                  ctypes.POINTER(ctypes.c_int64),
                                                  ctypes.POINTER(C),
@@ -299,6 +310,7 @@ class Program:
         ta, tb = ctypes.c_int32(), ctypes.c_int32()
         lib.coda_program_layouts(handle, ctypes.byref(ta), ctypes.byref(tb))
         self.transpose_a, self.transpose_b = bool(ta.value), bool(tb.value)
+        self.accumulator_half_n = bool(lib.coda_program_accumulator_half_n(handle))
         self._plan = None
 
     def _release(self):
@@ -404,9 +416,7 @@ class Program:
                             f"{sorted(set(inputs) - names)}")
         values = plan["values"].pack(*fields)
 
-        m = a.shape[-1] if self.transpose_a else a.shape[-2]
-        n = b.shape[-2] if self.transpose_b else b.shape[-1]
-        batch = a.shape[0] if a.dim() == 3 else (b.shape[0] if b.dim() == 3 else None)
+        batch, m, n = _output_space(self, a, b)
         results = {}
         fields = []
         for name, dims, dtype in plan["outputs"]:

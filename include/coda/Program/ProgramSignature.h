@@ -73,6 +73,8 @@ struct ProgramSignature {
   SmallVector<ProgramOutput> outputs;
   Type operandType;
   bool transposeA = false, transposeB = false, batched = false;
+  /// Whether the accumulator spans [m, n/2]: B then has N / 2 columns.
+  bool halfNAccumulator = false;
 
   /// Describes the program in `module`: the function named `name`, or the only
   /// function that holds a coda.gemm. Emits an error on the function (or the

@@ -172,6 +172,9 @@ coda_output_source coda_program_output_source(const coda_program *program,
 /* Whether A is stored [K, M] and B [N, K] (0 for a NULL program). */
 void coda_program_layouts(const coda_program *program, int32_t *transpose_a,
                           int32_t *transpose_b);
+/* Whether the accumulator spans [m, n/2]: B has N / 2 columns, the outputs
+   N (0 for a NULL program). */
+int32_t coda_program_accumulator_half_n(const coda_program *program);
 
 /* The output tile (rows, columns), schedule ("cooperative" or "pingpong"),
    blocks per cluster and row blocks per group of the tile order of the kernel

@@ -97,9 +97,14 @@ Value EpilogueBuilder::isInterior(KernelBuilder &b, TileEpilogueOp op,
   auto notAfter = [&](Value last, Value size) {
     return b.cmp(arith::CmpIPredicate::ule, last, size);
   };
+  // With an accumulator [m, n/2], the tile's output columns start at
+  // 2 colBase and are twice tile_n.
+  int64_t widen = op.getAccumulatorHalfN() ? 2 : 1;
   Value interior = b.andi(
       notAfter(b.add(values.rowBase, b.i32(plan.getConsumerRows())), values.m),
-      notAfter(b.add(values.colBase, b.i32(plan.getTileN())), values.n));
+      notAfter(
+          b.mul(b.add(values.colBase, b.i32(plan.getTileN())), b.i32(widen)),
+          values.n));
   interior = b.andi(interior, isMultipleOf(b, values.n, 8));
   for (const EpilogueTensor &tensor :
        getTensors(op, plan.getBiasInput(), values, EpilogueDims(op)))
@@ -117,7 +122,7 @@ EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, TileEpilogueOp op,
                                  const EpiloguePatterns &patterns)
     : b(b), op(op), plan(op.getPlan()), values(values),
       accumulators(accumulators.begin(), accumulators.end()), dims(op),
-      interior(interior), patterns(patterns) {
+      interior(interior), halfN(op.getAccumulatorHalfN()), patterns(patterns) {
   if (plan.getBiasInput() >= 0)
     biasAdd = *op.getAccumulator().user_begin();
   if (plan.getClusterN() > 1)
@@ -130,11 +135,14 @@ EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, TileEpilogueOp op,
   Value firstRow = b.add(values.rowBase, rowInFragment);
   for (int64_t h = 0; h < numRowSlots(); ++h)
     rows.push_back(b.add(firstRow, b.i32(64 * (h / 2) + 8 * (h % 2))));
-  // Column 8j + 2(l % 4) + e for slot c = 2j + e.
+  // Column 8j + 2(l % 4) + e for slot c = 2j + e; with an accumulator
+  // [m, n/2], 16j + 4(l % 4) + 2e + f from 2 colBase for slot 4j + 2e + f.
+  Value quad = b.remu(values.lane, b.i32(4));
   Value firstCol =
-      b.add(values.colBase, b.mul(b.remu(values.lane, b.i32(4)), b.i32(2)));
+      halfN ? b.add(b.mul(values.colBase, b.i32(2)), b.mul(quad, b.i32(4)))
+            : b.add(values.colBase, b.mul(quad, b.i32(2)));
   for (int64_t c = 0; c < numColSlots(); ++c)
-    cols.push_back(b.add(firstCol, b.i32(8 * (c / 2) + c % 2)));
+    cols.push_back(b.add(firstCol, b.i32(slotOffset(c))));
   // The alignment facts are built here, at the epilogue's top level, so
   // that every access may use them (unused ones fold away).
   nIsEven = isMultipleOf(b, values.n, 2);
@@ -185,10 +193,9 @@ Value EpilogueBuilder::selectInBounds(unsigned mask, int64_t h, int64_t c,
 
 Value EpilogueBuilder::slotAddress(Value pointer, Type elementType, int64_t h,
                                    int64_t c) {
-  // Slot c is 8(c / 2) + c % 2 columns right of slot 0; a tensor that does
-  // not span n has one element per row.
+  // A tensor that does not span n has one element per row.
   const Addresses &entry = addresses.find(pointer)->second;
-  int64_t offset = (entry.mask & DimsAttr::kN) ? 8 * (c / 2) + c % 2 : 0;
+  int64_t offset = (entry.mask & DimsAttr::kN) ? slotOffset(c) : 0;
   Value row = entry.rows[h];
   return offset ? b.gep(row, elementType, b.i64(offset)) : row;
 }
@@ -245,6 +252,13 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
 }
 
 Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
+  // With an accumulator [m, n/2], the odd output columns are zero and the
+  // even ones the product's slot c / 2.
+  if (halfN) {
+    if (c % 2)
+      return b.f32(0.0);
+    c /= 2;
+  }
   // alpha * acc + beta * C, in the reference lowering's order.
   Value acc = LLVM::ExtractValueOp::create(b, accumulators[h / 2],
                                            4 * (c / 2) + 2 * (h % 2) + c % 2);

@@ -76,8 +76,17 @@ SmallVector<Value> mlir::coda::buildBiasAccumulators(
 
 void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,
                                        const KernelPlan &plan,
-                                       const KernelValues &values) {
+                                       const KernelValues &kernelValues) {
   KernelBuilder b(loc, builder);
+  // In the output space: with an accumulator [m, n/2], twice the product's
+  // columns.
+  KernelValues values = kernelValues;
+  int64_t tileN = plan.tile.tileN;
+  if (GemmOp(plan.op).getAccumulatorHalfN()) {
+    values.n = b.mul(values.n, b.i32(2));
+    values.colBase = b.mul(values.colBase, b.i32(2));
+    tileN *= 2;
+  }
   constexpr unsigned kMatrix = DimsAttr::kM | DimsAttr::kN;
   SmallVector<EpilogueTensor> tensors = llvm::filter_to_vector(
       getTensors(plan.op, plan.biasInput, values, EpilogueDims(plan.op)),
@@ -90,11 +99,11 @@ void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,
   // tile in turn: thread t lines t, t + 128, ... (line i of a row starts 128i
   // bytes after the row's first column).
   Value t = b.remu(values.threadId, b.i32(128));
-  Value cols = arith::MinUIOp::create(b, b.i32(plan.tile.tileN),
-                                      b.sub(values.n, values.colBase));
+  Value cols =
+      arith::MinUIOp::create(b, b.i32(tileN), b.sub(values.n, values.colBase));
   for (const EpilogueTensor &tensor : tensors) {
     int64_t bytes = tensor.elementType.getIntOrFloatBitWidth() / 8;
-    int64_t linesPerRow = llvm::divideCeil(plan.tile.tileN * bytes, 128);
+    int64_t linesPerRow = llvm::divideCeil(tileN * bytes, 128);
     int64_t lines = plan.consumerRows * linesPerRow;
     for (int64_t first = 0; first < lines; first += 128) {
       Value task = b.add(t, b.i32(first));

@@ -10,7 +10,11 @@
 //
 // A consumer thread holds 2 rows of each of its m64nN wgmma fragments
 // (h = 2i + h': rows r + 64i + 8h') and N / 4 columns (c = 2j + e: columns
-// 8j + 2(l % 4) + e) of its warpgroup's accumulator: its slots. An epilogue
+// 8j + 2(l % 4) + e) of its warpgroup's accumulator: its slots. With an
+// accumulator [m, n/2], each column j of the product is output columns 2j
+// (the product) and 2j + 1 (zero): the thread has twice the column slots,
+// c = 4j + 2e + f for output column 16j + 4(l % 4) + 2e + f, in runs of 4
+// contiguous columns. An epilogue
 // value is built at a slot when an output first needs it there, once per
 // distinct slot along the dims it varies along (EpilogueDims), so a bias is
 // loaded once per column slot, a per-row value once per row slot, a scalar
@@ -94,7 +98,7 @@ public:
   const KernelValues &getValues() const { return values; }
   const EpilogueDims &getDims() const { return dims; }
   int64_t numRowSlots() const { return 2 * (plan.getConsumerRows() / 64); }
-  int64_t numColSlots() const { return plan.getTileN() / 4; }
+  int64_t numColSlots() const { return plan.getTileN() / 4 * (halfN ? 2 : 1); }
   /// The output row of row slot h and column of column slot c (i32).
   Value getRow(int64_t h) const { return rows[h]; }
   Value getCol(int64_t c) const { return cols[c]; }
@@ -190,10 +194,15 @@ private:
   /// Issues the loads of column group `group` at row slot h of every tensor
   /// input that spans n (and of C); those that do not span m at h = 0.
   void prefetchGroup(int64_t group, int64_t h);
-  /// Whether 16-bit outputs are written 16 bytes per lane.
+  /// Whether 16-bit outputs are written 16 bytes per lane (not with an
+  /// accumulator [m, n/2], whose slots are read and written by pairs).
   bool usesChunks(Type elementType) const {
-    return plan.getEpilogueVectorBytes() == 16 &&
+    return !halfN && plan.getEpilogueVectorBytes() == 16 &&
            elementType.getIntOrFloatBitWidth() == 16;
+  }
+  /// The column offset of slot c from slot 0.
+  int64_t slotOffset(int64_t c) const {
+    return halfN ? 16 * (c / 4) + c % 4 : 8 * (c / 2) + c % 2;
   }
   /// Whether the quad's whole column group `group` at row slot h is inside
   /// the output and its 16-byte chunks are aligned (the same for the 4 lanes
@@ -234,6 +243,8 @@ private:
   SmallVector<Value> accumulators;
   EpilogueDims dims;
   bool interior;
+  /// Whether the accumulator spans [m, n/2] (see the slots above).
+  bool halfN;
   const EpiloguePatterns &patterns;
   /// Whether an op had no pattern (build then fails).
   bool unlowered = false;

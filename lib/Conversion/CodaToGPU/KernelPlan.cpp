@@ -173,6 +173,19 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
              << multiple << ", got " << tile.tileN
              << (multiple > 256 ? " (the widest tile is 256 columns)" : "");
   }
+  if (op.getAccumulatorHalfN())
+    for (Operation &inner : op.getEpilogueBlock().without_terminator()) {
+      auto partner = dyn_cast<PartnerOp>(inner);
+      if (!isa<DropoutOp, RowReduceOp, ColReduceOp>(inner) &&
+          !(partner && partner.getDistance() != 1))
+        continue;
+      return inner.emitOpError()
+             << "cannot run on the GPU beside an accumulator [m, n/2]: its "
+                "epilogue spreads each column of the product over two "
+                "columns of the output, where the GPU lowering runs "
+                "elementwise ops and partner(x, 1) only (no dropout, "
+                "reductions or wider partners); the CPU reference runs it";
+    }
   int64_t consumerRows = pingpong ? tile.tileM : tile.tileM / 2;
   if (consumerRows / 64 * tile.tileN / 2 > 128)
     return op.emitOpError()
@@ -259,8 +272,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
   };
   // Cooperative kernels of one fragment per consumer only: under ping-pong,
   // or with two fragments, ptxas serializes the wgmmas that start from it.
-  if (!op.getC() && !op.getAlpha() && acc.hasOneUse() && !plan.isPingpong() &&
-      plan.getFragments() == 1)
+  if (!op.getC() && !op.getAlpha() && !op.getAccumulatorHalfN() &&
+      acc.hasOneUse() && !plan.isPingpong() && plan.getFragments() == 1)
     if (auto add = dyn_cast<arith::AddFOp>(*acc.user_begin());
         add && onlyStored(add)) {
       Value other = add.getLhs() == acc ? add.getRhs() : add.getLhs();
@@ -290,10 +303,12 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
            << " bytes of shared memory sm_90a gives a block; use fewer "
               "stages or a smaller tile";
 
-  plan.chunkedLoads = llvm::none_of(
-      op.getEpilogueBlock().without_terminator(), [](Operation &inner) {
-        return isa<DropoutOp, RowReduceOp, ColReduceOp>(inner);
-      });
+  plan.chunkedLoads =
+      !op.getAccumulatorHalfN() &&
+      llvm::none_of(op.getEpilogueBlock().without_terminator(),
+                    [](Operation &inner) {
+                      return isa<DropoutOp, RowReduceOp, ColReduceOp>(inner);
+                    });
   plan.hasRowReduction = rowReduction;
   for (auto [i, value] : llvm::enumerate(op.getYield().getValues())) {
     auto reduce = value.getDefiningOp<ColReduceOp>();

@@ -604,14 +604,17 @@ void mlir::coda::buildTileEpilogue(OpBuilder &b, Location loc,
     return llvm::map_to_vector(
         types, [](Type type) -> Attribute { return TypeAttr::get(type); });
   };
+  // With an accumulator [m, n/2] the output space is twice the product's N.
+  Value n = op.getAccumulatorHalfN() ? kb.mul(values.n, kb.i32(2)) : values.n;
   auto tile = TileEpilogueOp::create(
       b, loc, accumulators, values.batch, values.rowBase, values.colBase,
-      values.batchCount, values.m, values.n, values.c, values.alpha,
-      values.beta, values.inputs, values.outputs, exchange, ordinal,
+      values.batchCount, values.m, n, values.c, values.alpha, values.beta,
+      values.inputs, values.outputs, exchange, ordinal,
       b.getArrayAttr(typeAttrs(op.getInputs().getTypes())), op.getInputDims(),
       b.getArrayAttr(typeAttrs(op.getResultTypes())), op.getResultDims(),
       op.getC() ? TypeAttr::get(op.getC().getType()) : TypeAttr(),
-      op.isBatched() ? b.getUnitAttr() : UnitAttr(), plan.getAttr());
+      op.isBatched() ? b.getUnitAttr() : UnitAttr(),
+      op.getAccumulatorHalfN() ? b.getUnitAttr() : UnitAttr(), plan.getAttr());
   IRMapping mapping;
   op.getEpilogue().cloneInto(&tile.getEpilogue(), mapping);
 }

@@ -83,6 +83,9 @@ private:
       function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body);
 
   Value lowerContraction(Value a, Value b);
+  /// The product of an accumulator [m, n/2] (N / 2 wide) at the even
+  /// columns of the output space, zero at the odd ones.
+  Value spreadToEvenColumns(Value product);
   Value lowerAccumulator(Value product, Value c, Value alpha, Value beta);
   void lowerEpilogueOp(Operation &inner);
   Materialized lowerReduction(ReductionKind kind, Materialized input,
@@ -239,6 +242,34 @@ Value GemmLowering::lowerContraction(Value a, Value b) {
         linalg::YieldOp::create(
             bb, l,
             ValueRange{arith::AddFOp::create(bb, l, args[2], product, flags)});
+      });
+  return generic.getResult(0);
+}
+
+Value GemmLowering::spreadToEvenColumns(Value product) {
+  Value zero =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getFloatAttr(f32, 0.0));
+  Value init = emptyTensor(space, f32);
+  SmallVector<utils::IteratorType> iterators(llvm::popcount(space),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
+      ArrayRef<AffineMap>{operandMap(space, space)}, iterators,
+      [&](OpBuilder &b, Location l, ValueRange) {
+        Value m =
+            linalg::IndexOp::create(b, l, positionIn(space, DimsAttr::kM));
+        Value n =
+            linalg::IndexOp::create(b, l, positionIn(space, DimsAttr::kN));
+        Value two = arith::ConstantIndexOp::create(b, l, 2);
+        Value even =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                  arith::RemUIOp::create(b, l, n, two),
+                                  arith::ConstantIndexOp::create(b, l, 0));
+        Value value = tensor::ExtractOp::create(
+            b, l, product,
+            ValueRange{m, arith::DivUIOp::create(b, l, n, two).getResult()});
+        linalg::YieldOp::create(
+            b, l, ValueRange{arith::SelectOp::create(b, l, even, value, zero)});
       });
   return generic.getResult(0);
 }
@@ -515,6 +546,15 @@ LogicalResult GemmLowering::lower(ValueRange operands, TypeRange resultTypes) {
     batchSize = tensor::getMixedSize(rewriter, loc, b, 0);
 
   Value product = lowerContraction(a, b);
+  if (op.getAccumulatorHalfN()) {
+    // The output space is twice the product's N.
+    Value n = getValueOrCreateConstantIndexOp(rewriter, loc, nSize);
+    nSize =
+        arith::MulIOp::create(rewriter, loc, n,
+                              arith::ConstantIndexOp::create(rewriter, loc, 2))
+            .getResult();
+    product = spreadToEvenColumns(product);
+  }
   values[op.getAccumulator()] = {lowerAccumulator(product, adaptor.getC(),
                                                   adaptor.getAlpha(),
                                                   adaptor.getBeta()),

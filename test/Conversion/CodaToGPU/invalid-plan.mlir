@@ -71,3 +71,29 @@ func.func @bad_flag(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>) -> tensor<?x
   }
   return %o : tensor<?x128xf32>
 }
+
+// -----
+
+// An accumulator [m, n/2] spreads each column of the product over two
+// output columns: the GPU runs elementwise ops and partner(x, 1) there.
+func.func @half_accumulator_dropout(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>, %seed: i64) -> tensor<?x256xbf16> {
+  %o = coda.gemm %a, %b transpose_b accumulator [m, n/2] ins(%seed : i64) : tensor<?x64xbf16>, tensor<128x64xbf16> -> (tensor<?x256xbf16> [m, n]) attributes {coda.kernel_plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 128, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>} {
+  ^bb0(%acc: f32, %s: i64):
+    // expected-error @+1 {{cannot run on the GPU beside an accumulator [m, n/2]: its epilogue spreads each column of the product over two columns of the output, where the GPU lowering runs elementwise ops and partner(x, 1) only (no dropout, reductions or wider partners); the CPU reference runs it}}
+    %1 = coda.dropout %acc, %s {p = 0.1 : f32}
+    coda.yield %1 : f32
+  }
+  return %o : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @half_accumulator_partner(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>) -> tensor<?x256xbf16> {
+  %o = coda.gemm %a, %b transpose_b accumulator [m, n/2] : tensor<?x64xbf16>, tensor<128x64xbf16> -> (tensor<?x256xbf16> [m, n]) attributes {coda.kernel_plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 128, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>} {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{cannot run on the GPU beside an accumulator [m, n/2]}}
+    %1 = coda.partner %acc xor 2
+    coda.yield %1 : f32
+  }
+  return %o : tensor<?x256xbf16>
+}

@@ -639,3 +639,58 @@ func.func @unknown_coord(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tenso
   }
   return %0 : tensor<8x32xf32>
 }
+
+// -----
+
+func.func @accumulator_dims(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{the accumulator may only be declared [m, n/2] (the product at the even columns), got [m, n]}}
+  %0 = coda.gemm %a, %b accumulator [m, n] : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @accumulator_half_n_size(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'coda.gemm' op output #0 ('tensor<8x16xf32>') has size 16 along n, but the GEMM has N = 32}}
+  %0 = coda.gemm %a, %b accumulator [m, n/2] : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x16xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @accumulator_half_n_batched(%a: tensor<2x8x16xbf16>, %b: tensor<16x16xbf16>) -> tensor<2x8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op has an accumulator [m, n/2] (the product at the even columns) and a batched operand, which it does not support}}
+  %0 = coda.gemm %a, %b accumulator [m, n/2] : tensor<2x8x16xbf16>, tensor<16x16xbf16> -> (tensor<2x8x32xf32> [b, m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<2x8x32xf32>
+}
+
+// -----
+
+func.func @accumulator_half_n_c(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>, %c: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op has an accumulator [m, n/2] (the product at the even columns) and a C operand, which it does not support}}
+  %0 = coda.gemm %a, %b accumulator [m, n/2] c(%c : tensor<8x32xf32>) : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @accumulator_half_n_output(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'coda.gemm' op has an accumulator [m, n/2] (the product at the even columns) and output #0 spanning [m, n/2], which it does not support}}
+  %0 = coda.gemm %a, %b accumulator [m, n/2] : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x16xf32> [m, n/2]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x16xf32>
+}

@@ -106,6 +106,19 @@ func.func @activations(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<
   return %0 : tensor<8x32xf32>
 }
 
+// An accumulator [m, n/2]: B has N / 2 = 16 columns, the outputs 32.
+// CHECK-LABEL: func.func @accumulator_half_n
+// CHECK:         coda.gemm %{{.*}}, %{{.*}} transpose_b accumulator [m, n/2] ins(%{{.*}} : tensor<8x32xbf16> [m, n]) : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x32xbf16> [m, n])
+func.func @accumulator_half_n(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>, %s: tensor<8x32xbf16>) -> tensor<8x32xbf16> {
+  %0 = coda.gemm %a, %b transpose_b accumulator [m, n/2] ins(%s : tensor<8x32xbf16> [m, n]) : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x32xbf16> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    %1 = coda.partner %x xor 1
+    %2 = arith.mulf %acc, %1 : f32
+    coda.yield %2 : f32
+  }
+  return %0 : tensor<8x32xbf16>
+}
+
 // A gated output of the even columns, partner columns and coordinates.
 // CHECK-LABEL: func.func @positions
 // CHECK:         coda.gemm {{.*}} -> (tensor<4x8x16xbf16> [b, m, n/2], tensor<4x8x32xf32> [b, m, n])

@@ -153,6 +153,37 @@ for activation, bias, q in (("gelu", True, 0.0), ("relu", False, 0.0), ("silu", 
     if not ok:
         failures.append(f"MLP {activation} output dropout {q}")
 
+# The gated MLP in float64 (its gate and up projections one GEMM, their
+# gradient on the down projection's dgrad GEMM with an accumulator [m, n/2]):
+# every weight, the input and the residual; then in float32 against the
+# unfused math, in eval mode and under torch.compile.
+for activation in ("silu", "gelu"):
+    gated = coda.nn.GatedMLP(K, H, D, activation=activation, dtype=torch.float64)
+    x = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
+    r = torch.randn(M, D, dtype=torch.float64, requires_grad=True)
+    ok = torch.autograd.gradcheck(lambda x, r, *w: torch.func.functional_call(
+        gated, dict(zip(("gate_proj.weight", "up_proj.weight", "down_proj.weight"), w)),
+        (x,), {"residual": r}), (x, r, *gated.parameters()), raise_exception=False)
+    print(f"GatedMLP {activation}: {'ok' if ok else 'FAILED'}")
+    if not ok:
+        failures.append(f"GatedMLP {activation}")
+gated = coda.nn.GatedMLP(K, H, D)
+assert list(gated.state_dict()) == ["gate_proj.weight", "up_proj.weight", "down_proj.weight"]
+x = torch.randn(2, M, K, requires_grad=True)
+unfused = lambda x: gated.down_proj(torch.nn.functional.silu(gated.gate_proj(x)) * gated.up_proj(x))
+y = gated(x)
+report("GatedMLP output", y, unfused(x), 1e-5)
+grads = torch.autograd.grad(y.square().sum(), [x, *gated.parameters()])
+wants = torch.autograd.grad(unfused(x).square().sum(), [x, *gated.parameters()])
+for what, got, want in zip(("x", "gate", "up", "down"), grads, wants):
+    report(f"GatedMLP grad {what}", got, want, 1e-5)
+report("GatedMLP eval", gated.eval()(x), unfused(x), 1e-5)
+gated.train()
+compiled = torch.compile(gated, fullgraph=True, backend="aot_eager")
+xc = x.detach().clone().requires_grad_()
+compiled(xc).square().sum().backward()
+report("compiled GatedMLP grad x", xc.grad, wants[0], 1e-5)
+
 # The output projection in float64, with dropout (its epilogue gradient a
 # kernel) and without (none: see below).
 x = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
@@ -342,6 +373,15 @@ except CodaError as error:
     print(f"math.atan: {error}")
     if "'math.atan' op has no derivative" not in str(error):
         failures.append("message for math.atan")
+
+# An activation that is none.
+try:
+    coda.nn.GatedMLP(8, 16, activation="swish")
+    failures.append("no error for activation='swish'")
+except ValueError as error:
+    print(f"activation='swish': {error}")
+    if not str(error).startswith("unknown activation 'swish'; expected one of gelu"):
+        failures.append("message for an unknown activation")
 
 # A weight layout that is none.
 try:

@@ -5,8 +5,8 @@
 # CPU reference, in float32): GPT2LMHeadModel, whose GPT2MLPs' projections are
 # Conv1D modules with weights stored [in, out], and BertForMaskedLM, whose
 # intermediate (dense + GELU) and output projections (dense + dropout +
-# residual, then LayerNorm) go on coda, with the LM heads of an unpadded
-# vocabulary. The state_dict keeps its keys and tensors, and the loss and
+# residual, then LayerNorm) go on coda, and LlamaForCausalLM, whose gated
+# MLPs (SwiGLU) do, with the LM heads of an unpadded vocabulary. The state_dict keeps its keys and tensors, and the loss and
 # every gradient equal the eager model's, with dropout off; with the MLP's
 # dropout on, its output is compared with the eager form on coda's mask.
 
@@ -17,7 +17,7 @@ import sys
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
 import torch
 from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel,
-                          RobertaConfig, RobertaForMaskedLM)
+                          LlamaConfig, LlamaForCausalLM, RobertaConfig, RobertaForMaskedLM)
 
 import coda
 
@@ -111,6 +111,22 @@ print(report.replaced[0][0], len(report.replaced))
 # CHECK: roberta.encoder.layer.0.attention.output 7
 check_training("RoBERTa", roberta, roberta_fused, bert_tokens.clamp(min=2))
 # CHECK: RoBERTa losses and gradients: dropout off
+
+# LLaMA: every LlamaMLP (gate, up and down projections without biases, SiLU)
+# on coda's fused gated MLP; attention (with its rotary embedding) and the
+# RMSNorms stay PyTorch's.
+llama_config = LlamaConfig(vocab_size=101, hidden_size=32, intermediate_size=88,
+                           num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                           max_position_embeddings=32)
+llama = LlamaForCausalLM(llama_config)
+llama_fused = copy.deepcopy(llama)
+print(coda.patch(llama_fused))
+# CHECK: coda.patch: 3 modules on coda kernels
+# CHECK-NEXT: model.layers.0.mlp: gated MLP (silu) as coda's fused gated MLP
+# CHECK-NEXT: model.layers.1.mlp: gated MLP (silu) as coda's fused gated MLP
+# CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
+check_training("LLaMA", llama, llama_fused, bert_tokens)
+# CHECK: LLaMA losses and gradients: dropout off
 
 if failures:
     print("\n".join(failures))

@@ -1,9 +1,9 @@
 # REQUIRES: cuda-gpu, torch, transformers
 # RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %coda_src | FileCheck %s
 #
-# coda.patch on Hugging Face models on the GPU, in bf16: a GPT2LMHeadModel and
-# a BertForMaskedLM built from configs, with ragged token counts and an odd
-# vocabulary. One training step of the patched model (loss and every
+# coda.patch on Hugging Face models on the GPU, in bf16: a GPT2LMHeadModel, a
+# BertForMaskedLM and a LlamaForCausalLM (its gated MLPs) built from
+# configs, with ragged token counts and an odd vocabulary. One training step of the patched model (loss and every
 # gradient) is compared with the same step of the model in float64; the
 # patched model must be as close to it as the eager bf16 model is (within
 # twice eager's error, or 1e-2). Every tensor PyTorch allocates is filled with
@@ -15,7 +15,8 @@ import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
 import torch
-from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, LlamaConfig,
+                          LlamaForCausalLM)
 
 import coda
 
@@ -74,6 +75,12 @@ bert = BertForMaskedLM(BertConfig(vocab_size=1001, hidden_size=256, num_hidden_l
                                   attention_probs_dropout_prob=0.0))
 check_training("BERT", bert, torch.randint(0, 1001, (2, 93), device=cuda))
 # CHECK: BERT: 7 modules on coda; loss and {{[0-9]+}} gradients checked
+
+llama = LlamaForCausalLM(LlamaConfig(vocab_size=1001, hidden_size=256, intermediate_size=688,
+                                     num_hidden_layers=2, num_attention_heads=4,
+                                     num_key_value_heads=2, max_position_embeddings=256))
+check_training("LLaMA", llama, torch.randint(0, 1001, (2, 93), device=cuda))
+# CHECK: LLaMA: 3 modules on coda; loss and {{[0-9]+}} gradients checked
 
 if failures:
     print("\n".join(failures))

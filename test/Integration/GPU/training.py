@@ -98,6 +98,29 @@ for q in (p, 0.0):
                  {"x": torch.randn(M, H, device=cuda, dtype=torch.bfloat16),
                   "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 22)
 
+# Gated MLPs: the gate and up projections one GEMM, their gradient on the
+# down projection's dgrad GEMM with an accumulator [m, n/2] (2 H = 1040
+# output columns, ragged in its 128-column tiles).
+for activation, residual in (("silu", False), ("gelu", True)):
+    gated = coda.nn.GatedMLP(D, H, activation=activation, device=cuda, dtype=torch.bfloat16)
+
+    def gated_reference(w, seeds, x, residual=None, activation=activation):
+        act = (torch.nn.functional.silu if activation == "silu"
+               else lambda t: torch.nn.functional.gelu(t, approximate="tanh"))
+        # The gate and up projections are bf16 in memory (the saved
+        # accumulator), and so is the gated product.
+        gate = (x @ w["gate_proj.weight"].T).to(torch.bfloat16).double()
+        up = (x @ w["up_proj.weight"].T).to(torch.bfloat16).double()
+        h = (act(gate) * up).to(torch.bfloat16).double()
+        y = h @ w["down_proj.weight"].T
+        return y if residual is None else y + residual
+
+    inputs = {"x": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}
+    if residual:
+        inputs["residual"] = torch.randn(M, D, device=cuda, dtype=torch.bfloat16)
+    check_module(f"GatedMLP {activation}{' + residual' if residual else ''}", gated,
+                 gated_reference, inputs, 25)
+
 lin = coda.nn.Linear(D, H, epilogue="EPILOGUE up(bias: f32[N]) { output = silu(input + bias); }",
                      device=cuda, dtype=torch.bfloat16)
 check_module("Linear silu", lin,

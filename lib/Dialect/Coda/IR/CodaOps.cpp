@@ -121,6 +121,9 @@ static GemmSizes computeSizes(GemmOp op) {
   sizes.kOfA = op.getTransposeA() ? aRows : aCols;
   sizes.kOfB = op.getTransposeB() ? bCols : bRows;
   sizes.n = op.getTransposeB() ? bRows : bCols;
+  // The product fills the even columns of an output space twice as wide.
+  if (op.getAccumulatorHalfN() && !ShapedType::isDynamic(sizes.n))
+    sizes.n *= 2;
   if (ra == 3)
     sizes.batchOfA = a.getDimSize(0);
   if (rb == 3)
@@ -177,7 +180,7 @@ void GemmOp::build(OpBuilder &builder, OperationState &state,
   build(builder, state, resultTypes, a, b, c, alpha, beta, inputs,
         transposeA ? builder.getUnitAttr() : UnitAttr(),
         transposeB ? builder.getUnitAttr() : UnitAttr(),
-        builder.getArrayAttr(inputDimAttrs),
+        /*accumulator_half_n=*/UnitAttr(), builder.getArrayAttr(inputDimAttrs),
         builder.getArrayAttr(resultDimAttrs));
   SmallVector<Type> argTypes{builder.getF32Type()};
   for (Value input : inputs)
@@ -215,6 +218,19 @@ ParseResult GemmOp::parse(OpAsmParser &parser, OperationState &result) {
   if (succeeded(parser.parseOptionalKeyword("transpose_b")))
     result.addAttribute(getTransposeBAttrName(result.name),
                         builder.getUnitAttr());
+  if (succeeded(parser.parseOptionalKeyword("accumulator"))) {
+    SMLoc loc = parser.getCurrentLocation();
+    unsigned mask;
+    if (parseDimsList(parser, mask))
+      return failure();
+    if (mask != (DimsAttr::kM | DimsAttr::kN | DimsAttr::kHalfN))
+      return parser.emitError(loc)
+             << "the accumulator may only be declared [m, n/2] (the product "
+                "at the even columns), got "
+             << stringifyDims(mask);
+    result.addAttribute(getAccumulatorHalfNAttrName(result.name),
+                        builder.getUnitAttr());
+  }
   if (succeeded(parser.parseOptionalKeyword("c"))) {
     hasC = true;
     if (parser.parseLParen() || parser.parseOperand(c) ||
@@ -303,6 +319,8 @@ void GemmOp::print(OpAsmPrinter &p) {
     p << " transpose_a";
   if (getTransposeB())
     p << " transpose_b";
+  if (getAccumulatorHalfN())
+    p << " accumulator [m, n/2]";
   if (Value c = getC())
     p << " c(" << c << " : " << c.getType() << ")";
   if (Value alpha = getAlpha())
@@ -328,9 +346,10 @@ void GemmOp::print(OpAsmPrinter &p) {
   }
   p << ")";
   p.printOptionalAttrDictWithKeyword(
-      (*this)->getAttrs(), {getOperandSegmentSizesAttrName(),
-                            getTransposeAAttrName(), getTransposeBAttrName(),
-                            getInputDimsAttrName(), getResultDimsAttrName()});
+      (*this)->getAttrs(),
+      {getOperandSegmentSizesAttrName(), getTransposeAAttrName(),
+       getTransposeBAttrName(), getAccumulatorHalfNAttrName(),
+       getInputDimsAttrName(), getResultDimsAttrName()});
   p << " ";
   p.printRegion(getEpilogue(), /*printEntryBlockArgs=*/true);
 }
@@ -365,6 +384,20 @@ LogicalResult GemmOp::verify() {
 
   bool batched = isBatched();
   unsigned space = getOutputSpaceDims().getMask();
+  if (getAccumulatorHalfN()) {
+    auto refuse = [&](const Twine &what) {
+      return emitOpError() << "has an accumulator [m, n/2] (the product at "
+                              "the even columns) and "
+                           << what << ", which it does not support";
+    };
+    if (batched)
+      return refuse("a batched operand");
+    if (getC())
+      return refuse("a C operand");
+    for (unsigned i = 0, e = getNumResults(); i < e; ++i)
+      if (getResultDimsAt(i).isHalfN())
+        return refuse("output #" + Twine(i) + " spanning [m, n/2]");
+  }
   if (Value c = getC()) {
     auto cType = cast<RankedTensorType>(c.getType());
     if (cType.getRank() != llvm::popcount(space))

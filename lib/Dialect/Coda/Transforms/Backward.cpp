@@ -200,14 +200,9 @@ FailureOr<Forward> analyze(func::FuncOp func) {
   if (gemm.getC())
     return notDifferentiable("the C operand is not supported; add it in the "
                              "epilogue as an [m, n] input");
-  for (const ProgramOutput &output : signature->outputs)
-    if (output.dims & DimsAttr::kHalfN)
-      return notDifferentiable(
-          "output '" + output.name +
-          "' spans [m, n/2] (the even columns); its gradient would run on an "
-          "N / 2-wide GEMM and write both columns of each pair, which the "
-          "derivation does not build yet: write the output [m, n] or "
-          "differentiate the unpaired program");
+  if (gemm.getAccumulatorHalfN())
+    return notDifferentiable("an accumulator [m, n/2] is itself a gradient's; "
+                             "differentiate the forward program");
   Forward forward{func, gemm, *signature};
   forward.aType = cast<RankedTensorType>(gemm.getA().getType());
   forward.bType = cast<RankedTensorType>(gemm.getB().getType());
@@ -218,13 +213,22 @@ FailureOr<Forward> analyze(func::FuncOp func) {
   return forward;
 }
 
-/// The `[m, n]` outputs, whose gradients the backward takes.
+/// The `[m, n]` and `[m, n/2]` outputs, whose gradients the backward takes.
 SmallVector<unsigned> differentiableOutputs(Forward &forward) {
   SmallVector<unsigned> outputs;
   for (auto [i, output] : llvm::enumerate(forward.signature.outputs))
-    if (output.dims == kSpace)
+    if ((output.dims & ~DimsAttr::kHalfN) == kSpace)
       outputs.push_back(i);
   return outputs;
+}
+
+/// The first output of `outputs` that spans `[m, n/2]`, or null.
+const ProgramOutput *findHalfOutput(Forward &forward,
+                                    ArrayRef<unsigned> outputs) {
+  for (unsigned output : outputs)
+    if (forward.signature.outputs[output].dims & DimsAttr::kHalfN)
+      return &forward.signature.outputs[output];
+  return nullptr;
 }
 
 /// The epilogue inputs of the forward: their slots and dims.
@@ -309,6 +313,14 @@ FailureOr<func::FuncOp> buildRecomputeBackward(Forward &forward) {
   SmallVector<DimsAttr> inputDims;
   appendInputs(forward, inputSlots, inputDims);
   SmallVector<unsigned> outputs = differentiableOutputs(forward);
+  if (const ProgramOutput *half = findHalfOutput(forward, outputs))
+    return fwd.emitOpError()
+           << "cannot be differentiated with the GEMM recomputed: output '"
+           << half->name
+           << "' spans [m, n/2] (the even columns), whose gradient arrives "
+              "N / 2 wide; derive with a saved accumulator "
+              "(accumulator=saved), whose backward runs on the next layer's "
+              "dgrad GEMM with an accumulator [m, n/2]";
   for (unsigned output : outputs) {
     const ProgramOutput &info = forward.signature.outputs[output];
     inputSlots.push_back({info.type, "grad_" + info.name});
@@ -360,6 +372,24 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
     return fwd.emitOpError() << "cannot be differentiated with a saved "
                                 "accumulator: it has no [m, n] output whose "
                                 "gradient a GEMM could produce";
+  // The gradient of an [m, n/2] output is the GEMM's, N / 2 wide, at the
+  // even columns of an accumulator [m, n/2]; that of every other output an
+  // [m, n] input.
+  auto half = llvm::find_if(outputs, [&](unsigned output) {
+    return forward.signature.outputs[output].dims & DimsAttr::kHalfN;
+  });
+  bool halfN = half != outputs.end();
+  if (halfN) {
+    std::rotate(outputs.begin(), half, half + 1);
+    if (const ProgramOutput *second =
+            findHalfOutput(forward, ArrayRef(outputs).drop_front()))
+      return fwd.emitOpError()
+             << "cannot be differentiated: outputs '"
+             << forward.signature.outputs[outputs.front()].name << "' and '"
+             << second->name
+             << "' both span [m, n/2]; the backward's GEMM gives the gradient "
+                "of one of them";
+  }
 
   // @f_saving: the forward, and its accumulator in the operand type.
   SmallVector<Slot> args;
@@ -422,7 +452,10 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
   StringRef name =
       nk ? BackwardNames::kBackwardSavedNK : BackwardNames::kBackwardSaved;
   int64_t dynamic = ShapedType::kDynamic;
-  SmallVector<int64_t> bShape{dynamic, forward.n};
+  int64_t n = forward.n;
+  if (halfN && !ShapedType::isDynamic(n))
+    n /= 2;
+  SmallVector<int64_t> bShape{dynamic, n};
   if (nk)
     std::swap(bShape[0], bShape[1]);
   SmallVector<Slot> bwdArgs{
@@ -458,6 +491,7 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
         gemm = GemmOp::create(b, fwd.getLoc(), types, bwdResultDims, values[0],
                               values[1], false, nk, Value(), Value(), Value(),
                               values.drop_front(2), inputDims);
+        gemm.setAccumulatorHalfN(halfN);
         return gemm;
       });
   Block &block = gemm.getEpilogueBlock();
@@ -511,28 +545,14 @@ func::FuncOp buildOperandGradient(Forward &forward, StringRef name,
       });
 }
 
-} // namespace
-
-std::string mlir::coda::getDerivedName(func::FuncOp forward, StringRef suffix) {
-  return (forward.getName() + "_" + suffix).str();
-}
-
-FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
-                                                       AccumulatorSource source,
-                                                       NextWeightLayout next) {
+/// Checks that `func` is a forward program whose derived programs `suffixes`
+/// are not in its module yet, and analyzes it.
+FailureOr<Forward> prepare(func::FuncOp func, ArrayRef<StringRef> suffixes) {
   if (func->hasAttr(BackwardNames::kDerivedFrom))
     return func.emitError()
            << "'@" << func.getName()
            << "' is itself a derived program: derive from its forward "
            << func->getAttr(BackwardNames::kDerivedFrom);
-  SmallVector<StringRef> suffixes{BackwardNames::kGradA, BackwardNames::kGradB};
-  if (source == AccumulatorSource::Recompute)
-    suffixes.push_back(BackwardNames::kBackward);
-  else
-    suffixes.append(
-        {BackwardNames::kSaving, next == NextWeightLayout::NK
-                                     ? BackwardNames::kBackwardSavedNK
-                                     : BackwardNames::kBackwardSaved});
   for (StringRef suffix : suffixes) {
     std::string name = getDerivedName(func, suffix);
     if (SymbolTable::lookupNearestSymbolFrom(
@@ -542,23 +562,11 @@ FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
              << "': the module already has a symbol of that name (derive "
                 "each program once)";
   }
-  FailureOr<Forward> analyzed = analyze(func);
-  if (failed(analyzed))
-    return failure();
-  Forward &forward = *analyzed;
-  BackwardPrograms programs;
-  if (source == AccumulatorSource::Recompute) {
-    FailureOr<func::FuncOp> backward = buildRecomputeBackward(forward);
-    if (failed(backward))
-      return failure();
-    programs.backward = *backward;
-  } else {
-    auto saved = buildSavedBackward(forward, next);
-    if (failed(saved))
-      return failure();
-    std::tie(programs.saving, programs.backward) = *saved;
-  }
+  return analyze(func);
+}
 
+/// Builds `@f_grad_a` and `@f_grad_b`, which need nothing of the epilogue.
+void buildOperandGradients(Forward &forward, BackwardPrograms &programs) {
   // op(A) = tA ? A^T : A, op(B) = tB ? B^T : B, acc = op(A) op(B):
   //   grad op(A) = grad_acc op(B)^T and grad op(B) = op(A)^T grad_acc,
   // computed in the layout A and B are stored in (the transpose of a
@@ -575,6 +583,42 @@ FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
       forward, BackwardNames::kGradB, /*gradAccFirst=*/tB,
       /*transposeFirst=*/tB ? true : !tA, /*transposeSecond=*/tB ? tA : false,
       forward.aType, "a", forward.bType, BackwardNames::kGradB);
+}
+
+} // namespace
+
+std::string mlir::coda::getDerivedName(func::FuncOp forward, StringRef suffix) {
+  return (forward.getName() + "_" + suffix).str();
+}
+
+FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
+                                                       AccumulatorSource source,
+                                                       NextWeightLayout next) {
+  SmallVector<StringRef> suffixes{BackwardNames::kGradA, BackwardNames::kGradB};
+  if (source == AccumulatorSource::Recompute)
+    suffixes.push_back(BackwardNames::kBackward);
+  else
+    suffixes.append(
+        {BackwardNames::kSaving, next == NextWeightLayout::NK
+                                     ? BackwardNames::kBackwardSavedNK
+                                     : BackwardNames::kBackwardSaved});
+  FailureOr<Forward> analyzed = prepare(func, suffixes);
+  if (failed(analyzed))
+    return failure();
+  Forward &forward = *analyzed;
+  BackwardPrograms programs;
+  if (source == AccumulatorSource::Recompute) {
+    FailureOr<func::FuncOp> backward = buildRecomputeBackward(forward);
+    if (failed(backward))
+      return failure();
+    programs.backward = *backward;
+  } else {
+    auto saved = buildSavedBackward(forward, next);
+    if (failed(saved))
+      return failure();
+    std::tie(programs.saving, programs.backward) = *saved;
+  }
+  buildOperandGradients(forward, programs);
   return programs;
 }
 
@@ -597,12 +641,24 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
                                << "'; expected backward, saving, "
                                   "backward_saved, backward_saved_nk, "
                                   "grad_a, grad_b or inference";
+  std::string chosen = getDerivedName(forward, derived);
+  // The operand gradients need nothing of the epilogue (which the epilogue
+  // gradient may not support).
+  if (derived == BackwardNames::kGradA || derived == BackwardNames::kGradB) {
+    FailureOr<Forward> analyzed = prepare(forward, {derived});
+    if (failed(analyzed))
+      return failure();
+    BackwardPrograms programs;
+    buildOperandGradients(*analyzed, programs);
+    (derived == BackwardNames::kGradA ? programs.gradB : programs.gradA)
+        .erase();
+    return chosen;
+  }
   FailureOr<BackwardPrograms> programs = deriveBackward(
       forward, saved ? AccumulatorSource::Saved : AccumulatorSource::Recompute,
       nk ? NextWeightLayout::NK : NextWeightLayout::KN);
   if (failed(programs))
     return failure();
-  std::string chosen = getDerivedName(forward, derived);
   for (func::FuncOp func :
        {programs->saving, programs->backward, programs->gradA, programs->gradB})
     if (func && func.getName() != chosen)

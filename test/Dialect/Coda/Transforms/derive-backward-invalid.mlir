@@ -132,10 +132,12 @@ func.func private @taken_grad_a()
 
 // -----
 
-// An output of the even columns has no derived backward yet.
+// The gradient of an output of the even columns arrives N / 2 wide: it is
+// the accumulator of the next layer's dgrad GEMM (accumulator=saved), not an
+// input of the recomputed GEMM.
 func.func @swiglu(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>)
     -> (tensor<?x128xbf16> {coda.name = "output"}) {
-  // expected-error @+1 {{'coda.gemm' op cannot be differentiated: output 'output' spans [m, n/2] (the even columns); its gradient would run on an N / 2-wide GEMM and write both columns of each pair, which the derivation does not build yet: write the output [m, n] or differentiate the unpaired program}}
+  // expected-error @+1 {{'coda.gemm' op cannot be differentiated with the GEMM recomputed: output 'output' spans [m, n/2] (the even columns), whose gradient arrives N / 2 wide; derive with a saved accumulator (accumulator=saved), whose backward runs on the next layer's dgrad GEMM with an accumulator [m, n/2]}}
   %0 = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<256x64xbf16> -> (tensor<?x128xbf16> [m, n/2]) {
   ^bb0(%acc: f32):
     %up = coda.partner %acc xor 1
@@ -144,4 +146,33 @@ func.func @swiglu(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>)
     coda.yield %1 : f32
   }
   return %0 : tensor<?x128xbf16>
+}
+
+// -----
+
+// A program with an accumulator [m, n/2] is a gradient's.
+func.func @half_accumulator(%a: tensor<?x64xbf16>, %b: tensor<64x128xbf16>)
+    -> (tensor<?x256xbf16> {coda.name = "output"}) {
+  // expected-error @+1 {{'coda.gemm' op cannot be differentiated: an accumulator [m, n/2] is itself a gradient's; differentiate the forward program}}
+  %0 = coda.gemm %a, %b accumulator [m, n/2] : tensor<?x64xbf16>, tensor<64x128xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+
+// -----
+
+// Two gated outputs: the backward's GEMM gives the gradient of one.
+func.func @two_gated(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>)
+    -> (tensor<?x128xbf16> {coda.name = "gated"}, tensor<?x128xbf16> {coda.name = "other"}) {
+  // expected-error @+2 {{'coda.gemm' op cannot be differentiated with the GEMM recomputed: output 'gated' spans [m, n/2]}}
+  // SAVED: derive-backward-invalid.mlir:[[@LINE+1]]:{{[0-9]+}}: error: 'coda.gemm' op cannot be differentiated: outputs 'gated' and 'other' both span [m, n/2]; the backward's GEMM gives the gradient of one of them
+  %0:2 = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<256x64xbf16> -> (tensor<?x128xbf16> [m, n/2], tensor<?x128xbf16> [m, n/2]) {
+  ^bb0(%acc: f32):
+    %up = coda.partner %acc xor 1
+    %1 = arith.mulf %acc, %up : f32
+    coda.yield %1, %acc : f32, f32
+  }
+  return %0#0, %0#1 : tensor<?x128xbf16>, tensor<?x128xbf16>
 }

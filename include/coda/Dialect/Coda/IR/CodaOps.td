@@ -52,6 +52,15 @@ def Coda_GemmOp : Coda_Op<"gemm", [
     only, written `N / 2` wide (a gated activation: `silu(acc) *
     coda.partner(acc)`).
 
+    With `accumulator [m, n/2]`, op(B) has `N / 2` columns and the product
+    fills the even columns of the output space, the odd ones being zero:
+    `acc[m, 2j] = alpha * (op(A) op(B))[m, j]`, `acc[m, 2j + 1] = 0`. It is
+    the transpose of an `[m, n/2]` output: the gradient of a gated
+    activation, which arrives as the `N / 2`-wide product of the next
+    layer's dgrad GEMM, runs on it and writes both columns of each pair
+    (`coda-derive-backward`). Not with C or a batched GEMM, nor with an
+    `[m, n/2]` output.
+
     ```mlir
     %out, %dbias = coda.gemm %x, %w transpose_b
         ins(%bias : tensor<3072xf32> [n], %res : tensor<?x3072xbf16> [m, n])
@@ -76,6 +85,7 @@ def Coda_GemmOp : Coda_Op<"gemm", [
     Variadic<AnyType>:$inputs,
     UnitAttr:$transpose_a,
     UnitAttr:$transpose_b,
+    UnitAttr:$accumulator_half_n,
     Coda_DimsArrayAttr:$input_dims,
     Coda_DimsArrayAttr:$result_dims
   );
@@ -143,8 +153,9 @@ def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
     scalar) and outputs (global addresses, dense row-major tensors of
     `output_types`). The region is the GEMM's epilogue, whose inputs and
     outputs `input_types`, `input_dims`, `output_types`, `result_dims` and
-    `c_type` describe as the `coda.gemm` declared them; `plan` is the GEMM's
-    `coda.kernel_plan`. Under a plan with `cluster_n` > 1, `exchange` is the
+    `c_type` describe as the `coda.gemm` declared them (`accumulator_half_n`
+    as it does: `col` is then a column of the product, the tile's first
+    output column `2 col`); `plan` is the GEMM's `coda.kernel_plan`. Under a plan with `cluster_n` > 1, `exchange` is the
     block's shared memory where the cluster's blocks exchange their row
     reductions' partial results (two slots of `cluster_n` x `tile_m` f32,
     then an mbarrier per slot; lane 0 of each quad of every consumer warp
@@ -173,6 +184,7 @@ def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
     Coda_DimsArrayAttr:$result_dims,
     OptionalAttr<TypeAttr>:$c_type,
     UnitAttr:$batched,
+    UnitAttr:$accumulator_half_n,
     Coda_KernelPlanAttr:$plan
   );
   let regions = (region SizedRegion<1>:$epilogue);
