@@ -1,7 +1,11 @@
 """The training step of a whole model on the GPU, in one process: eager
 PyTorch, torch.compile, coda (coda.patch) and coda under torch.compile
 (each also with CUDA graphs: torch.compile's mode="reduce-overhead"), on
-the nanoGPT-style GPT of examples/train.py (bfloat16 parameters, AdamW).
+the nanoGPT-style GPT of examples/train.py (bfloat16 parameters, AdamW), or
+(--model llama) on Hugging Face's LlamaForCausalLM built from a config,
+where Liger-Kernel's apply_liger_kernel_to_llama is a variant too ("liger",
+when liger_kernel is importable; it patches transformers' LLaMA classes, so
+it runs last).
 For each: step time and tokens/s (CUDA events over timed steps after
 warm-up), the host's time to enqueue a step (the step is host-bound where
 the two are equal), peak memory, and where the step's CUDA time goes (torch.profiler
@@ -9,6 +13,8 @@ over a few steps: GEMMs (cuBLAS), coda's fused kernels, attention, and the
 rest: the memory-bound operators a fused epilogue is meant to remove).
 
     python bench/train.py [--layers 12 --width 768 --heads 12 --batch 8 --context 1024]
+    python bench/train.py --model llama --layers 8 --width 2048 --heads 16 --batch 4 \
+        --context 2048 --vocab 32000 --variants eager,compile,coda,liger
 """
 
 import argparse
@@ -29,7 +35,7 @@ import coda  # noqa: E402
 from train import GPT  # noqa: E402
 
 # Kernel names by what they do: coda's are named after their programs.
-_CODA = re.compile(r"^(fc1|fc2|out_projection|linear)(_\w+)?$")
+_CODA = re.compile(r"^(fc1|fc2|out_projection|linear|dense|gated|down)(_\w+)?$")
 _GEMM = re.compile(r"gemm|nvjet|cutlass|xmma|gemv|splitk", re.I)
 _ATTENTION = re.compile(r"flash|fmha|attention|sdpa", re.I)
 
@@ -42,6 +48,30 @@ def category(name):
     if _GEMM.search(name):
         return "gemm"
     return "other"
+
+
+class CausalLMLoss(torch.nn.Module):
+    """A Hugging Face causal LM called as the GPT is: (tokens, targets) ->
+    loss."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, y):
+        return self.model(input_ids=x, labels=y).loss
+
+
+def llama(args):
+    """LlamaForCausalLM of the arguments' sizes (intermediate 2.75 x width,
+    as LLaMA-1B's 5632 for 2048), SDPA attention."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(hidden_size=args.width, intermediate_size=args.width * 11 // 4,
+                         num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                         num_key_value_heads=args.heads, vocab_size=args.vocab,
+                         max_position_embeddings=args.context, attn_implementation="sdpa")
+    return LlamaForCausalLM(config)
 
 
 def step_fn(model, optimizer, x, y):
@@ -99,6 +129,7 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=("gpt", "llama"), default="gpt")
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--width", type=int, default=768)
     parser.add_argument("--heads", type=int, default=12)
@@ -117,17 +148,29 @@ def main():
                                               "coda+compile+graphs")
     args = parser.parse_args()
     torch.manual_seed(0)
-    base = GPT(vocab=args.vocab, context=args.context, layers=args.layers, heads=args.heads,
-               d=args.width).cuda().to(torch.bfloat16)
+    if args.model == "llama":
+        base = CausalLMLoss(llama(args)).cuda().to(torch.bfloat16)
+    else:
+        base = GPT(vocab=args.vocab, context=args.context, layers=args.layers, heads=args.heads,
+                   d=args.width).cuda().to(torch.bfloat16)
     x = torch.randint(0, args.vocab, (args.batch, args.context), device="cuda")
     y = torch.randint(0, args.vocab, (args.batch, args.context), device="cuda")
     tokens = args.batch * args.context
-    print(f"{torch.cuda.get_device_name()}: GPT, {args.layers} layers, width {args.width}, "
+    print(f"{torch.cuda.get_device_name()}: {args.model}, {args.layers} layers, width {args.width}, "
           f"{args.heads} heads, vocabulary {args.vocab}, {args.batch} x {args.context} tokens per step, "
           "bf16, AdamW")
     rows = []
-    for variant in args.variants.split(","):
-        model = copy.deepcopy(base)
+    # Liger patches transformers' classes for good: it goes last.
+    variants = sorted(args.variants.split(","), key=lambda v: v == "liger")
+    for variant in variants:
+        if variant == "liger":
+            from liger_kernel.transformers import apply_liger_kernel_to_llama
+
+            apply_liger_kernel_to_llama()
+            model = CausalLMLoss(llama(args)).cuda().to(torch.bfloat16)
+            model.load_state_dict(base.state_dict())
+        else:
+            model = copy.deepcopy(base)
         if variant.startswith("coda"):
             coda.patch(model)
         if "compile" in variant:
@@ -135,6 +178,8 @@ def main():
                                   else None)
         rows.append(measure(variant, model, x, y, args.warmup, args.steps, args.profiled,
                             args.host_profile))
+        print(f"{variant}: {rows[-1]['ms']:.2f} ms/step, peak {rows[-1]['peak']:.2f} GiB",
+              flush=True)
         del model
         torch.cuda.empty_cache()
     eager = rows[0]["ms"]
