@@ -4,8 +4,10 @@
 #    and clang-format (the formatting check),
 #  - creates .venv with numpy (the end-to-end tests compare against numpy),
 #    setuptools (pip install ./python, tested),
-#    torch (the python package's autograd tests) and transformers (coda.patch
-#    on Hugging Face models built from a config),
+#    torch (the python package's autograd tests), transformers (coda.patch
+#    on Hugging Face models built from a config), and iree-base-compiler,
+#    iree-turbine and jax (the frontends' exporters, whose IR the raising
+#    tests run on),
 #  - configures the build in build/ and builds the tools,
 #  - builds the libFuzzer targets (the DSL, coda IR through the pipelines)
 #    with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
@@ -45,6 +47,15 @@ fi
 if ! .venv/bin/python -c "import transformers" 2>/dev/null; then
   echo "setup: installing transformers into .venv"
   .venv/bin/python -m pip install -q transformers
+fi
+
+# The frontends' own exporters (test/Conversion/LinalgToCoda/exported.test):
+# PyTorch through iree-turbine (torch-mlir) and JAX through StableHLO, lowered
+# to linalg by IREE's compiler tools.
+if ! .venv/bin/python -c "import iree.turbine, iree.compiler, jax" 2>/dev/null; then
+  echo "setup: installing iree-base-compiler, iree-turbine and jax into .venv"
+  .venv/bin/python -m pip install -q iree-base-compiler==3.13.0 iree-turbine==3.9.0 \
+    jax==0.10.2 jaxlib==0.10.2
 fi
 
 # The fuzzer: its own build, of the front-end and the dialect only.

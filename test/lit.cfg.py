@@ -81,6 +81,13 @@ if importlib.util.find_spec("torch"):
 if importlib.util.find_spec("transformers"):
     config.available_features.add("transformers")
 
+# frontend-exporters: PyTorch's (iree-turbine, torch-mlir) and JAX's exporters
+# and IREE's compiler tools, which lower what they export to linalg
+# (test/Conversion/LinalgToCoda/exported.test).
+if all(importlib.util.find_spec(name) for name in ("iree", "jax")) and \
+        importlib.util.find_spec("iree.turbine") and importlib.util.find_spec("iree.compiler"):
+    config.available_features.add("frontend-exporters")
+
 # clang-format: the sources' formatting is checked (test/format.test).
 if shutil.which("clang-format"):
     config.available_features.add("clang-format")

@@ -124,10 +124,11 @@ namespace {
 class ContractionRaiser {
 public:
   ContractionRaiser(RewriterBase &rewriter, linalg::LinalgOp contraction,
-                    GemmOperands gemm, const RaiseLinalgOptions &options)
+                    GemmOperands gemm, const RaiseLinalgOptions &options,
+                    const DenseSet<Operation *> &excluded)
       : rewriter(rewriter), contraction(contraction), gemm(std::move(gemm)),
-        options(options), epilogue(std::make_unique<Block>()),
-        builder(contraction->getContext()),
+        options(options), excluded(excluded),
+        epilogue(std::make_unique<Block>()), builder(contraction->getContext()),
         dominance(contraction->getParentOp()) {
     builder.setInsertionPointToEnd(epilogue.get());
   }
@@ -138,6 +139,10 @@ public:
   }
 
   FailureOr<GemmOp> run();
+  /// After a failed run(): a consumer whose i1 result the run fused but
+  /// something outside the epilogue reads (coda.gemm cannot write it); the
+  /// raising is worth trying again without it. Null otherwise.
+  Operation *getUnwritable() const { return unwritable; }
 
 private:
   /// An epilogue value standing for a tensor the fused ops compute.
@@ -194,6 +199,9 @@ private:
   linalg::LinalgOp contraction;
   GemmOperands gemm;
   RaiseLinalgOptions options;
+  /// Consumers not to fuse (see getUnwritable).
+  const DenseSet<Operation *> &excluded;
+  Operation *unwritable = nullptr;
   std::unique_ptr<Block> epilogue;
   OpBuilder builder;
   DominanceInfo dominance;
@@ -465,7 +473,10 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
   SmallVector<SmallVector<unsigned>> resultLayouts;
   for (OpOperand &init : op.getDpsInitsMutable()) {
     auto type = cast<RankedTensorType>(init.get().getType());
-    if (!isEpilogueTensorElement(type.getElementType()))
+    // A tensor of i1 (a compare that a select reads, as in StableHLO's erfc)
+    // may be computed in the epilogue, but not written by it.
+    bool predicate = type.getElementType().isInteger(1) && !reducedAxis;
+    if (!isEpilogueTensorElement(type.getElementType()) && !predicate)
       return fail(Twine("produces a tensor of ") +
                   print(type.getElementType()) +
                   "; coda.gemm outputs are f32, bf16 or f16");
@@ -793,6 +804,13 @@ FailureOr<GemmOp> ContractionRaiser::run() {
     if (!linalgOp || isDataMovement(linalgOp) ||
         linalg::isaContractionOpInterface(linalgOp))
       continue;
+    if (excluded.contains(op)) {
+      if (options.explain)
+        op->emitRemark() << "not fused into the coda.gemm epilogue: its "
+                            "tensor of i1 is read outside the epilogue, "
+                            "and coda.gemm outputs are f32, bf16 or f16";
+      continue;
+    }
     bool readsEpilogue = llvm::any_of(op->getOpOperands(), [&](OpOperand &o) {
       return fused.contains(
           resolveOperand(o.get(), linalgOp.getMatchingIndexingMap(&o)).source);
@@ -830,6 +848,11 @@ FailureOr<GemmOp> ContractionRaiser::run() {
           return !gone.contains(use.getOwner()) && !getShapeQuery(use);
         }))
       outputs.push_back(value);
+  for (Value output : outputs)
+    if (!isEpilogueTensorElement(getElementTypeOrSelf(output.getType()))) {
+      unwritable = output.getDefiningOp();
+      return failure();
+    }
   if (outputs.empty()) {
     if (options.explain)
       contraction->emitRemark()
@@ -851,6 +874,14 @@ mlir::coda::raiseContraction(RewriterBase &rewriter,
       contraction->emitRemark() << "not raised to coda.gemm: " << why;
     return failure();
   }
-  return ContractionRaiser(rewriter, contraction, std::move(*gemm), options)
-      .run();
+  // A consumer of i1 that the epilogue could compute but not write is left
+  // out, and the raising tried again: once per such consumer.
+  DenseSet<Operation *> excluded;
+  while (true) {
+    ContractionRaiser raiser(rewriter, contraction, *gemm, options, excluded);
+    FailureOr<GemmOp> raised = raiser.run();
+    if (succeeded(raised) || !raiser.getUnwritable())
+      return raised;
+    excluded.insert(raiser.getUnwritable());
+  }
 }

@@ -1,6 +1,7 @@
 //===- LinalgToCoda.cpp - the coda-raise-linalg pass ----------------------===//
 
 #include "coda/Conversion/LinalgToCoda/LinalgToCoda.h"
+#include "Raising.h"
 #include "coda/Conversion/Passes.h"
 #include "coda/Dialect/Coda/IR/CodaDialect.h"
 
@@ -34,6 +35,7 @@ struct ConvertLinalgToCoda final
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : contractions)
       (void)raiseContraction(rewriter, op, options);
+    raising::pairGatedProducts(rewriter, getOperation(), options);
   }
 };
 } // namespace

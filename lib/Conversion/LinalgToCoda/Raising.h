@@ -9,6 +9,7 @@
 #ifndef CODA_LIB_CONVERSION_LINALGTOCODA_RAISING_H
 #define CODA_LIB_CONVERSION_LINALGTOCODA_RAISING_H
 
+#include "coda/Conversion/LinalgToCoda/LinalgToCoda.h"
 #include "coda/Dialect/Coda/IR/CodaOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
@@ -77,6 +78,15 @@ FailureOr<GemmOperands> matchContraction(linalg::LinalgOp op, bool lowPrecision,
 /// Replaces arith/math formulas of one value in `epilogue` that compute an
 /// activation function by coda.activation, and erases what becomes dead.
 void raiseActivations(RewriterBase &rewriter, Block &epilogue);
+
+/// Makes each raised coda.gemm under `root` whose epilogue reads, as an
+/// [m, n] input, the plain product of the same A by another B (a gated MLP's
+/// gate and up projections) one GEMM over the two B interleaved, the other
+/// product read as `coda.partner(acc, 1)` and the outputs written at the
+/// even columns (GatedPairs.cpp); with `options.explain`, says why where it
+/// does not.
+void pairGatedProducts(RewriterBase &rewriter, Operation *root,
+                       const RaiseLinalgOptions &options);
 
 } // namespace mlir::coda::raising
 

@@ -36,6 +36,18 @@
 // CHECK:         coda.gemm
 // CHECK:         coda.activation relu
 // CHECK-NOT:     linalg.
+// The gate and up projections of a gated MLP (two nn.Linear of one input,
+// torch-mlir's transposes, SiLU as x * sigmoid(x)) are one GEMM over their
+// weights interleaved.
+// CHECK-LABEL: func.func @gated_mlp
+// CHECK-NOT:     linalg.
+// CHECK:         tensor.insert_slice %{{.*}}[0, 0] [12, 8] [2, 1] : tensor<12x8xf32> into tensor<24x8xf32>
+// CHECK-NEXT:    tensor.insert_slice %{{.*}}[1, 0] [12, 8] [2, 1] : tensor<12x8xf32> into tensor<24x8xf32>
+// CHECK-NEXT:    coda.gemm {{.*}} transpose_b : tensor<6x8xf32>, tensor<24x8xf32> -> (tensor<6x12xf32> [m, n/2])
+// CHECK:           coda.partner
+// CHECK:           coda.activation silu
+// CHECK-NOT:     coda.gemm
+// CHECK-NOT:     linalg.
 // CHECK-LABEL: func.func @main
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -228,6 +240,31 @@ func.func @relu_and_bias_grad(%x: tensor<6x8xf32>, %w: tensor<8x12xf32>)
   return %relu, %db : tensor<6x12xf32>, tensor<12xf32>
 }
 
+// LLaMA's MLP up to its down projection: silu(x Wg^T) * (x Wu^T).
+func.func @gated_mlp(%x: tensor<6x8xf32>, %wg: tensor<12x8xf32>, %wu: tensor<12x8xf32>) -> tensor<6x12xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %one = arith.constant 1.000000e+00 : f32
+  %et = tensor.empty() : tensor<8x12xf32>
+  %wgt = linalg.transpose ins(%wg : tensor<12x8xf32>) outs(%et : tensor<8x12xf32>) permutation = [1, 0]
+  %wut = linalg.transpose ins(%wu : tensor<12x8xf32>) outs(%et : tensor<8x12xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<6x12xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<6x12xf32>) -> tensor<6x12xf32>
+  %g = linalg.matmul ins(%x, %wgt : tensor<6x8xf32>, tensor<8x12xf32>) outs(%acc : tensor<6x12xf32>) -> tensor<6x12xf32>
+  %u = linalg.matmul ins(%x, %wut : tensor<6x8xf32>, tensor<8x12xf32>) outs(%acc : tensor<6x12xf32>) -> tensor<6x12xf32>
+  %silu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g : tensor<6x12xf32>) outs(%e : tensor<6x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    %x1 = math.exp %n : f32
+    %d = arith.addf %x1, %one : f32
+    %sg = arith.divf %one, %d : f32
+    %r = arith.mulf %in, %sg : f32
+    linalg.yield %r : f32
+  } -> tensor<6x12xf32>
+  %h = linalg.mul ins(%silu, %u : tensor<6x12xf32>, tensor<6x12xf32>) outs(%e : tensor<6x12xf32>) -> tensor<6x12xf32>
+  return %h : tensor<6x12xf32>
+}
+
 // ---- Driver (helpers in Inputs/e2e-driver.mlir) -----------------------
 
 func.func @main() {
@@ -274,6 +311,9 @@ func.func @main() {
       : (tensor<6x8xf32>, tensor<16x8xf32>, tensor<16xf32>, tensor<6x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<6x16xf32>
   %p = call @attention_scores_softmax(%q, %k) : (tensor<2x4x8xf32>, tensor<2x6x8xf32>) -> tensor<2x4x6xf32>
   %relu, %db = call @relu_and_bias_grad(%xs, %wkns) : (tensor<6x8xf32>, tensor<8x12xf32>) -> (tensor<6x12xf32>, tensor<12xf32>)
+  %wu = call @matrix(%c12, %c8, %c3, %c11) : (index, index, index, index) -> tensor<?x?xf32>
+  %wus = tensor.cast %wu : tensor<?x?xf32> to tensor<12x8xf32>
+  %gated = call @gated_mlp(%xs, %w12s, %wus) : (tensor<6x8xf32>, tensor<12x8xf32>, tensor<12x8xf32>) -> tensor<6x12xf32>
 
   // Results.
   %y0 = tensor.cast %y : tensor<6x12xf32> to tensor<?x?xf32>
@@ -290,5 +330,7 @@ func.func @main() {
   %db2 = tensor.expand_shape %db [[0, 1]] output_shape [1, 12] : tensor<12xf32> into tensor<1x12xf32>
   %db0 = tensor.cast %db2 : tensor<1x12xf32> to tensor<?x?xf32>
   call @print2d(%db0) : (tensor<?x?xf32>) -> ()
+  %gated0 = tensor.cast %gated : tensor<6x12xf32> to tensor<?x?xf32>
+  call @print2d(%gated0) : (tensor<?x?xf32>) -> ()
   return
 }

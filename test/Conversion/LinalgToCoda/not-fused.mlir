@@ -360,7 +360,7 @@ func.func @relu_mask(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xi
   %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
   %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
   %em = tensor.empty() : tensor<4x16xi1>
-  // expected-remark @+1 {{not fused into the coda.gemm epilogue: produces a tensor of i1; coda.gemm outputs are f32, bf16 or f16}}
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: its tensor of i1 is read outside the epilogue, and coda.gemm outputs are f32, bf16 or f16}}
   %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
       ins(%mm : tensor<4x16xf32>) outs(%em : tensor<4x16xi1>) {
   ^bb0(%x: f32, %o: i1):
@@ -849,4 +849,106 @@ func.func @sum_sum_keepdim(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<
     linalg.yield %r : f32
   } -> tensor<1x1xf32>
   return %all : tensor<1x1xf32>
+}
+
+// -----
+
+// A gate projection and an up projection of one input stay two GEMMs when the
+// up projection's result is read elsewhere too.
+// CHECK-LABEL: func.func @gated_up_read_twice
+// CHECK-COUNT-2: coda.gemm
+func.func @gated_up_read_twice(%x: tensor<4x8xf32>, %wg: tensor<8x16xf32>, %wu: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not made one gated GEMM with the product of the same A that it reads: the up projection's result is read elsewhere too}}
+  %g = linalg.matmul ins(%x, %wg : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %h = linalg.mul ins(%g, %u : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %h, %u : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// A bias of the gate projection spans n, which the interleaved GEMM's
+// columns would not match.
+// CHECK-LABEL: func.func @gated_with_bias
+// CHECK-COUNT-2: coda.gemm
+func.func @gated_with_bias(%x: tensor<4x8xf32>, %wg: tensor<8x16xf32>, %wu: tensor<8x16xf32>, %bias: tensor<16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not made one gated GEMM with the product of the same A that it reads: its epilogue input #0 spans n, which the interleaved GEMM's columns would not match}}
+  %g = linalg.matmul ins(%x, %wg : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %gb = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %bias : tensor<4x16xf32>, tensor<16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  %h = linalg.mul ins(%gb, %u : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %h : tensor<4x16xf32>
+}
+
+// -----
+
+// The up projection's result rounded to bf16 before the product: the gated
+// GEMM would read it unrounded (only with low-precision-epilogue=true).
+// CHECK-LABEL: func.func @gated_up_rounded
+// CHECK-COUNT-2: coda.gemm
+func.func @gated_up_rounded(%x: tensor<4x8xbf16>, %wg: tensor<8x16xbf16>, %wu: tensor<8x16xbf16>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %eb = tensor.empty() : tensor<4x16xbf16>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not made one gated GEMM with the product of the same A that it reads: the up projection's result is rounded to bf16 before the product, which the fused epilogue would not do (low-precision-epilogue=true allows it)}}
+  %g = linalg.matmul ins(%x, %wg : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %ub = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%u : tensor<4x16xf32>) outs(%eb : tensor<4x16xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x16xbf16>
+  %h = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %ub : tensor<4x16xf32>, tensor<4x16xbf16>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %b: bf16, %o: f32):
+    %w = arith.extf %b : bf16 to f32
+    %p = arith.mulf %a, %w : f32
+    linalg.yield %p : f32
+  } -> tensor<4x16xf32>
+  return %h : tensor<4x16xf32>
+}
+
+// -----
+
+// A tensor of i1 (a compare) feeds a select in the epilogue; also returned,
+// it stays outside: coda.gemm writes no i1.
+// CHECK-LABEL: func.func @predicate_read_outside
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[G]]
+// CHECK-SAME:      tensor<4x16xi1>
+func.func @predicate_read_outside(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xi1>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %ei = tensor.empty() : tensor<4x16xi1>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: its tensor of i1 is read outside the epilogue, and coda.gemm outputs are f32, bf16 or f16}}
+  %pos = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%ei : tensor<4x16xi1>) {
+  ^bb0(%x: f32, %o: i1):
+    %c = arith.cmpf ogt, %x, %zero : f32
+    linalg.yield %c : i1
+  } -> tensor<4x16xi1>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads a tensor of i1; epilogue inputs are f32, bf16 or f16}}
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%pos, %mm : tensor<4x16xi1>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%p: i1, %x: f32, %o: f32):
+    %r = arith.select %p, %x, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y, %pos : tensor<4x16xf32>, tensor<4x16xi1>
 }

@@ -179,3 +179,34 @@ func.func @row_sum_from_init(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %init: t
     }
   return %sum : tensor<4xf32>
 }
+
+// A tensor of i1 that only the epilogue reads (a compare, then a select, as
+// StableHLO's erfc expansion writes them) is computed in it and written
+// nowhere.
+// CHECK-LABEL: func.func @predicate_inside
+// CHECK-NOT:     linalg.
+// CHECK:         coda.gemm
+// CHECK:           %[[C:.*]] = arith.cmpf ogt
+// CHECK:           arith.select %[[C]]
+// CHECK-NOT:     linalg.
+func.func @predicate_inside(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %ei = tensor.empty() : tensor<4x16xi1>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %pos = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%ei : tensor<4x16xi1>) {
+  ^bb0(%x: f32, %o: i1):
+    %c = arith.cmpf ogt, %x, %zero : f32
+    linalg.yield %c : i1
+  } -> tensor<4x16xi1>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%pos, %mm : tensor<4x16xi1>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%p: i1, %x: f32, %o: f32):
+    %s = arith.mulf %x, %x : f32
+    %r = arith.select %p, %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}

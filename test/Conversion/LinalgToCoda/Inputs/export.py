@@ -1,0 +1,118 @@
+"""Exports a small Transformer piece with a frontend's own exporter and prints
+it as linalg on tensors, for the raising tests:
+
+    export.py torch|jax CASE [--driver]
+
+torch: the module through iree-turbine's aot.export (torch-mlir's torch
+dialect), then torch-mlir's torch-backend and linalg-on-tensors pipelines;
+jax: jax.jit(...).lower(...) (StableHLO), then CHLO's decompositions (exact
+GELU's erfc), IREE's StableHLO input conversion and the inliner (JAX calls
+its activations as functions). Both with
+IREE's iree-opt, as a user of those frontends would. The exported function is
+named CASE. With --driver, a @main that calls it on the inputs of
+e2e-driver.mlir's @matrix and prints the result is added (the printed module
+is then one to append e2e-driver.mlir to and run).
+
+CASE: gated (silu(x Wg^T) * (x Wu^T), a gated MLP's gate and up projections)
+or linear_gelu (gelu(x W^T + b), erf form).
+"""
+
+import re
+import subprocess
+import sys
+
+M, K, N = 6, 8, 12
+
+
+def export_torch(case):
+    import torch
+    import torch.nn.functional as F
+    import iree.turbine.aot as aot
+
+    class Gated(torch.nn.Module):
+        def forward(self, x, wg, wu):
+            return F.silu(F.linear(x, wg)) * F.linear(x, wu)
+
+    class LinearGelu(torch.nn.Module):
+        def forward(self, x, w, b):
+            return F.gelu(F.linear(x, w, b))
+
+    module, args = {"gated": (Gated(), (torch.randn(M, K), torch.randn(N, K), torch.randn(N, K))),
+                    "linear_gelu": (LinearGelu(), (torch.randn(M, K), torch.randn(N, K),
+                                                   torch.randn(N)))}[case]
+    text = str(aot.export(module, args=args).mlir_module)
+    return iree_opt(text, ["--torch-function-to-torch-backend-pipeline",
+                           "--torch-backend-to-linalg-on-tensors-backend-pipeline"])
+
+
+def export_jax(case):
+    import jax
+    import jax.numpy as jnp
+
+    def gated(x, wg, wu):
+        return jax.nn.silu(x @ wg.T) * (x @ wu.T)
+
+    def linear_gelu(x, w, b):
+        return jax.nn.gelu(x @ w.T + b, approximate=False)
+
+    fn, args = {"gated": (gated, (jnp.zeros((M, K)), jnp.zeros((N, K)), jnp.zeros((N, K)))),
+                "linear_gelu": (linear_gelu, (jnp.zeros((M, K)), jnp.zeros((N, K)),
+                                              jnp.zeros((N,))))}[case]
+    text = jax.jit(fn).lower(*args).as_text()
+    return iree_opt(text, ["--chlo-legalize-to-stablehlo", "--iree-stablehlo-to-iree-input",
+                           "--inline"])
+
+
+def iree_opt(text, passes):
+    run = subprocess.run([sys.executable, "-m", "iree.compiler.tools.scripts.iree_opt", "-",
+                          *passes], input=text, capture_output=True, text=True)
+    if run.returncode:
+        sys.exit(f"iree-opt {' '.join(passes)} failed:\n{run.stderr}")
+    return run.stdout
+
+
+def unwrap(text, case):
+    """The module's contents, its function named `case`, so that a driver
+    can be appended; the exporters wrap it in a named module."""
+    lines = text.strip().splitlines()
+    body = [line for line in lines if not re.match(r"\s*module\b.*\{$", line)]
+    if body[-1].strip() == "}":
+        body.pop()
+    return re.sub(r"func\.func (public )?@main\b", f"func.func @{case}", "\n".join(body))
+
+
+def driver(case):
+    """A @main that calls `case` on @matrix inputs and prints the result."""
+    shapes = [(M, K, 3, 5), (N, K, 5, 7), (N, K, 3, 11)] if case == "gated" else \
+        [(M, K, 3, 5), (N, K, 5, 7)]
+    lines = ["func.func @main() {"]
+    args, types = [], []
+    for i, (rows, cols, a, b) in enumerate(shapes):
+        lines += [f"  %r{i} = arith.constant {rows} : index", f"  %c{i} = arith.constant {cols} : index",
+                  f"  %a{i} = arith.constant {a} : index", f"  %b{i} = arith.constant {b} : index",
+                  f"  %d{i} = call @matrix(%r{i}, %c{i}, %a{i}, %b{i}) : (index, index, index, index) -> tensor<?x?xf32>",
+                  f"  %t{i} = tensor.cast %d{i} : tensor<?x?xf32> to tensor<{rows}x{cols}xf32>"]
+        args.append(f"%t{i}")
+        types.append(f"tensor<{rows}x{cols}xf32>")
+    if case == "linear_gelu":
+        lines += [f"  %bias2 = tensor.extract_slice %t1[1, 0] [1, {K}] [1, 1] : tensor<{N}x{K}xf32> to tensor<{K}xf32>",
+                  f"  %bias = tensor.concat dim(0) %bias2, %bias2 : (tensor<{K}xf32>, tensor<{K}xf32>) -> tensor<{2 * K}xf32>",
+                  f"  %bias12 = tensor.extract_slice %bias[0] [{N}] [1] : tensor<{2 * K}xf32> to tensor<{N}xf32>"]
+        args.append("%bias12")
+        types.append(f"tensor<{N}xf32>")
+    lines += [f"  %y = call @{case}({', '.join(args)}) : ({', '.join(types)}) -> tensor<{M}x{N}xf32>",
+              f"  %p = tensor.cast %y : tensor<{M}x{N}xf32> to tensor<?x?xf32>",
+              "  call @print2d(%p) : (tensor<?x?xf32>) -> ()", "  return", "}"]
+    return "\n".join(lines)
+
+
+def main():
+    frontend, case = sys.argv[1], sys.argv[2]
+    text = unwrap({"torch": export_torch, "jax": export_jax}[frontend](case), case)
+    if "--driver" in sys.argv:
+        text += "\n\n" + driver(case)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
