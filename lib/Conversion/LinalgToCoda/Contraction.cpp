@@ -10,6 +10,8 @@
 
 #include "Raising.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AffineExpr.h"
 
@@ -55,12 +57,85 @@ ResolvedOperand raising::readThrough(linalg::LinalgOp producer, AffineMap map) {
                             .compose(map)};
 }
 
+/// The dims of each group of `reassociation` other than static 1s, when each
+/// group has at most one: a reshape that only adds or drops unit dims.
+static std::optional<SmallVector<std::optional<int64_t>>>
+getUnitReshapeGroups(ArrayRef<ReassociationIndices> reassociation,
+                     RankedTensorType expanded) {
+  SmallVector<std::optional<int64_t>> kept;
+  for (const ReassociationIndices &group : reassociation) {
+    std::optional<int64_t> dim;
+    for (int64_t d : group) {
+      if (expanded.getDimSize(d) == 1)
+        continue;
+      if (dim)
+        return std::nullopt;
+      dim = d;
+    }
+    kept.push_back(dim);
+  }
+  return kept;
+}
+
+std::optional<ResolvedOperand> raising::readThroughUnitReshape(Operation *op,
+                                                               AffineMap map) {
+  MLIRContext *context = map.getContext();
+  AffineExpr zero = getAffineConstantExpr(0, context);
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+    // Source dim d of group g is read at the result's expr for g, or at 0
+    // where it is a unit dim.
+    RankedTensorType source = collapse.getSrcType();
+    auto groups =
+        getUnitReshapeGroups(collapse.getReassociationIndices(), source);
+    if (!groups)
+      return std::nullopt;
+    SmallVector<AffineExpr> exprs(source.getRank(), zero);
+    for (auto [g, dim] : llvm::enumerate(*groups))
+      if (dim)
+        exprs[*dim] = map.getResult(g);
+    return ResolvedOperand{collapse.getSrc(),
+                           AffineMap::get(map.getNumDims(), 0, exprs, context)};
+  }
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    // Source dim g is read where its group's one non-unit dim is.
+    auto groups = getUnitReshapeGroups(expand.getReassociationIndices(),
+                                       expand.getResultType());
+    if (!groups)
+      return std::nullopt;
+    SmallVector<AffineExpr> exprs;
+    for (std::optional<int64_t> dim : *groups)
+      exprs.push_back(dim ? map.getResult(*dim) : zero);
+    return ResolvedOperand{expand.getSrc(),
+                           AffineMap::get(map.getNumDims(), 0, exprs, context)};
+  }
+  return std::nullopt;
+}
+
+bool raising::isUnitReshape(Operation *op) {
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
+    return getUnitReshapeGroups(collapse.getReassociationIndices(),
+                                collapse.getSrcType())
+        .has_value();
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
+    return getUnitReshapeGroups(expand.getReassociationIndices(),
+                                expand.getResultType())
+        .has_value();
+  return false;
+}
+
 ResolvedOperand raising::resolveOperand(Value value, AffineMap map) {
   ResolvedOperand read{value, map};
-  while (auto producer = read.source.getDefiningOp<linalg::LinalgOp>()) {
-    if (!isDataMovement(producer))
+  while (Operation *producer = read.source.getDefiningOp()) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(producer);
+    if (linalgOp && isDataMovement(linalgOp)) {
+      read = readThrough(linalgOp, read.map);
+      continue;
+    }
+    std::optional<ResolvedOperand> reshaped =
+        readThroughUnitReshape(producer, read.map);
+    if (!reshaped)
       break;
-    read = readThrough(producer, read.map);
+    read = *reshaped;
   }
   return read;
 }

@@ -133,9 +133,13 @@ public:
     builder.setInsertionPointToEnd(epilogue.get());
   }
   ~ContractionRaiser() {
-    // An epilogue that was not attached to a coda.gemm is dropped whole.
+    // An epilogue that was not attached to a coda.gemm is dropped whole, and
+    // so are the conversions made for its inputs.
     if (epilogue)
       epilogue->dropAllDefinedValueUses();
+    for (Operation *op : conversions)
+      if (op->use_empty())
+        rewriter.eraseOp(op);
   }
 
   FailureOr<GemmOp> run();
@@ -211,6 +215,9 @@ private:
   SmallVector<Operation *> fusedOps;
   /// Values the epilogue reads that must be defined before the contraction.
   SmallVector<Value> toHoist;
+  /// Ops made outside the epilogue to pass a value into it (an i1 scalar
+  /// widened to i64).
+  SmallVector<Operation *> conversions;
   std::string reason;
 };
 } // namespace
@@ -253,9 +260,21 @@ FailureOr<Value> ContractionRaiser::readScalar(Value scalar) {
   if (matchPattern(scalar, m_Constant(&attr)))
     return readConstant(attr);
   Type type = scalar.getType();
+  if (type.isSignlessInteger(1)) {
+    // A predicate (JAX's `N - ddof > 0` in a variance) goes in as an i64 and
+    // comes back as the i1 it was.
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointAfterValue(scalar);
+    auto wide = arith::ExtUIOp::create(rewriter, scalar.getLoc(),
+                                       rewriter.getI64Type(), scalar);
+    conversions.push_back(wide);
+    Value input = addInput(wide, {}, wide.getType());
+    return Value(arith::TruncIOp::create(builder, scalar.getLoc(),
+                                         builder.getI1Type(), input));
+  }
   if (!type.isF32() && !type.isSignlessInteger(64))
     return fail(Twine("reads the scalar ") + print(type) +
-                " from outside; a scalar epilogue input is f32 (or i64)");
+                " from outside; a scalar epilogue input is f32, i64 or i1");
   return addInput(scalar, {}, type);
 }
 
@@ -545,6 +564,31 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
         inner.getNumRegions() != 0 || inner.getNumResults() != 1)
       return fail(Twine("computes '") + inner.getName().getStringRef() +
                   "'; an epilogue runs scalar arith and math ops");
+    // A wider constant rounded to f32 (torch-mlir's f64 epsilon) is that f32
+    // constant: the constant itself is not needed, its truncf folds it.
+    if (auto constant = dyn_cast<arith::ConstantOp>(inner);
+        constant && !constant.use_empty() &&
+        llvm::all_of(constant->getUsers(), [](Operation *user) {
+          auto trunc = dyn_cast<arith::TruncFOp>(user);
+          return trunc && trunc.getType().isF32() &&
+                 !trunc.getRoundingmodeAttr();
+        }))
+      continue;
+    FloatAttr wide;
+    if (auto trunc = dyn_cast<arith::TruncFOp>(inner);
+        trunc && trunc.getType().isF32() && !trunc.getRoundingmodeAttr() &&
+        matchPattern(trunc.getIn(), m_Constant(&wide))) {
+      APFloat rounded = wide.getValue();
+      bool losesInfo = false;
+      rounded.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven,
+                      &losesInfo);
+      FailureOr<Value> constant =
+          readConstant(builder.getF32FloatAttr(rounded.convertToFloat()));
+      if (failed(constant))
+        return failure();
+      values[inner.getResult(0)] = {*constant, false};
+      continue;
+    }
     SmallVector<Translated> operands;
     for (Value operand : inner.getOperands()) {
       FailureOr<Translated> value = lookup(values, body, operand);
@@ -837,7 +881,11 @@ FailureOr<GemmOp> ContractionRaiser::run() {
   Block *block = contraction->getBlock();
   for (Operation &op : llvm::reverse(*block)) {
     auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-    if (linalgOp && isDataMovement(linalgOp) && !op.use_empty() &&
+    bool movesData =
+        linalgOp ? isDataMovement(linalgOp)
+                 : isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op) &&
+                       isUnitReshape(&op);
+    if (movesData && !op.use_empty() &&
         llvm::all_of(op.getUsers(),
                      [&](Operation *user) { return gone.contains(user); }))
       gone.insert(&op);

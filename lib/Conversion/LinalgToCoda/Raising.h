@@ -56,7 +56,18 @@ struct ResolvedOperand {
 /// `map` reads of its input.
 ResolvedOperand readThrough(linalg::LinalgOp producer, AffineMap map);
 
-/// Follows `value`, read at `map`, back through data-movement producers.
+/// What reading the result of `op` at `map` reads of its source when `op` is
+/// a tensor.collapse_shape or tensor.expand_shape that only drops or adds
+/// dims of static size 1 (torch-mlir's and StableHLO's keepdim reductions);
+/// std::nullopt for any other op.
+std::optional<ResolvedOperand> readThroughUnitReshape(Operation *op,
+                                                      AffineMap map);
+
+/// Whether `op` is a reshape readThroughUnitReshape reads through.
+bool isUnitReshape(Operation *op);
+
+/// Follows `value`, read at `map`, back through data-movement producers and
+/// unit-dim reshapes.
 ResolvedOperand resolveOperand(Value value, AffineMap map);
 
 /// How a contraction maps onto the operands of coda.gemm.

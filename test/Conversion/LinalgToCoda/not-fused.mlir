@@ -508,7 +508,8 @@ func.func @double_precision(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor
 #tr = affine_map<(d0, d1) -> (d1, d0)>
 #row = affine_map<(d0, d1) -> (d1)>
 
-// An f64 constant.
+// An f64 constant in f64 arithmetic (an f64 constant only rounded to f32
+// is that f32 constant: outputs.mlir).
 // CHECK-LABEL: func.func @double_constant
 // CHECK:         %[[G:.*]] = coda.gemm
 // CHECK:         linalg.generic
@@ -523,8 +524,9 @@ func.func @double_constant(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<
       ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
   ^bb0(%x: f32, %o: f32):
     %c = arith.constant 3.000000e+00 : f64
-    %t = arith.truncf %c : f64 to f32
-    %r = arith.mulf %x, %t : f32
+    %w = arith.extf %x : f32 to f64
+    %p = arith.mulf %w, %c : f64
+    %r = arith.truncf %p : f64 to f32
     linalg.yield %r : f32
   } -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
@@ -575,7 +577,7 @@ func.func @half_scale(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %s: f16) -> ten
   %e = tensor.empty() : tensor<4x16xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
   %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
-  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads the scalar f16 from outside; a scalar epilogue input is f32 (or i64)}}
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads the scalar f16 from outside; a scalar epilogue input is f32, i64 or i1}}
   %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
       ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
   ^bb0(%x: f32, %o: f32):

@@ -210,3 +210,44 @@ func.func @predicate_inside(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor
   } -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// A row mean kept as [M, 1] and read through a tensor.collapse_shape, an
+// epsilon given in f64 and rounded in the body (torch-mlir's LayerNorm), and
+// a predicate computed outside (JAX's variance guard) all run in the
+// epilogue: the reshape is read through, the epsilon is its f32 constant,
+// the i1 scalar goes in as an i64.
+// CHECK-LABEL: func.func @keepdim_statistics
+// CHECK-NOT:     linalg.
+// CHECK-NOT:     tensor.collapse_shape
+// CHECK:         %[[GUARD:.*]] = arith.extui %{{.*}} : i1 to i64
+// CHECK:         coda.gemm %{{.*}}, %{{.*}} ins(%[[GUARD]] : i64) : tensor<4x8xf32>, tensor<8x16xf32> -> (tensor<4x16xf32> [m, n])
+// CHECK:           %[[MEAN:.*]] = coda.row_reduce sum
+// CHECK:           arith.constant 9.99999974E-6 : f32
+// CHECK:           arith.trunci %{{.*}} : i64 to i1
+// CHECK-NOT:     linalg.
+func.func @keepdim_statistics(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %flag: i1) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %eps = arith.constant 1.000000e-05 : f64
+  %e = tensor.empty() : tensor<4x16xf32>
+  %e1 = tensor.empty() : tensor<4x1xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %z1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%z1 : tensor<4x1xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %x, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<4x1xf32>
+  %flat = tensor.collapse_shape %sum [[0, 1]] : tensor<4x1xf32> into tensor<4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %flat : tensor<4x16xf32>, tensor<4xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %m: f32, %o: f32):
+    %d = arith.subf %x, %m : f32
+    %t = arith.truncf %eps : f64 to f32
+    %r = arith.addf %d, %t : f32
+    %k = arith.select %flag, %r, %d : f32
+    linalg.yield %k : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}

@@ -13,8 +13,9 @@ named CASE. With --driver, a @main that calls it on the inputs of
 e2e-driver.mlir's @matrix and prints the result is added (the printed module
 is then one to append e2e-driver.mlir to and run).
 
-CASE: gated (silu(x Wg^T) * (x Wu^T), a gated MLP's gate and up projections)
-or linear_gelu (gelu(x W^T + b), erf form).
+CASE: gated (silu(x Wg^T) * (x Wu^T), a gated MLP's gate and up projections),
+linear_gelu (gelu(x W^T + b), erf form) or residual_layernorm (LayerNorm(x W^T
++ b + r) with gamma and beta; in JAX written out with jnp.mean and jnp.var).
 """
 
 import re
@@ -22,6 +23,10 @@ import subprocess
 import sys
 
 M, K, N = 6, 8, 12
+# The arguments of each case, by shape.
+SHAPES = {"gated": [(M, K), (N, K), (N, K)],
+          "linear_gelu": [(M, K), (N, K), (N,)],
+          "residual_layernorm": [(M, K), (N, K), (N,), (M, N), (N,), (N,)]}
 
 
 def export_torch(case):
@@ -37,9 +42,13 @@ def export_torch(case):
         def forward(self, x, w, b):
             return F.gelu(F.linear(x, w, b))
 
-    module, args = {"gated": (Gated(), (torch.randn(M, K), torch.randn(N, K), torch.randn(N, K))),
-                    "linear_gelu": (LinearGelu(), (torch.randn(M, K), torch.randn(N, K),
-                                                   torch.randn(N)))}[case]
+    class ResidualLayerNorm(torch.nn.Module):
+        def forward(self, x, w, b, r, gamma, beta):
+            return F.layer_norm(F.linear(x, w, b) + r, (N,), gamma, beta)
+
+    module = {"gated": Gated, "linear_gelu": LinearGelu,
+              "residual_layernorm": ResidualLayerNorm}[case]()
+    args = tuple(torch.randn(*shape) for shape in SHAPES[case])
     text = str(aot.export(module, args=args).mlir_module)
     return iree_opt(text, ["--torch-function-to-torch-backend-pipeline",
                            "--torch-backend-to-linalg-on-tensors-backend-pipeline"])
@@ -55,10 +64,14 @@ def export_jax(case):
     def linear_gelu(x, w, b):
         return jax.nn.gelu(x @ w.T + b, approximate=False)
 
-    fn, args = {"gated": (gated, (jnp.zeros((M, K)), jnp.zeros((N, K)), jnp.zeros((N, K)))),
-                "linear_gelu": (linear_gelu, (jnp.zeros((M, K)), jnp.zeros((N, K)),
-                                              jnp.zeros((N,))))}[case]
-    text = jax.jit(fn).lower(*args).as_text()
+    def residual_layernorm(x, w, b, r, gamma, beta):
+        h = x @ w.T + b + r
+        mean, var = h.mean(-1, keepdims=True), h.var(-1, keepdims=True)
+        return (h - mean) / jnp.sqrt(var + 1e-5) * gamma + beta
+
+    fn = {"gated": gated, "linear_gelu": linear_gelu,
+          "residual_layernorm": residual_layernorm}[case]
+    text = jax.jit(fn).lower(*(jnp.zeros(shape) for shape in SHAPES[case])).as_text()
     return iree_opt(text, ["--chlo-legalize-to-stablehlo", "--iree-stablehlo-to-iree-input",
                            "--inline"])
 
@@ -83,23 +96,24 @@ def unwrap(text, case):
 
 def driver(case):
     """A @main that calls `case` on @matrix inputs and prints the result."""
-    shapes = [(M, K, 3, 5), (N, K, 5, 7), (N, K, 3, 11)] if case == "gated" else \
-        [(M, K, 3, 5), (N, K, 5, 7)]
-    lines = ["func.func @main() {"]
+    lines = ["func.func @main() {", "  %one = arith.constant 1 : index"]
     args, types = [], []
-    for i, (rows, cols, a, b) in enumerate(shapes):
-        lines += [f"  %r{i} = arith.constant {rows} : index", f"  %c{i} = arith.constant {cols} : index",
-                  f"  %a{i} = arith.constant {a} : index", f"  %b{i} = arith.constant {b} : index",
-                  f"  %d{i} = call @matrix(%r{i}, %c{i}, %a{i}, %b{i}) : (index, index, index, index) -> tensor<?x?xf32>",
-                  f"  %t{i} = tensor.cast %d{i} : tensor<?x?xf32> to tensor<{rows}x{cols}xf32>"]
+    for i, shape in enumerate(SHAPES[case]):
+        rows, cols = shape if len(shape) == 2 else (1, shape[0])
+        lines += [f"  %r{i} = arith.constant {rows} : index",
+                  f"  %c{i} = arith.constant {cols} : index",
+                  f"  %a{i} = arith.constant {3 + 2 * i} : index",
+                  f"  %b{i} = arith.constant {5 + 3 * i} : index",
+                  f"  %d{i} = call @matrix(%r{i}, %c{i}, %a{i}, %b{i}) "
+                  ": (index, index, index, index) -> tensor<?x?xf32>"]
+        if len(shape) == 2:
+            lines.append(f"  %t{i} = tensor.cast %d{i} : tensor<?x?xf32> to tensor<{rows}x{cols}xf32>")
+            types.append(f"tensor<{rows}x{cols}xf32>")
+        else:
+            lines.append(f"  %t{i} = tensor.extract_slice %d{i}[0, 0] [1, {cols}] [1, 1] "
+                         f": tensor<?x?xf32> to tensor<{cols}xf32>")
+            types.append(f"tensor<{cols}xf32>")
         args.append(f"%t{i}")
-        types.append(f"tensor<{rows}x{cols}xf32>")
-    if case == "linear_gelu":
-        lines += [f"  %bias2 = tensor.extract_slice %t1[1, 0] [1, {K}] [1, 1] : tensor<{N}x{K}xf32> to tensor<{K}xf32>",
-                  f"  %bias = tensor.concat dim(0) %bias2, %bias2 : (tensor<{K}xf32>, tensor<{K}xf32>) -> tensor<{2 * K}xf32>",
-                  f"  %bias12 = tensor.extract_slice %bias[0] [{N}] [1] : tensor<{2 * K}xf32> to tensor<{N}xf32>"]
-        args.append("%bias12")
-        types.append(f"tensor<{N}xf32>")
     lines += [f"  %y = call @{case}({', '.join(args)}) : ({', '.join(types)}) -> tensor<{M}x{N}xf32>",
               f"  %p = tensor.cast %y : tensor<{M}x{N}xf32> to tensor<?x?xf32>",
               "  call @print2d(%p) : (tensor<?x?xf32>) -> ()", "  return", "}"]
