@@ -460,7 +460,33 @@ LogicalResult ContractionRaiser::mapLoops(linalg::LinalgOp op,
 }
 
 LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
-  if (op.hasIndexSemantics())
+  // Results that nothing reads (the indices of torch's max.dim beside its
+  // values) are not computed, nor is what only they need.
+  Block &body = *op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  SmallVector<bool> live;
+  for (OpResult result : op->getResults())
+    live.push_back(!result.use_empty());
+  if (llvm::none_of(live, [](bool l) { return l; }))
+    live.assign(live.size(), true);
+  DenseSet<Operation *> liveOps;
+  SmallVector<Value> worklist;
+  for (auto [i, yielded] : llvm::enumerate(yield.getOperands()))
+    if (live[i])
+      worklist.push_back(yielded);
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (def && def->getBlock() == &body && liveOps.insert(def).second)
+      llvm::append_range(worklist, def->getOperands());
+  }
+  auto liveUses = [&](Value value) {
+    return llvm::count_if(value.getUsers(), [&](Operation *user) {
+      return liveOps.contains(user);
+    });
+  };
+  if (llvm::any_of(liveOps, [](Operation *inner) {
+        return isa<linalg::IndexOp>(inner);
+      }))
     return fail("reads loop indices (linalg.index)");
 
   SmallVector<ResolvedOperand> resolved;
@@ -491,6 +517,10 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
     resultLoops[reductionLoops.front()] = std::nullopt;
   SmallVector<SmallVector<unsigned>> resultLayouts;
   for (OpOperand &init : op.getDpsInitsMutable()) {
+    if (!live[init.getOperandNumber() - op.getNumDpsInputs()]) {
+      resultLayouts.emplace_back();
+      continue;
+    }
     auto type = cast<RankedTensorType>(init.get().getType());
     // A tensor of i1 (a compare that a select reads, as in StableHLO's erfc)
     // may be computed in the epilogue, but not written by it.
@@ -516,11 +546,13 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
 
   // Translate the body into the epilogue. Each reduction result is
   // `yield(combine(acc, x))`; `combine` becomes the reduction.
-  Block &body = *op.getBlock();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
   SmallVector<std::pair<Operation *, ReductionKind>> combiners;
   if (reducedAxis) {
     for (OpOperand &init : op.getDpsInitsMutable()) {
+      if (!live[init.getOperandNumber() - op.getNumDpsInputs()]) {
+        combiners.push_back({nullptr, ReductionKind::Sum});
+        continue;
+      }
       BlockArgument acc = op.getMatchingBlockArgument(&init);
       Operation *combiner =
           op.getMatchingYieldValue(&init)->get().getDefiningOp();
@@ -534,8 +566,8 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
             isReductionCombine(candidate, combiner))
           kind = candidate;
       }
-      if (!combiner || combiner->getBlock() != &body || !acc.hasOneUse() ||
-          *acc.getUsers().begin() != combiner || !kind)
+      if (!combiner || combiner->getBlock() != &body || liveUses(acc) != 1 ||
+          !liveOps.contains(combiner) || !kind)
         return fail("is not a sum (arith.addf) or maximum (arith.maximumf) "
                     "reduction");
       if (!options.lowPrecisionEpilogue && !acc.getType().isF32())
@@ -547,7 +579,7 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
   DenseMap<Value, Translated> values;
   for (auto [operand, read] : llvm::zip(op->getOpOperands(), resolved)) {
     BlockArgument arg = op.getMatchingBlockArgument(&operand);
-    if (arg.use_empty() || (reducedAxis && op.isDpsInit(&operand)))
+    if (liveUses(arg) == 0 || (reducedAxis && op.isDpsInit(&operand)))
       continue;
     FailureOr<Value> value = readOperand(read, loops);
     if (failed(value))
@@ -558,7 +590,8 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
     values[arg] = {*value, rounded};
   }
   for (Operation &inner : body.without_terminator()) {
-    if (llvm::any_of(combiners, [&](auto &c) { return c.first == &inner; }))
+    if (!liveOps.contains(&inner) ||
+        llvm::any_of(combiners, [&](auto &c) { return c.first == &inner; }))
       continue;
     if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()) ||
         inner.getNumRegions() != 0 || inner.getNumResults() != 1)
@@ -604,6 +637,10 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
 
   SmallVector<Translated> results;
   for (auto [i, yielded] : llvm::enumerate(yield.getOperands())) {
+    if (!live[i]) {
+      results.emplace_back();
+      continue;
+    }
     if (!reducedAxis) {
       FailureOr<Translated> value = lookup(values, body, yielded);
       if (failed(value))
@@ -650,9 +687,10 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
     return fail("reads a value computed from the GEMM result or by an op "
                 "with side effects");
   toHoist.clear();
-  for (auto [result, layout, value] :
-       llvm::zip(op->getResults(), resultLayouts, results))
-    fused[result] = {value.value, layout, value.rounded, columnReduction};
+  for (auto [result, layout, value, isLive] :
+       llvm::zip(op->getResults(), resultLayouts, results, live))
+    if (isLive)
+      fused[result] = {value.value, layout, value.rounded, columnReduction};
   fusedOps.push_back(op);
   return success();
 }

@@ -251,3 +251,42 @@ func.func @keepdim_statistics(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %flag: 
   } -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// A reduction with a second result that nothing reads (torch's max.dim:
+// the maximum and its index, from linalg.index): the index is not computed,
+// and the maximum fuses.
+// CHECK-LABEL: func.func @unread_index
+// CHECK-NOT:     linalg.
+// CHECK:         coda.gemm
+// CHECK:           %[[MAX:.*]] = coda.row_reduce max
+// CHECK:           arith.subf %{{.*}}, %[[MAX]]
+// CHECK-NOT:     linalg.
+func.func @unread_index(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c0 = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %ev = tensor.empty() : tensor<4xf32>
+  %ei = tensor.empty() : tensor<4xi64>
+  %v0 = linalg.fill ins(%ninf : f32) outs(%ev : tensor<4xf32>) -> tensor<4xf32>
+  %i0 = linalg.fill ins(%c0 : i64) outs(%ei : tensor<4xi64>) -> tensor<4xi64>
+  %max:2 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%mm : tensor<4x16xf32>) outs(%v0, %i0 : tensor<4xf32>, tensor<4xi64>) {
+  ^bb0(%x: f32, %m: f32, %i: i64):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %n = arith.maximumf %x, %m : f32
+    %gt = arith.cmpf ogt, %x, %m : f32
+    %k = arith.select %gt, %ji, %i : i64
+    linalg.yield %n, %k : f32, i64
+  } -> (tensor<4xf32>, tensor<4xi64>)
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %max#0 : tensor<4x16xf32>, tensor<4xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %m: f32, %o: f32):
+    %d = arith.subf %x, %m : f32
+    linalg.yield %d : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}

@@ -14,8 +14,10 @@ e2e-driver.mlir's @matrix and prints the result is added (the printed module
 is then one to append e2e-driver.mlir to and run).
 
 CASE: gated (silu(x Wg^T) * (x Wu^T), a gated MLP's gate and up projections),
-linear_gelu (gelu(x W^T + b), erf form) or residual_layernorm (LayerNorm(x W^T
-+ b + r) with gamma and beta; in JAX written out with jnp.mean and jnp.var).
+linear_gelu (gelu(x W^T + b), erf form), residual_layernorm (LayerNorm(x W^T
++ b + r) with gamma and beta; in JAX written out with jnp.mean and jnp.var) or
+scores_softmax (softmax(q k^T) over the keys; torch's max.dim also yields
+the indices, which nothing reads).
 """
 
 import re
@@ -26,7 +28,8 @@ M, K, N = 6, 8, 12
 # The arguments of each case, by shape.
 SHAPES = {"gated": [(M, K), (N, K), (N, K)],
           "linear_gelu": [(M, K), (N, K), (N,)],
-          "residual_layernorm": [(M, K), (N, K), (N,), (M, N), (N,), (N,)]}
+          "residual_layernorm": [(M, K), (N, K), (N,), (M, N), (N,), (N,)],
+          "scores_softmax": [(M, K), (N, K)]}
 
 
 def export_torch(case):
@@ -46,8 +49,12 @@ def export_torch(case):
         def forward(self, x, w, b, r, gamma, beta):
             return F.layer_norm(F.linear(x, w, b) + r, (N,), gamma, beta)
 
+    class ScoresSoftmax(torch.nn.Module):
+        def forward(self, q, k):
+            return torch.softmax(q @ k.T, dim=-1)
+
     module = {"gated": Gated, "linear_gelu": LinearGelu,
-              "residual_layernorm": ResidualLayerNorm}[case]()
+              "residual_layernorm": ResidualLayerNorm, "scores_softmax": ScoresSoftmax}[case]()
     args = tuple(torch.randn(*shape) for shape in SHAPES[case])
     text = str(aot.export(module, args=args).mlir_module)
     return iree_opt(text, ["--torch-function-to-torch-backend-pipeline",
@@ -69,8 +76,11 @@ def export_jax(case):
         mean, var = h.mean(-1, keepdims=True), h.var(-1, keepdims=True)
         return (h - mean) / jnp.sqrt(var + 1e-5) * gamma + beta
 
+    def scores_softmax(q, k):
+        return jax.nn.softmax(q @ k.T, axis=-1)
+
     fn = {"gated": gated, "linear_gelu": linear_gelu,
-          "residual_layernorm": residual_layernorm}[case]
+          "residual_layernorm": residual_layernorm, "scores_softmax": scores_softmax}[case]
     text = jax.jit(fn).lower(*(jnp.zeros(shape) for shape in SHAPES[case])).as_text()
     return iree_opt(text, ["--chlo-legalize-to-stablehlo", "--iree-stablehlo-to-iree-input",
                            "--inline"])
