@@ -1,7 +1,7 @@
 """Exports a small Transformer piece with a frontend's own exporter and prints
 it as linalg on tensors, for the raising tests:
 
-    export.py torch|jax CASE [--driver]
+    export.py torch|jax CASE [--driver] [--bf16]
 
 torch: the module through iree-turbine's aot.export (torch-mlir's torch
 dialect), then torch-mlir's torch-backend and linalg-on-tensors pipelines;
@@ -11,7 +11,9 @@ its activations as functions). Both with
 IREE's iree-opt, as a user of those frontends would. The exported function is
 named CASE. With --driver, a @main that calls it on the inputs of
 e2e-driver.mlir's @matrix and prints the result is added (the printed module
-is then one to append e2e-driver.mlir to and run).
+is then one to append e2e-driver.mlir to and run). With --bf16 (torch), the
+module and its arguments are bf16: torch-mlir's bf16 programs accumulate the
+product in f32, round it to bf16 and compute every elementwise op in bf16.
 
 CASE: gated (silu(x Wg^T) * (x Wu^T), a gated MLP's gate and up projections),
 linear_gelu (gelu(x W^T + b), erf form), residual_layernorm (LayerNorm(x W^T
@@ -55,7 +57,8 @@ def export_torch(case):
 
     module = {"gated": Gated, "linear_gelu": LinearGelu,
               "residual_layernorm": ResidualLayerNorm, "scores_softmax": ScoresSoftmax}[case]()
-    args = tuple(torch.randn(*shape) for shape in SHAPES[case])
+    dtype = torch.bfloat16 if BF16 else torch.float32
+    args = tuple(torch.randn(*shape, dtype=dtype) for shape in SHAPES[case])
     text = str(aot.export(module, args=args).mlir_module)
     return iree_opt(text, ["--torch-function-to-torch-backend-pipeline",
                            "--torch-backend-to-linalg-on-tensors-backend-pipeline"])
@@ -106,6 +109,7 @@ def unwrap(text, case):
 
 def driver(case):
     """A @main that calls `case` on @matrix inputs and prints the result."""
+    element, suffix = ("bf16", "_bf16") if BF16 else ("f32", "")
     lines = ["func.func @main() {", "  %one = arith.constant 1 : index"]
     args, types = [], []
     for i, shape in enumerate(SHAPES[case]):
@@ -114,20 +118,25 @@ def driver(case):
                   f"  %c{i} = arith.constant {cols} : index",
                   f"  %a{i} = arith.constant {3 + 2 * i} : index",
                   f"  %b{i} = arith.constant {5 + 3 * i} : index",
-                  f"  %d{i} = call @matrix(%r{i}, %c{i}, %a{i}, %b{i}) "
-                  ": (index, index, index, index) -> tensor<?x?xf32>"]
+                  f"  %d{i} = call @matrix{suffix}(%r{i}, %c{i}, %a{i}, %b{i}) "
+                  f": (index, index, index, index) -> tensor<?x?x{element}>"]
         if len(shape) == 2:
-            lines.append(f"  %t{i} = tensor.cast %d{i} : tensor<?x?xf32> to tensor<{rows}x{cols}xf32>")
-            types.append(f"tensor<{rows}x{cols}xf32>")
+            lines.append(f"  %t{i} = tensor.cast %d{i} : tensor<?x?x{element}> "
+                         f"to tensor<{rows}x{cols}x{element}>")
+            types.append(f"tensor<{rows}x{cols}x{element}>")
         else:
             lines.append(f"  %t{i} = tensor.extract_slice %d{i}[0, 0] [1, {cols}] [1, 1] "
-                         f": tensor<?x?xf32> to tensor<{cols}xf32>")
-            types.append(f"tensor<{cols}xf32>")
+                         f": tensor<?x?x{element}> to tensor<{cols}x{element}>")
+            types.append(f"tensor<{cols}x{element}>")
         args.append(f"%t{i}")
-    lines += [f"  %y = call @{case}({', '.join(args)}) : ({', '.join(types)}) -> tensor<{M}x{N}xf32>",
-              f"  %p = tensor.cast %y : tensor<{M}x{N}xf32> to tensor<?x?xf32>",
-              "  call @print2d(%p) : (tensor<?x?xf32>) -> ()", "  return", "}"]
+    lines += [f"  %y = call @{case}({', '.join(args)}) : ({', '.join(types)}) "
+              f"-> tensor<{M}x{N}x{element}>",
+              f"  %p = tensor.cast %y : tensor<{M}x{N}x{element}> to tensor<?x?x{element}>",
+              f"  call @print2d{suffix}(%p) : (tensor<?x?x{element}>) -> ()", "  return", "}"]
     return "\n".join(lines)
+
+
+BF16 = "--bf16" in sys.argv
 
 
 def main():
