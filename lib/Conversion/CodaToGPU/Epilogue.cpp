@@ -254,14 +254,13 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
 Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
   // With an accumulator [m, n/2], the odd output columns are zero and the
   // even ones the product's slot c / 2.
-  if (halfN) {
-    if (c % 2)
-      return b.f32(0.0);
-    c /= 2;
-  }
+  int64_t slot = halfN ? c / 2 : c;
   // alpha * acc + beta * C, in the reference lowering's order.
-  Value acc = LLVM::ExtractValueOp::create(b, accumulators[h / 2],
-                                           4 * (c / 2) + 2 * (h % 2) + c % 2);
+  Value acc = halfN && c % 2 ? b.f32(0.0)
+                             : LLVM::ExtractValueOp::create(
+                                   b, accumulators[h / 2],
+                                   4 * (slot / 2) + 2 * (h % 2) + slot % 2)
+                                   .getResult();
   if (values.alpha)
     acc = arith::MulFOp::create(b, acc, values.alpha);
   if (Type cType = op.getEpilogueCType()) {

@@ -92,3 +92,34 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// An accumulator [m, n/2]: the thread's 16 product columns are 32 output
+// columns, runs of 4 (the product at the even ones, zero at the odd ones,
+// which alpha scales as it does the product's); partner(x, 1) is the
+// thread's own neighbouring slot, so no shuffle; outputs are stored by
+// 4-byte pairs, without the quad transpose of 16-byte chunks.
+!acc = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+// CHECK-LABEL: gpu.func @half_accumulator
+// CHECK:         scf.if
+// CHECK-NOT:       gpu.shuffle
+// CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      arith.mulf %[[ZERO]], %{{.*}} : f32
+// CHECK-NOT:       gpu.shuffle
+// CHECK:           llvm.store %{{.*}} : i32, !llvm.ptr<1>
+// CHECK-NOT:       vector<4xi32>
+// CHECK:         } else {
+// CHECK:         gpu.return
+gpu.module @kernels {
+  gpu.func @half_accumulator(%acc: !acc, %i: i32, %alpha: f32, %out: !llvm.ptr<1>) kernel {
+    coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) alpha(%alpha) outs(%out : !llvm.ptr<1>) attributes {accumulator_half_n, input_dims = [], input_types = [], output_types = [tensor<?x128xbf16>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
+    ^bb0(%a: f32):
+      %p = coda.partner %a xor 1
+      %0 = arith.addf %a, %p : f32
+      coda.yield %0 : f32
+    }
+    gpu.return
+  }
+}
