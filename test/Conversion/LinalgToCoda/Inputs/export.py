@@ -19,7 +19,8 @@ CASE: gated (silu(x Wg^T) * (x Wu^T), a gated MLP's gate and up projections),
 linear_gelu (gelu(x W^T + b), erf form), residual_layernorm (LayerNorm(x W^T
 + b + r) with gamma and beta; in JAX written out with jnp.mean and jnp.var) or
 scores_softmax (softmax(q k^T) over the keys; torch's max.dim also yields
-the indices, which nothing reads).
+the indices, which nothing reads) or residual_rmsnorm (RMSNorm(x W^T + r) with
+gamma, LLaMA's, in JAX written out).
 """
 
 import re
@@ -31,7 +32,8 @@ M, K, N = 6, 8, 12
 SHAPES = {"gated": [(M, K), (N, K), (N, K)],
           "linear_gelu": [(M, K), (N, K), (N,)],
           "residual_layernorm": [(M, K), (N, K), (N,), (M, N), (N,), (N,)],
-          "scores_softmax": [(M, K), (N, K)]}
+          "scores_softmax": [(M, K), (N, K)],
+          "residual_rmsnorm": [(M, K), (N, K), (M, N), (N,)]}
 
 
 def export_torch(case):
@@ -55,8 +57,13 @@ def export_torch(case):
         def forward(self, q, k):
             return torch.softmax(q @ k.T, dim=-1)
 
+    class ResidualRMSNorm(torch.nn.Module):
+        def forward(self, x, w, r, gamma):
+            return F.rms_norm(F.linear(x, w) + r, (N,), gamma, eps=1e-6)
+
     module = {"gated": Gated, "linear_gelu": LinearGelu,
-              "residual_layernorm": ResidualLayerNorm, "scores_softmax": ScoresSoftmax}[case]()
+              "residual_layernorm": ResidualLayerNorm, "scores_softmax": ScoresSoftmax,
+              "residual_rmsnorm": ResidualRMSNorm}[case]()
     dtype = torch.bfloat16 if BF16 else torch.float32
     args = tuple(torch.randn(*shape, dtype=dtype) for shape in SHAPES[case])
     text = str(aot.export(module, args=args).mlir_module)
@@ -82,8 +89,13 @@ def export_jax(case):
     def scores_softmax(q, k):
         return jax.nn.softmax(q @ k.T, axis=-1)
 
+    def residual_rmsnorm(x, w, r, gamma):
+        h = x @ w.T + r
+        return h * jax.lax.rsqrt(jnp.mean(h * h, axis=-1, keepdims=True) + 1e-6) * gamma
+
     fn = {"gated": gated, "linear_gelu": linear_gelu,
-          "residual_layernorm": residual_layernorm, "scores_softmax": scores_softmax}[case]
+          "residual_layernorm": residual_layernorm, "scores_softmax": scores_softmax,
+          "residual_rmsnorm": residual_rmsnorm}[case]
     text = jax.jit(fn).lower(*(jnp.zeros(shape) for shape in SHAPES[case])).as_text()
     return iree_opt(text, ["--chlo-legalize-to-stablehlo", "--iree-stablehlo-to-iree-input",
                            "--inline"])
