@@ -4,11 +4,14 @@ same initialization, the same batches, the same optimizer. coda's model is
 the eager one's copy put on coda kernels by coda.patch. Prints both losses
 and tokens/s as it goes and writes a PNG of both loss curves.
 
+With --mlp swiglu the blocks have LLaMA's gated MLP (coda.nn.GatedMLP once
+patched) in place of GPT-2's.
+
 On a GPU the models train in bfloat16 on coda's fused kernels; without one,
 in float32 on coda's CPU reference (slow: it is the reference lowering, the
 check of the kernels' semantics, not a fast CPU path).
 
-    python examples/train.py [--steps 300] [--out train_loss.png]
+    python examples/train.py [--steps 300] [--mlp swiglu] [--out train_loss.png]
 """
 
 import argparse
@@ -55,11 +58,27 @@ class MLP(nn.Module):
         return self.c_proj(self.gelu(self.c_fc(x)))
 
 
+class SwiGLU(nn.Module):
+    """LLaMA's gated MLP: down(silu(gate(x)) * up(x)), hidden 8/3 d rounded
+    up to a multiple of 8, no biases."""
+
+    def __init__(self, d):
+        super().__init__()
+        hidden = -(-8 * d // 3 // 8) * 8
+        self.gate_proj = nn.Linear(d, hidden, bias=False)
+        self.up_proj = nn.Linear(d, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, d, bias=False)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
 class Block(nn.Module):
-    def __init__(self, d, heads, dropout):
+    def __init__(self, d, heads, dropout, mlp="gelu"):
         super().__init__()
         self.ln_1, self.attn = nn.LayerNorm(d), CausalSelfAttention(d, heads, dropout)
-        self.ln_2, self.mlp = nn.LayerNorm(d), MLP(d)
+        self.ln_2, self.mlp = nn.LayerNorm(d), (SwiGLU(d) if mlp == "swiglu" else MLP(d))
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -68,12 +87,14 @@ class Block(nn.Module):
 
 class GPT(nn.Module):
     """A nanoGPT-style GPT: token and position embeddings, pre-norm blocks,
-    a final LayerNorm and a head tied to the token embedding."""
+    a final LayerNorm and a head tied to the token embedding. mlp="swiglu"
+    gives its blocks LLaMA's gated MLP in place of GPT-2's."""
 
-    def __init__(self, vocab=256, context=128, layers=4, heads=4, d=128, dropout=0.0):
+    def __init__(self, vocab=256, context=128, layers=4, heads=4, d=128, dropout=0.0,
+                 mlp="gelu"):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(context, d)
-        self.blocks = nn.ModuleList(Block(d, heads, dropout) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(d, heads, dropout, mlp) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab, bias=False)
         self.head.weight = self.wte.weight
@@ -151,6 +172,8 @@ def main():
     parser.add_argument("--layers", type=int, default=None)
     parser.add_argument("--width", type=int, default=None)
     parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--mlp", choices=("gelu", "swiglu"), default="gelu",
+                        help="the blocks' MLP: GPT-2's, or LLaMA's gated one")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="train_loss.png")
@@ -164,7 +187,8 @@ def main():
     torch.manual_seed(args.seed)
     data = corpus(8 << 20 if cuda else 1 << 20)
     split = int(0.95 * len(data))
-    eager = GPT(context=context, layers=layers, heads=args.heads, d=width).to(device, dtype)
+    eager = GPT(context=context, layers=layers, heads=args.heads, d=width,
+                mlp=args.mlp).to(device, dtype)
     fused = copy.deepcopy(eager)
     report = coda.patch(fused)
     print(report)

@@ -83,6 +83,8 @@ def main():
     parser.add_argument("--width", type=int, default=None)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--mlp", choices=("gelu", "swiglu"), default="gelu",
+                        help="the blocks' MLP: GPT-2's, or LLaMA's gated one")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-coda", dest="coda", action="store_false",
@@ -101,7 +103,7 @@ def main():
 
     torch.manual_seed(args.seed)
     model = GPT(context=context, layers=layers, heads=args.heads, d=width,
-                dropout=args.dropout).to(device, dtype)
+                dropout=args.dropout, mlp=args.mlp).to(device, dtype)
     if args.coda:
         report = coda.patch(model)
         if rank == 0:

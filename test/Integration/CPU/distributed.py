@@ -10,7 +10,7 @@
 # two-process runs' losses and gradient norms equal the one-process run's
 # step by step, and that one's equal the eager model's. A run with dropout
 # trains under FSDP2 too; a global batch that the ranks cannot share is
-# refused.
+# refused. The same holds with LLaMA's gated MLP in the blocks.
 
 import json
 import os
@@ -61,6 +61,18 @@ for engine in ("ddp", "fsdp"):
 # CHECK: fsdp: world 2, coda True
 # CHECK: fsdp, two processes vs one: loss: 4 steps, worst relative difference below 1e-05
 # CHECK: fsdp, two processes vs one: gradient norm: 4 steps, worst relative difference below 1e-05
+
+# LLaMA's gated MLP in the blocks (coda.nn.GatedMLP after coda.patch).
+gated_one = train("gated-one", 1, "--engine", "ddp", "--mlp", "swiglu")
+gated_eager = train("gated-eager", 1, "--engine", "ddp", "--mlp", "swiglu", "--no-coda")
+same("gated MLP, coda vs eager: loss", gated_one["losses"], gated_eager["losses"], 1e-5)
+for engine in ("ddp", "fsdp"):
+    run = train("gated-" + engine, 2, "--engine", engine, "--mlp", "swiglu")
+    same(f"gated MLP, {engine}, two processes vs one: gradient norm", run["grad_norms"],
+         gated_one["grad_norms"], 1e-5)
+# CHECK: gated MLP, coda vs eager: loss: 4 steps, worst relative difference below 1e-05
+# CHECK: gated MLP, ddp, two processes vs one: gradient norm: 4 steps, worst relative difference below 1e-05
+# CHECK: gated MLP, fsdp, two processes vs one: gradient norm: 4 steps, worst relative difference below 1e-05
 
 dropout = train("dropout", 2, "--engine", "fsdp", "--dropout", "0.1")
 print(f"fsdp with dropout: {len(dropout['losses'])} steps, final loss finite: "
