@@ -155,6 +155,40 @@ class _InOutLinear(nn.Module):
         self.bias = reference.bias
 
 
+def _down_families(bias, output_dropout, weight_layout):
+    """The second GEMM of an MLP, `input [+ bias]` (dropout of it with
+    probability `output_dropout`, when not 0) [+ residual]: its program
+    family without a residual (key False) and with one (key True)."""
+    families = {}
+    for residual in (False, True):
+        inputs = (["bias: {t}[N]"] if bias else []) + (["residual: {t}[M, N]"]
+                                                      if residual else [])
+        linear = " + ".join(["input"] + (["bias"] if bias else []))
+        if output_dropout:
+            linear = f"dropout({linear}, {output_dropout!r})"
+        terms = [linear] + (["residual"] if residual else [])
+        text = (f"EPILOGUE fc2({', '.join(inputs)}) {{\n  output = "
+                f"{' + '.join(terms)};\n}}\n")
+        families[residual] = ProgramFamily(lambda t, text=text: text.replace("{t}", t),
+                                           layout_b=weight_layout)
+    return families
+
+
+def _inference(up, p, x2, w1, b1, down, output_p, w2, b2, r2):
+    """An MLP's two GEMMs in eval mode: `up` on x2 and w1 (and b1), then
+    `down` on its output, w2 (and b2, r2), each in its inference form when it
+    has dropout (probability p, output_p)."""
+    seed = _no_seed(x2)
+    bias1 = [] if b1 is None else [b1]
+    (h,) = run(up.key, "inference" if p else "", x2, w1, bias1, "bias" if bias1 else "", [],
+               "", seed)
+    tensors = [t for t in (b2, r2) if t is not None]
+    names = [n for n, t in (("bias", b2), ("residual", r2)) if t is not None]
+    (y,) = run(down.key, "inference" if output_p else "", h, w2, tensors, ",".join(names), [],
+               "", seed)
+    return y
+
+
 class MLP(nn.Module):
     """A Transformer MLP: y = dropout(fc2(dropout(act(fc1(x)), p)), q) +
     residual (q = output_dropout, 0 by default, as nanoGPT's MLP), with
@@ -198,18 +232,7 @@ class MLP(nn.Module):
         up = (f"EPILOGUE fc1{header} {{\n  output = "
               f"{f'dropout({body}, {dropout!r})' if dropout else body};\n}}\n")
         self._up = ProgramFamily(lambda t: up.replace("{t}", t), layout_b=weight_layout)
-        self._down = {}
-        for residual in (False, True):
-            inputs = (["bias: {t}[N]"] if bias else []) + (["residual: {t}[M, N]"]
-                                                          if residual else [])
-            linear = " + ".join(["input"] + (["bias"] if bias else []))
-            if output_dropout:
-                linear = f"dropout({linear}, {output_dropout!r})"
-            terms = [linear] + (["residual"] if residual else [])
-            text = (f"EPILOGUE fc2({', '.join(inputs)}) {{\n  output = "
-                    f"{' + '.join(terms)};\n}}\n")
-            self._down[residual] = ProgramFamily(lambda t, text=text: text.replace("{t}", t),
-                                                 layout_b=weight_layout)
+        self._down = _down_families(bias, output_dropout, weight_layout)
 
     def _width(self, linear, side):
         """The in (side 0) or out (side 1) features of fc1 or fc2, from its
@@ -222,23 +245,14 @@ class MLP(nn.Module):
         r2 = None if residual is None else residual.reshape(-1, self._width(self.fc2, 1))
         down = self._down[residual is not None]
         if not self.training:
-            return self._inference(x2, r2, down).reshape(*lead, -1)
+            return _inference(self._up, self.p, x2, self.fc1.weight, self.fc1.bias, down,
+                              self.output_p, self.fc2.weight, self.fc2.bias,
+                              r2).reshape(*lead, -1)
         seed = draw_seed(x.device) if self.p else _no_seed(x)
         output_seed = draw_seed(x.device) if self.output_p else _no_seed(x)
         y, _, _ = mlp(self._up.key, down.key, x2, self.fc1.weight, self.fc1.bias,
                       self.fc2.weight, self.fc2.bias, r2, seed, output_seed)
         return y.reshape(*lead, -1)
-
-    def _inference(self, x2, r2, down):
-        seed = _no_seed(x2)
-        bias1 = [] if self.fc1.bias is None else [self.fc1.bias]
-        (h,) = run(self._up.key, "inference" if self.p else "", x2, self.fc1.weight, bias1,
-                   "bias" if bias1 else "", [], "", seed)
-        tensors = [t for t in (self.fc2.bias, r2) if t is not None]
-        names = [n for n, t in (("bias", self.fc2.bias), ("residual", r2)) if t is not None]
-        (y,) = run(down.key, "inference" if self.output_p else "", h, self.fc2.weight, tensors,
-                   ",".join(names), [], "", seed)
-        return y
 
     def extra_repr(self):
         return (f"activation={self.activation}, dropout={self.p}"
@@ -275,11 +289,7 @@ class GatedMLP(nn.Module):
         gated = (f"EPILOGUE gated -> (output: {{t}}[M, N/2]) {{\n"
                  f"  output = {activation}(input) * partner(input, 1);\n}}\n")
         self._up = ProgramFamily(lambda t: gated.replace("{t}", t))
-        self._down = {
-            residual: ProgramFamily(lambda t, residual=residual: (
-                f"EPILOGUE down(residual: {t}[M, N]) {{\n  output = input + residual;\n}}\n"
-                if residual else "EPILOGUE down() {\n  output = input;\n}\n"))
-            for residual in (False, True)}
+        self._down = _down_families(False, 0.0, "nk")
 
     def _gate_up(self):
         """The gate and up weights as one, their rows interleaved."""
@@ -291,12 +301,10 @@ class GatedMLP(nn.Module):
         x2 = x.reshape(-1, self.gate_proj.in_features).contiguous()
         r2 = None if residual is None else residual.reshape(-1, self.down_proj.out_features)
         down = self._down[residual is not None]
-        seed = _no_seed(x)
         if not self.training:
-            (h,) = run(self._up.key, "", x2, self._gate_up(), [], "", [], "", seed)
-            tensors, names = ([r2], "residual") if r2 is not None else ([], "")
-            (y,) = run(down.key, "", h, self.down_proj.weight, tensors, names, [], "", seed)
-            return y.reshape(*lead, -1)
+            return _inference(self._up, 0.0, x2, self._gate_up(), None, down, 0.0,
+                              self.down_proj.weight, None, r2).reshape(*lead, -1)
+        seed = _no_seed(x)
         y, _, _ = mlp(self._up.key, down.key, x2, self._gate_up(), None,
                       self.down_proj.weight, None, r2, seed, seed)
         return y.reshape(*lead, -1)

@@ -919,10 +919,7 @@ FailureOr<GemmOp> ContractionRaiser::run() {
   Block *block = contraction->getBlock();
   for (Operation &op : llvm::reverse(*block)) {
     auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-    bool movesData =
-        linalgOp ? isDataMovement(linalgOp)
-                 : isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op) &&
-                       isUnitReshape(&op);
+    bool movesData = linalgOp ? isDataMovement(linalgOp) : isUnitReshape(&op);
     if (movesData && !op.use_empty() &&
         llvm::all_of(op.getUsers(),
                      [&](Operation *user) { return gone.contains(user); }))

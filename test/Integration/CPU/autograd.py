@@ -35,6 +35,18 @@ def report(what, got, want, tolerance):
         failures.append(what)
 
 
+def expect_error(what, call, error_type, accepts, failure):
+    """`call()` must raise `error_type` with a message `accepts` takes;
+    records `failure` when the message is not one."""
+    try:
+        call()
+        failures.append(f"no error for {what}")
+    except error_type as error:
+        print(f"{what}: {error}")
+        if not accepts(str(error)):
+            failures.append(failure)
+
+
 def check(name, source, shapes=None, seed=1234):
     """gradcheck of every [m, n] output of `source` w.r.t. A, B and its
     tensor inputs."""
@@ -366,42 +378,29 @@ func.func @f(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
 a = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
 b = torch.randn(N, K, dtype=torch.float64)
 out = run(family.key, "", a, b, [], "", [], "", torch.tensor(0))[0]
-try:
-    out.sum().backward()
-    failures.append("no error for math.atan")
-except CodaError as error:
-    print(f"math.atan: {error}")
-    if "'math.atan' op has no derivative" not in str(error):
-        failures.append("message for math.atan")
+expect_error("math.atan", lambda: out.sum().backward(), CodaError,
+             lambda text: "'math.atan' op has no derivative" in text, "message for math.atan")
 
 # An activation that is none.
-try:
-    coda.nn.GatedMLP(8, 16, activation="swish")
-    failures.append("no error for activation='swish'")
-except ValueError as error:
-    print(f"activation='swish': {error}")
-    if not str(error).startswith("unknown activation 'swish'; expected one of gelu"):
-        failures.append("message for an unknown activation")
+expect_error("activation='swish'", lambda: coda.nn.GatedMLP(8, 16, activation="swish"),
+             ValueError,
+             lambda text: text.startswith("unknown activation 'swish'; expected one of gelu"),
+             "message for an unknown activation")
 
 # A weight layout that is none.
-try:
-    coda.nn.MLP(8, 16, weight_layout="mn")
-    failures.append("no error for weight_layout='mn'")
-except ValueError as error:
-    print(f"weight_layout='mn': {error}")
-    if str(error) != ("unknown weight_layout 'mn'; expected nk (nn.Linear's [out, in]) "
-                      "or kn ([in, out], as Conv1D)"):
-        failures.append("message for an unknown weight layout")
+expect_error("weight_layout='mn'", lambda: coda.nn.MLP(8, 16, weight_layout="mn"), ValueError,
+             lambda text: text == ("unknown weight_layout 'mn'; expected nk (nn.Linear's "
+                                   "[out, in]) or kn ([in, out], as Conv1D)"),
+             "message for an unknown weight layout")
 
 # A derived program's name that names none.
-try:
-    ReferenceProgram("EPILOGUE { output = input; }", dtype="f32", derive="backward_saved_kn")
-    failures.append("no error for derive='backward_saved_kn'")
-except CodaError as error:
-    print(f"derive='backward_saved_kn': {error}")
-    if ("unknown derived program 'backward_saved_kn'; expected backward, saving, "
-            "backward_saved, backward_saved_nk, grad_a, grad_b or inference") not in str(error):
-        failures.append("message for an unknown derived program")
+expect_error("derive='backward_saved_kn'",
+             lambda: ReferenceProgram("EPILOGUE { output = input; }", dtype="f32",
+                                      derive="backward_saved_kn"), CodaError,
+             lambda text: ("unknown derived program 'backward_saved_kn'; expected backward, "
+                           "saving, backward_saved, backward_saved_nk, grad_a, grad_b or "
+                           "inference") in text,
+             "message for an unknown derived program")
 
 print(f"{len(failures)} failed: {failures}" if failures else "all passed")
 sys.exit(1 if failures else 0)
