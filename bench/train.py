@@ -110,7 +110,8 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
         torch.cuda.synchronize()
         profiler.disable()
         print(f"{name}: the host's time by function over {profiled} steps")
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(host_profile)
+        for order in ("tottime", "cumulative"):
+            pstats.Stats(profiler).sort_stats(order).print_stats(host_profile)
     peak = torch.cuda.max_memory_allocated() / 2**30
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(profiled):
@@ -141,7 +142,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--profiled", type=int, default=3)
     parser.add_argument("--host-profile", type=int, default=0,
-                        help="also print each variant's N costliest functions on the host (cProfile)")
+                        help="also print each variant's N costliest functions on the host (cProfile), "
+                             "by their own time and with their callees")
     parser.add_argument("--kernels", type=int, default=0,
                         help="also list each variant's N costliest kernels per step")
     parser.add_argument("--variants", default="eager,compile,compile+graphs,coda,coda+compile,"

@@ -22,10 +22,11 @@ using namespace mlir::coda::runtime;
 
 GpuProgram::GpuProgram(GpuRuntime &runtime, std::string source,
                        std::string sourceName, ProgramSignature signature,
-                       GpuCompileOptions options, TileConstraint constraint)
+                       GpuCompileOptions options, TileConstraint constraint,
+                       bool lightEpilogue)
     : runtime(runtime), source(std::move(source)),
       sourceName(std::move(sourceName)), signature(std::move(signature)),
-      options(options), constraint(constraint),
+      options(options), constraint(constraint), lightEpilogue(lightEpilogue),
       loaded(std::make_unique<Loaded>()) {}
 
 GpuProgram::~GpuProgram() = default;
@@ -151,7 +152,8 @@ KernelShape GpuProgram::chooseShape(const ProblemShape &problem) const {
   if (pinned.tileM || pinned.tileN || pinned.schedule ||
       constraint == TileConstraint::CompilerTile)
     return pinned;
-  KernelShape shape = chooseRuleShape(problem, runtime.impl->multiprocessors);
+  KernelShape shape =
+      chooseRuleShape(problem, runtime.impl->multiprocessors, lightEpilogue);
   shape.stages = pinned.stages;
   // A pinned cluster size or tile order replaces both of the rule's, which
   // might not go together with it (the group is a multiple of the cluster).

@@ -145,8 +145,17 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
   // Row reductions (a row must fit the tiles of a cluster) and partners
   // across 8 columns or more (both columns in one tile) constrain the tile.
   TileConstraint constraint = TileConstraint::None;
+  constexpr unsigned kMN = DimsAttr::kM | DimsAttr::kN;
+  bool light =
+      !signature->batched && !signature->halfNAccumulator &&
+      llvm::none_of(signature->arguments, [&](const auto &arg) {
+        return arg.role == ArgumentRole::C ||
+               (arg.role == ArgumentRole::Input && (arg.dims & kMN) == kMN);
+      });
   module->lookupSymbol<func::FuncOp>(signature->functionName)
       ->walk([&](Operation *op) {
+        if (isa<DropoutOp, RowReduceOp, ColReduceOp, PartnerOp>(op))
+          light = false;
         if (isa<RowReduceOp>(op))
           constraint = TileConstraint::RowCluster;
         if (auto partner = dyn_cast<PartnerOp>(op);
@@ -156,7 +165,7 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       });
   return std::unique_ptr<GpuProgram>(
       new GpuProgram(*this, std::move(source), sourceName.str(),
-                     std::move(*signature), options, constraint));
+                     std::move(*signature), options, constraint, light));
 }
 
 llvm::Expected<std::unique_ptr<GpuProgram>>

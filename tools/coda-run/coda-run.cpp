@@ -346,7 +346,7 @@ int main(int argc, char **argv) {
     runSeconds = secondsSince(start);
     GpuCompileStats stats = (*program)->getCompileStats();
     timing = llvm::formatv(
-        "{0}: {1}x{2} tiles{6}, groups of {7} row blocks, {3}, load {4:f3} "
+        "{0}: {1}x{2}{8} tiles{6}, groups of {7} row blocks, {3}, load {4:f3} "
         "s, run {5:f3} s",
         (*runtime)->getDeviceDescription(), stats.shape.tileM,
         stats.shape.tileN,
@@ -359,7 +359,8 @@ int main(int argc, char **argv) {
                             stats.shape.clusterM * stats.shape.clusterN)
                   .str()
             : std::string(),
-        stats.shape.groupRows);
+        stats.shape.groupRows,
+        stats.shape.schedule == Schedule::Pingpong ? " ping-pong" : "");
     if (stats.tuningFromDiskCache)
       timing += "\n  autotuned shape from the disk cache";
     for (const auto &[shape, ms] : stats.tuningMs)

@@ -187,13 +187,19 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
                 "reductions or wider partners); the CPU reference runs it";
     }
   int64_t consumerRows = pingpong ? tile.tileM : tile.tileM / 2;
-  if (consumerRows / 64 * tile.tileN / 2 > 128)
+  // Cooperative consumers keep room for the epilogue's values; under
+  // ping-pong a consumer's epilogue runs beside the other's main loop, and
+  // 128 x 192 tiles (192 registers) keep light epilogues off the tensor
+  // cores' time (docs/performance.md).
+  int64_t maxAccumulators = pingpong ? 192 : 128;
+  if (consumerRows / 64 * tile.tileN / 2 > maxAccumulators)
     return op.emitOpError()
            << "a " << tile.tileM << " x " << tile.tileN << " tile gives each "
            << "consumer warpgroup " << consumerRows << " x " << tile.tileN
            << " accumulators, " << consumerRows / 64 * tile.tileN / 2
-           << " registers per thread; at most 128 fit (use a smaller tile-m "
-              "or tile-n)";
+           << " registers per thread; at most " << maxAccumulators
+           << " fit under the " << (pingpong ? "ping-pong" : "cooperative")
+           << " schedule (use a smaller tile-m or tile-n)";
   if (tile.stages < 2)
     return op.emitOpError()
            << "stages must be at least 2 (one slot is refilled while the "

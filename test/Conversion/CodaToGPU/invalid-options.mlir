@@ -7,6 +7,7 @@
 // RUN: not coda-opt %s --coda-plan-kernels=tile-m=64 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=COOP
 // RUN: not coda-opt %s --coda-plan-kernels="schedule=pingpong tile-m=256" --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=PINGPONG
 // RUN: not coda-opt %s --coda-plan-kernels="tile-m=256 tile-n=256" --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=REGISTERS
+// RUN: not coda-opt %s --coda-plan-kernels="tile-m=128 tile-n=256 schedule=pingpong" --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=REGISTERS-PINGPONG
 // RUN: not coda-opt %s --coda-plan-kernels=epilogue-vector-bytes=8 --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=VECTOR
 // RUN: not coda-opt %s --coda-plan-kernels=schedule=fast --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not coda-opt %s --coda-plan-kernels="tile-n=128 cluster-n=1" --coda-to-gpu --coda-lower-tile-epilogues 2>&1 | FileCheck %s --check-prefix=ROWS
@@ -27,7 +28,8 @@
 // FITS: shared_memory_bytes = 196672 : i64
 // COOP: error: 'coda.gemm' op tile-m must be 128 or 256 with the cooperative schedule (two consumer warpgroups share a tile), got 64
 // PINGPONG: error: 'coda.gemm' op tile-m must be 64 or 128 with the ping-pong schedule (each consumer warpgroup computes whole tiles), got 256
-// REGISTERS: error: 'coda.gemm' op a 256 x 256 tile gives each consumer warpgroup 128 x 256 accumulators, 256 registers per thread; at most 128 fit (use a smaller tile-m or tile-n)
+// REGISTERS: error: 'coda.gemm' op a 256 x 256 tile gives each consumer warpgroup 128 x 256 accumulators, 256 registers per thread; at most 128 fit under the cooperative schedule (use a smaller tile-m or tile-n)
+// REGISTERS-PINGPONG: error: 'coda.gemm' op a 128 x 256 tile gives each consumer warpgroup 128 x 256 accumulators, 256 registers per thread; at most 192 fit under the ping-pong schedule (use a smaller tile-m or tile-n)
 // VECTOR: error: 'coda.gemm' op epilogue-vector-bytes must be 4 or 16, got 8
 // SCHEDULE: error: coda-plan-kernels: schedule must be 'cooperative' or 'pingpong' (or empty to choose per GEMM), got 'fast'
 // CLUSTER: error: 'coda.gemm' op cluster-m must be 1 or 2, got 4

@@ -463,7 +463,8 @@ TILINGS = [('default', {}), ('coop256x128', dict(tile_m=256, tile_n=128)),
            ('pp64x256', dict(schedule='pingpong', tile_m=64, tile_n=256)),
            ('n128', dict(tile_n=128)), ('n192', dict(tile_n=192)),
            ('c2', dict(cluster_m=2)),
-           ('c2pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128, cluster_m=2))]
+           ('c2pp128x128', dict(schedule='pingpong', tile_m=128, tile_n=128, cluster_m=2)),
+           ('pp128x192', dict(schedule='pingpong', tile_m=128, tile_n=192))]
 # The kernel shapes besides the default that every persistent-kernel case
 # runs under.
 SHAPES = [('coop256x128', dict(tile_m=256, tile_n=128)),
@@ -479,7 +480,9 @@ SHAPES = [('coop256x128', dict(tile_m=256, tile_n=128)),
           # shorter), column by column, and groups of 10 in clusters of two
           # (5 units of two tiles).
           ('g1', dict(group_rows=1)), ('g5', dict(group_rows=5)),
-          ('g1024', dict(group_rows=1024)), ('c2g10', dict(cluster_m=2, group_rows=10))]
+          ('g1024', dict(group_rows=1024)), ('c2g10', dict(cluster_m=2, group_rows=10)),
+          # 192 accumulator registers per consumer thread.
+          ('pp128x192', dict(schedule='pingpong', tile_m=128, tile_n=192))]
 # The shapes the other programs run under: both ping-pong shapes, 192 columns
 # (three 64-column boxes of an N-major B) alone and in clusters of two (whose
 # blocks then load two boxes and one), clusters of two, and groups of 5 row

@@ -129,6 +129,7 @@ assert outs2["output"].data_ptr() == in_place.data_ptr()
 assert tuned.kernel_shape in {(128, 256, "cooperative", 1, 8), (128, 192, "cooperative", 1, 8),
                               (128, 128, "cooperative", 1, 8), (128, 64, "cooperative", 1, 8),
                               (256, 128, "cooperative", 1, 8), (128, 128, "pingpong", 1, 8),
+                              (128, 192, "pingpong", 1, 8),
                               (128, 64, "cooperative", 2, 8), (128, 64, "cooperative", 1, 16)}, \
     tuned.kernel_shape
 print("autotuned:", tuned.kernel_shape)
