@@ -108,6 +108,12 @@ def _type(program, a, arg):
     return torch.float64 if a.dtype == torch.float64 else _TORCH[arg["type"]]
 
 
+def _as(tensor, dtype):
+    """`tensor` in `dtype`: itself when it already is (a no-op .to() still
+    costs a dispatch on the host)."""
+    return tensor if tensor.dtype == dtype else tensor.to(dtype)
+
+
 def _outputs(program, a, b):
     """The (shape, dtype) of each output of `program` on operands a, b."""
     _, m, n = _output_space(program, a, b)
@@ -173,10 +179,10 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
                                                 scalar_names, seed, grads)
     grad_a = grad_b = None
     if needs[0]:
-        grad_a = _operand_gradient(call, key, "grad_a", grad_acc, b, seed).to(a.dtype)
+        grad_a = _as(_operand_gradient(call, key, "grad_a", grad_acc, b, seed), a.dtype)
     if needs[1]:
-        grad_b = _operand_gradient(call, key, "grad_b", grad_acc, a, seed).to(b.dtype)
-    return grad_a, grad_b, [g.to(t.dtype) for g, t in zip(input_grads, tensors)]
+        grad_b = _as(_operand_gradient(call, key, "grad_b", grad_acc, a, seed), b.dtype)
+    return grad_a, grad_b, [_as(g, t.dtype) for g, t in zip(input_grads, tensors)]
 
 
 def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, seed, grads):
@@ -220,7 +226,7 @@ def _given_outputs(program, a, named, types):
         dtype = types.get(output["name"]) or _type(program, a, output)
         if output["source"] == "column_sum":
             tensor = tensor.sum(0, dtype=dtype)
-        results.append(tensor.to(dtype))
+        results.append(_as(tensor, dtype))
     return results
 
 
@@ -312,15 +318,15 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y):
     x, w1, b1, w2, b2, residual, h, saved, seed, output_seed = saved_tensors
     if grad_y is None:
         return None, None, None, None, None, None
-    grad_y = grad_y.to(h.dtype).contiguous()
+    grad_y = _as(grad_y, h.dtype).contiguous()
     tensors = [t for t in (b2, residual) if t is not None]
     names = [n for n, t in (("bias", b2), ("residual", residual)) if t is not None]
     grad_acc2, *input_grads = _epilogue_gradient(call, down, h, w2, tensors, ",".join(names),
                                                  [], "", output_seed, [grad_y])
     grads = dict(zip(names, input_grads))
-    grad_b2 = grads["bias"].to(b2.dtype) if needs[4] else None
-    grad_residual = grads["residual"].to(residual.dtype) if needs[5] else None
-    grad_w2 = (_operand_gradient(call, down, "grad_b", grad_acc2, h, output_seed).to(w2.dtype)
+    grad_b2 = _as(grads["bias"], b2.dtype) if needs[4] else None
+    grad_residual = _as(grads["residual"], residual.dtype) if needs[5] else None
+    grad_w2 = (_as(_operand_gradient(call, down, "grad_b", grad_acc2, h, output_seed), w2.dtype)
                if needs[3] else None)
     grad_x = grad_w1 = grad_b1 = None
     if needs[0] or needs[1] or needs[2]:
@@ -332,11 +338,11 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y):
                         "saved_acc" + ("" if b1 is None else ",bias"), [], "", seed)
         grad_acc = backward[0]
         if needs[2]:
-            grad_b1 = backward[1].to(b1.dtype)
+            grad_b1 = _as(backward[1], b1.dtype)
         if needs[0]:
-            grad_x = _operand_gradient(call, up, "grad_a", grad_acc, w1, seed).to(x.dtype)
+            grad_x = _as(_operand_gradient(call, up, "grad_a", grad_acc, w1, seed), x.dtype)
         if needs[1]:
-            grad_w1 = _operand_gradient(call, up, "grad_b", grad_acc, x, seed).to(w1.dtype)
+            grad_w1 = _as(_operand_gradient(call, up, "grad_b", grad_acc, x, seed), w1.dtype)
     return grad_x, grad_w1, grad_b1, grad_w2, grad_b2, grad_residual
 
 

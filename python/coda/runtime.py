@@ -422,9 +422,12 @@ class Program:
         for name, dims, dtype in plan["outputs"]:
             tensor = out.get(name) if out else None
             if tensor is None:
-                tensor = torch.empty(_output_shape(dims, batch, m, n), dtype=dtype,
-                                     device=plan["device"])
-            fields += self._tensor_fields(name, tensor, dtype)
+                # Made here as the kernel needs it: nothing to check.
+                shape = _output_shape(dims, batch, m, n)
+                tensor = torch.empty(shape, dtype=dtype, device=plan["device"])
+                fields += (tensor.data_ptr(), len(shape), *shape) + _PAD[len(shape)]
+            else:
+                fields += self._tensor_fields(name, tensor, dtype)
             results[name] = tensor
         outputs = plan["outputs_struct"].pack(*fields)
         stream = plan["stream"](self.device)
