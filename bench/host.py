@@ -1,6 +1,7 @@
 """The host's cost per call, in microseconds, on problems small enough that
 the GPU waits for the host: coda.Program, its C launch alone, the autograd
-modules forward and backward, beside the PyTorch operators they replace. A
+modules forward and backward (and the MLP's forward alone), beside the
+PyTorch operators they replace. A
 training step whose kernels are short is bound by these costs.
 
     python bench/host.py [--calls 2000] [--profile]
@@ -107,6 +108,10 @@ def main():
 
     add("eager MLP (dropout 0.1), forward + backward", eager_mlp, 0)
     add("coda.nn.MLP, forward + backward", coda_mlp, 0)
+    # The forward alone (its graph kept, as in training): what the backward
+    # costs is the difference.
+    add("eager MLP, forward", lambda: mlp.fc2(F.dropout(F.gelu(mlp.fc1(xg)), 0.1)) + r, 0)
+    add("coda.nn.MLP, forward", lambda: mlp(xg, residual=r), 0)
 
     print(f"host time per call, us ({args.calls} calls, M={M} K={K} N={N}, bf16; "
           f"torch {torch.__version__})")
