@@ -139,10 +139,15 @@ struct KernelPlan {
   /// One producer and two consumer warpgroups.
   static constexpr int64_t kConsumers = 2;
   static constexpr int64_t kThreads = 128 * (1 + kConsumers);
-  /// Register budgets after setmaxnreg: the producer's and the consumers'
-  /// (128 * 40 + 256 * 232 registers fit the 64 Ki of an SM).
+  /// Register budgets after setmaxnreg, the producer's and the consumers':
+  /// 128 * 40 + 256 * 232 registers fit the 64 Ki of an SM, and so do
+  /// 128 * 24 + 256 * 240, which consumers of more than 128 accumulator
+  /// registers (ping-pong 128 x 192) take so as not to spill (see
+  /// getProducerRegisters).
   static constexpr int64_t kProducerRegisters = 40;
   static constexpr int64_t kConsumerRegisters = 232;
+  static constexpr int64_t kLeanProducerRegisters = 24;
+  static constexpr int64_t kWideConsumerRegisters = 240;
   /// Shared memory a block may use on sm_90a (227 KiB).
   static constexpr int64_t kMaxSharedMemoryBytes = 232448;
 
@@ -242,6 +247,18 @@ struct KernelPlan {
   NVVM::WGMMATypes getMmaType() const;
   /// Number of m64 wgmma fragments a consumer holds.
   int64_t getFragments() const { return consumerRows / 64; }
+  /// Whether a consumer holds more than 128 accumulator registers per
+  /// thread; then the producer runs at kLeanProducerRegisters and the
+  /// consumers at kWideConsumerRegisters.
+  bool hasWideAccumulators() const {
+    return getFragments() * tile.tileN / 2 > 128;
+  }
+  int64_t getProducerRegisters() const {
+    return hasWideAccumulators() ? kLeanProducerRegisters : kProducerRegisters;
+  }
+  int64_t getConsumerRegisters() const {
+    return hasWideAccumulators() ? kWideConsumerRegisters : kConsumerRegisters;
+  }
   bool isPingpong() const { return *tile.schedule == Schedule::Pingpong; }
   /// Arrivals that release a slot: one per consumer thread that reads it,
   /// those of a cluster spread over its blocks (any of which may multicast

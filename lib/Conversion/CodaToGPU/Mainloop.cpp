@@ -556,13 +556,13 @@ void KernelBodyBuilder::build() {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(roles.thenBlock()->getTerminator());
-    NVVM::SetMaxRegisterOp::create(b, KernelPlan::kProducerRegisters,
+    NVVM::SetMaxRegisterOp::create(b, plan.getProducerRegisters(),
                                    NVVM::SetMaxRegisterAction::decrease);
     b.ifThen(isLeader, [&] { buildProducer(); });
     if (plan.biasAdd)
       b.ifThen(b.eq(values.warp, b.i32(1)), [&] { buildBiasLoader(); });
     b.setInsertionPoint(roles.elseBlock()->getTerminator());
-    NVVM::SetMaxRegisterOp::create(b, KernelPlan::kConsumerRegisters,
+    NVVM::SetMaxRegisterOp::create(b, plan.getConsumerRegisters(),
                                    NVVM::SetMaxRegisterAction::increase);
     buildConsumer(b.sub(values.warpgroup, b.i32(1)));
   }
