@@ -64,6 +64,7 @@ SHAPES = {
     "128x256 c2": dict(tile_n=256, cluster_m=2, group_rows=16),
     "128x192 c2": dict(tile_n=192, cluster_m=2, group_rows=16),
     "128x128 pingpong": dict(tile_n=128, schedule="pingpong"),
+    "128x192 pingpong": dict(tile_m=128, tile_n=192, schedule="pingpong"),
 }
 TYPES = {"bf16": torch.bfloat16, "f32": torch.float32, "f16": torch.float16}
 
