@@ -16,7 +16,7 @@
 # CONFIGS (bench.py --configs) picks the shapes to time.
 cd "$(dirname "$0")/../.."
 P=.carry/perf
-CONFIGS=${CONFIGS:-"default:;coop256x128:tile_m=256,tile_n=128;pp128x128:schedule=pingpong,tile_m=128,tile_n=128"}
+CONFIGS=${CONFIGS:-"default:;coop256x128:tile_m=256,tile_n=128;pp128x128:schedule=pingpong,tile_m=128,tile_n=128;pp128x192:schedule=pingpong,tile_m=128,tile_n=192"}
 tar -xJf $P/kit.tar.xz -C $P || exit 1
 cp -r $P/tree/. .
 export CODA_RUNTIME_LIBRARY=$PWD/$P/kit/lib/libcoda_runtime.so
