@@ -14,6 +14,17 @@ using namespace mlir::coda;
 /// The rows of the tile rule's tiles.
 static constexpr int64_t kTileM = 128;
 
+/// The shape of `tileM` x `tileN` tiles under `schedule`, its other choices
+/// left to the compiler.
+static KernelShape getTileShape(int64_t tileM, int64_t tileN,
+                                Schedule schedule) {
+  KernelShape shape;
+  shape.tileM = tileM;
+  shape.tileN = tileN;
+  shape.schedule = schedule;
+  return shape;
+}
+
 /// The waves of persistent blocks (or clusters) a cooperative kernel of
 /// 128 x `tileN` tiles in clusters of `clusterM` takes for `problem` on
 /// `multiprocessors` SMs.
@@ -66,13 +77,8 @@ KernelShape mlir::coda::chooseRuleShape(const ProblemShape &problem,
       problem.n % kPingpongTileN == 0 &&
       llvm::divideCeilSigned(problem.m, kTileM) * problem.batch *
               (problem.n / kPingpongTileN) >=
-          kPingpongTilesPerSM * multiprocessors) {
-    KernelShape shape;
-    shape.tileM = kTileM;
-    shape.tileN = kPingpongTileN;
-    shape.schedule = Schedule::Pingpong;
-    return shape;
-  }
+          kPingpongTilesPerSM * multiprocessors)
+    return getTileShape(kTileM, kPingpongTileN, Schedule::Pingpong);
   // From K = 4096 on (LLaMA's), clusters of two in groups of 16 row blocks
   // were 1.5-3% faster for the GEMM alone and 0.5-2% for the fused chain; at
   // K = 768-3072 clusters cost the chain up to 3% (docs/performance.md).
@@ -118,13 +124,6 @@ KernelShape mlir::coda::getCooperativeShape(int64_t tileN) {
 
 SmallVector<KernelShape>
 mlir::coda::getTuningCandidates(const KernelShape &ruleShape) {
-  auto shape = [](int64_t tileM, int64_t tileN, Schedule schedule) {
-    KernelShape pinned;
-    pinned.tileM = tileM;
-    pinned.tileN = tileN;
-    pinned.schedule = schedule;
-    return pinned;
-  };
   auto clustered = [](KernelShape clusters) {
     clusters.clusterM = 2;
     return clusters;
@@ -139,9 +138,9 @@ mlir::coda::getTuningCandidates(const KernelShape &ruleShape) {
   for (const KernelShape &other :
        {getCooperativeShape(256), getCooperativeShape(192),
         getCooperativeShape(128), getCooperativeShape(64),
-        shape(256, 128, Schedule::Cooperative),
-        shape(128, 128, Schedule::Pingpong),
-        shape(128, 192, Schedule::Pingpong), clustered(ruleShape),
+        getTileShape(256, 128, Schedule::Cooperative),
+        getTileShape(128, 128, Schedule::Pingpong),
+        getTileShape(128, 192, Schedule::Pingpong), clustered(ruleShape),
         grouped(ruleShape)})
     if (other.describe() != ruleShape.describe())
       candidates.push_back(other);

@@ -298,12 +298,18 @@ def run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
     return list(_Run.apply(meta, a, b, seed, *tensors))
 
 
+def down_inputs(bias, residual):
+    """The epilogue inputs of an MLP's second GEMM that are given, and their
+    names: `bias` and `residual`, each when not None."""
+    named = [(n, t) for n, t in (("bias", bias), ("residual", residual)) if t is not None]
+    return [t for _, t in named], [n for n, _ in named]
+
+
 def _mlp(call, up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
     """The forward of `mlp`, its programs run by `call`."""
     h, saved = call(up, "saving", x, w1, [] if b1 is None else [b1],
                     "" if b1 is None else "bias", [], "", seed)
-    tensors = [t for t in (b2, residual) if t is not None]
-    names = [n for n, t in (("bias", b2), ("residual", residual)) if t is not None]
+    tensors, names = down_inputs(b2, residual)
     (y,) = call(down, "", h, w2, tensors, ",".join(names), [], "", output_seed)
     return [y, h, saved]
 
@@ -319,8 +325,7 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y):
     if grad_y is None:
         return None, None, None, None, None, None
     grad_y = _as(grad_y, h.dtype).contiguous()
-    tensors = [t for t in (b2, residual) if t is not None]
-    names = [n for n, t in (("bias", b2), ("residual", residual)) if t is not None]
+    tensors, names = down_inputs(b2, residual)
     grad_acc2, *input_grads = _epilogue_gradient(call, down, h, w2, tensors, ",".join(names),
                                                  [], "", output_seed, [grad_y])
     grads = dict(zip(names, input_grads))

@@ -23,7 +23,7 @@ from .runtime import _require_torch
 torch = _require_torch("coda.nn")
 from torch import nn  # noqa: E402
 
-from .autograd import ProgramFamily, draw_seed, mlp, run  # noqa: E402
+from .autograd import ProgramFamily, down_inputs, draw_seed, mlp, run  # noqa: E402
 
 _PLAIN = "EPILOGUE linear(bias: f32[N]) {\n  output = input + bias;\n}\n"
 _ACTIVATIONS = ("gelu", "gelu_erf", "relu", "silu", "sigmoid", "tanh")
@@ -182,8 +182,7 @@ def _inference(up, p, x2, w1, b1, down, output_p, w2, b2, r2):
     bias1 = [] if b1 is None else [b1]
     (h,) = run(up.key, "inference" if p else "", x2, w1, bias1, "bias" if bias1 else "", [],
                "", seed)
-    tensors = [t for t in (b2, r2) if t is not None]
-    names = [n for n, t in (("bias", b2), ("residual", r2)) if t is not None]
+    tensors, names = down_inputs(b2, r2)
     (y,) = run(down.key, "inference" if output_p else "", h, w2, tensors, ",".join(names), [],
                "", seed)
     return y

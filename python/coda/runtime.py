@@ -49,6 +49,12 @@ def _output_space(program, a, b):
     return batch, m, 2 * n if program.accumulator_half_n else n
 
 
+def _tensor_struct(tensor, shape):
+    """The coda_tensor fields (data, rank, shape[3]) of `tensor`, whose shape
+    is `shape`."""
+    return (tensor.data_ptr(), len(shape), *shape) + _PAD[len(shape)]
+
+
 def _output_shape(dims, batch, m, n):
     """The shape of an output spanning `dims` (a DimsAttr mask) of a problem."""
     columns = n // 2 if dims & _DIMS_HALF_N else n
@@ -425,7 +431,7 @@ class Program:
                 # Made here as the kernel needs it: nothing to check.
                 shape = _output_shape(dims, batch, m, n)
                 tensor = torch.empty(shape, dtype=dtype, device=plan["device"])
-                fields += (tensor.data_ptr(), len(shape), *shape) + _PAD[len(shape)]
+                fields += _tensor_struct(tensor, shape)
             else:
                 fields += self._tensor_fields(name, tensor, dtype)
             results[name] = tensor
@@ -495,8 +501,7 @@ class Program:
             fast = False
         if not fast:
             self._check_tensor(name, tensor, dtype)
-        shape = tensor.shape
-        return (tensor.data_ptr(), len(shape), *shape) + _PAD[len(shape)]
+        return _tensor_struct(tensor, tensor.shape)
 
     def _check_tensor(self, name, tensor, dtype):
         import torch

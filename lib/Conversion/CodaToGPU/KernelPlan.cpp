@@ -191,12 +191,14 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
   // ping-pong a consumer's epilogue runs beside the other's main loop, and
   // 128 x 192 tiles (192 registers) keep light epilogues off the tensor
   // cores' time (docs/performance.md).
-  int64_t maxAccumulators = pingpong ? 192 : 128;
-  if (consumerRows / 64 * tile.tileN / 2 > maxAccumulators)
+  int64_t maxAccumulators =
+      pingpong ? kMaxPingpongAccumulators : kMaxAccumulators;
+  int64_t accumulators = consumerRows / 64 * tile.tileN / 2;
+  if (accumulators > maxAccumulators)
     return op.emitOpError()
            << "a " << tile.tileM << " x " << tile.tileN << " tile gives each "
            << "consumer warpgroup " << consumerRows << " x " << tile.tileN
-           << " accumulators, " << consumerRows / 64 * tile.tileN / 2
+           << " accumulators, " << accumulators
            << " registers per thread; at most " << maxAccumulators
            << " fit under the " << (pingpong ? "ping-pong" : "cooperative")
            << " schedule (use a smaller tile-m or tile-n)";

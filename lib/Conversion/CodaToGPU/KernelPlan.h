@@ -148,6 +148,10 @@ struct KernelPlan {
   static constexpr int64_t kConsumerRegisters = 232;
   static constexpr int64_t kLeanProducerRegisters = 24;
   static constexpr int64_t kWideConsumerRegisters = 240;
+  /// Accumulator registers per consumer thread: at most 128 under the
+  /// cooperative schedule, 192 under ping-pong (KernelPlan::build).
+  static constexpr int64_t kMaxAccumulators = 128;
+  static constexpr int64_t kMaxPingpongAccumulators = 192;
   /// Shared memory a block may use on sm_90a (227 KiB).
   static constexpr int64_t kMaxSharedMemoryBytes = 232448;
 
@@ -247,11 +251,16 @@ struct KernelPlan {
   NVVM::WGMMATypes getMmaType() const;
   /// Number of m64 wgmma fragments a consumer holds.
   int64_t getFragments() const { return consumerRows / 64; }
-  /// Whether a consumer holds more than 128 accumulator registers per
-  /// thread; then the producer runs at kLeanProducerRegisters and the
-  /// consumers at kWideConsumerRegisters.
+  /// Accumulator registers per consumer thread (f32 elements of its
+  /// fragments).
+  int64_t getAccumulatorRegisters() const {
+    return getFragments() * tile.tileN / 2;
+  }
+  /// Whether a consumer holds more than kMaxAccumulators accumulator
+  /// registers per thread; then the producer runs at kLeanProducerRegisters
+  /// and the consumers at kWideConsumerRegisters.
   bool hasWideAccumulators() const {
-    return getFragments() * tile.tileN / 2 > 128;
+    return getAccumulatorRegisters() > kMaxAccumulators;
   }
   int64_t getProducerRegisters() const {
     return hasWideAccumulators() ? kLeanProducerRegisters : kProducerRegisters;
