@@ -181,7 +181,11 @@ def ConvertLinalgToCoda : Pass<"coda-raise-linalg"> {
     column reductions into an `[n]` output. Activation formulas are raised to
     `coda.activation`; a final cast to bf16 or f16 becomes the output element
     type. Consumers that cannot join the epilogue are left exactly as they
-    were; an intermediate they read becomes an extra output.
+    were; an intermediate they read becomes an extra output. Before that,
+    a product whose A is a normalization of a tensor x (affine in x with
+    per-row and per-column coefficients) is rewritten to read x, the
+    weights scaled along K and the normalization's row and column terms
+    applied after it (`fold-norms`).
     docs/raising.md lists what is recognised and why the rest is not.
   }];
   let options = [
@@ -190,11 +194,18 @@ def ConvertLinalgToCoda : Pass<"coda-raise-linalg"> {
            "bf16/f16; the epilogue computes them in f32 and rounds once">,
     Option<"explain", "explain", "bool", "false",
            "Emit a remark on each contraction or consumer left in linalg, "
-           "saying why">
+           "saying why">,
+    Option<"foldNorms", "fold-norms", "bool", "true",
+           "Fold a normalization before a product (RMSNorm, LayerNorm) into "
+           "it: the product reads the tensor before the normalization, with "
+           "the weights scaled along K and the rest in the epilogue, where "
+           "that moves fewer elements">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::coda::CodaDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
     "::mlir::tensor::TensorDialect"
   ];
 }

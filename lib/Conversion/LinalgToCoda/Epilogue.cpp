@@ -846,15 +846,7 @@ GemmOp ContractionRaiser::rewrite(ArrayRef<Value> outputs,
     });
   for (Operation *op : erased)
     rewriter.eraseOp(op);
-  while (!producers.empty()) {
-    Operation *op = producers.pop_back_val();
-    if (!isOpTriviallyDead(op))
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        producers.insert(def);
-    rewriter.eraseOp(op);
-  }
+  eraseDeadOps(rewriter, producers.getArrayRef());
   return gemmOp;
 }
 
@@ -909,7 +901,14 @@ FailureOr<GemmOp> ContractionRaiser::run() {
     epilogue->eraseArguments(numInputs + 1, inputs.size() - numInputs);
     inputs.truncate(numInputs);
     toHoist.clear();
-    if (options.explain)
+    // One that reads another product is that product's to fuse, when it is
+    // raised; the remark would be about the wrong GEMM.
+    bool readsOtherProduct = llvm::any_of(op->getOperands(), [&](Value v) {
+      auto producer = v.getDefiningOp<linalg::LinalgOp>();
+      return producer && producer != contraction &&
+             linalg::isaContractionOpInterface(producer);
+    });
+    if (options.explain && !readsOtherProduct)
       op->emitRemark() << "not fused into the coda.gemm epilogue: " << reason;
   }
 
@@ -966,5 +965,19 @@ mlir::coda::raiseContraction(RewriterBase &rewriter,
     if (succeeded(raised) || !raiser.getUnwritable())
       return raised;
     excluded.insert(raiser.getUnwritable());
+  }
+}
+
+void raising::eraseDeadOps(RewriterBase &rewriter,
+                           ArrayRef<Operation *> start) {
+  SetVector<Operation *> ops(start.begin(), start.end());
+  while (!ops.empty()) {
+    Operation *op = ops.pop_back_val();
+    if (!isOpTriviallyDead(op))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        ops.insert(def);
+    rewriter.eraseOp(op);
   }
 }

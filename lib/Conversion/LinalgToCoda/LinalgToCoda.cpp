@@ -22,6 +22,13 @@ struct ConvertLinalgToCoda final
   using Base::Base;
 
   void runOnOperation() override {
+    RaiseLinalgOptions options;
+    options.lowPrecisionEpilogue = lowPrecisionEpilogue;
+    options.explain = explain;
+    options.foldNormalizations = foldNorms;
+    IRRewriter rewriter(&getContext());
+    if (options.foldNormalizations)
+      raising::foldNormalizations(rewriter, getOperation(), options);
     // Raising a contraction erases only it, its consumers and data movement,
     // never another contraction, so the list stays valid.
     SmallVector<linalg::LinalgOp> contractions;
@@ -29,10 +36,6 @@ struct ConvertLinalgToCoda final
       if (linalg::isaContractionOpInterface(op))
         contractions.push_back(op);
     });
-    RaiseLinalgOptions options;
-    options.lowPrecisionEpilogue = lowPrecisionEpilogue;
-    options.explain = explain;
-    IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : contractions)
       (void)raiseContraction(rewriter, op, options);
     raising::pairGatedProducts(rewriter, getOperation(), options);

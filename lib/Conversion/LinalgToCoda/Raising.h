@@ -99,6 +99,21 @@ void raiseActivations(RewriterBase &rewriter, Block &epilogue);
 void pairGatedProducts(RewriterBase &rewriter, Operation *root,
                        const RaiseLinalgOptions &options);
 
+/// Erases each op of `ops` that nothing reads, then, in turn, each op they
+/// read that nothing reads any more.
+void eraseDeadOps(RewriterBase &rewriter, ArrayRef<Operation *> ops);
+
+/// Rewrites each contraction under `root` whose A is computed from a tensor
+/// x by elementwise ops affine in x with row and column coefficients (a
+/// normalization: RMSNorm, LayerNorm) into a contraction of x by B scaled
+/// along K and an elementwise op that applies the row and column terms, for
+/// the raising to fuse; A is then no longer computed. Only where every
+/// reader of A is such a contraction and the work on B does not exceed the
+/// operand's traffic (NormFolding.cpp); with `options.explain`, says why
+/// where it does not.
+void foldNormalizations(RewriterBase &rewriter, Operation *root,
+                        const RaiseLinalgOptions &options);
+
 } // namespace mlir::coda::raising
 
 #endif // CODA_LIB_CONVERSION_LINALGTOCODA_RAISING_H

@@ -19,6 +19,10 @@ struct RaiseLinalgOptions {
   /// Emit a remark on each contraction that is not raised and on each
   /// consumer that is left outside the epilogue, saying why.
   bool explain = false;
+  /// Fold a normalization before a product (RMSNorm, LayerNorm) into it:
+  /// the product reads the tensor before the normalization, the weights are
+  /// scaled along K and the rest applies in the epilogue.
+  bool foldNormalizations = true;
 };
 
 /// Rewrites `contraction`, a matmul-like linalg op on tensors, and the chain

@@ -20,7 +20,11 @@ linear_gelu (gelu(x W^T + b), erf form), residual_layernorm (LayerNorm(x W^T
 + b + r) with gamma and beta; in JAX written out with jnp.mean and jnp.var) or
 scores_softmax (softmax(q k^T) over the keys; torch's max.dim also yields
 the indices, which nothing reads) or residual_rmsnorm (RMSNorm(x W^T + r) with
-gamma, LLaMA's, in JAX written out).
+gamma, LLaMA's, in JAX written out), and a normalization before a product:
+rmsnorm_linear (RMSNorm(x) W^T), layernorm_linear (LayerNorm(x) W^T + b) and
+residual_rmsnorm_linear (RMSNorm(x Wo^T + r) W^T: the output projection,
+the residual and the next layer's normalized input projection), at more
+rows than output columns.
 """
 
 import re
@@ -28,12 +32,20 @@ import subprocess
 import sys
 
 M, K, N = 6, 8, 12
+# The output columns of the products after a normalization.
+N2 = 6
 # The arguments of each case, by shape.
 SHAPES = {"gated": [(M, K), (N, K), (N, K)],
           "linear_gelu": [(M, K), (N, K), (N,)],
           "residual_layernorm": [(M, K), (N, K), (N,), (M, N), (N,), (N,)],
           "scores_softmax": [(M, K), (N, K)],
-          "residual_rmsnorm": [(M, K), (N, K), (M, N), (N,)]}
+          "residual_rmsnorm": [(M, K), (N, K), (M, N), (N,)],
+          "rmsnorm_linear": [(16, K), (N2, K), (K,)],
+          "layernorm_linear": [(16, K), (N2, K), (N2,), (K,), (K,)],
+          "residual_rmsnorm_linear": [(16, K), (N, K), (16, N), (N,), (N2, N)]}
+# The result's shape, where it is not [M, N].
+RESULTS = {"rmsnorm_linear": (16, N2), "layernorm_linear": (16, N2),
+           "residual_rmsnorm_linear": (16, N2)}
 
 
 def export_torch(case):
@@ -61,9 +73,23 @@ def export_torch(case):
         def forward(self, x, w, r, gamma):
             return F.rms_norm(F.linear(x, w) + r, (N,), gamma, eps=1e-6)
 
+    class RMSNormLinear(torch.nn.Module):
+        def forward(self, x, w, gamma):
+            return F.linear(F.rms_norm(x, (K,), gamma, eps=1e-6), w)
+
+    class LayerNormLinear(torch.nn.Module):
+        def forward(self, x, w, b, gamma, beta):
+            return F.linear(F.layer_norm(x, (K,), gamma, beta), w, b)
+
+    class ResidualRMSNormLinear(torch.nn.Module):
+        def forward(self, x, wo, r, gamma, w):
+            return F.linear(F.rms_norm(F.linear(x, wo) + r, (N,), gamma, eps=1e-6), w)
+
     module = {"gated": Gated, "linear_gelu": LinearGelu,
               "residual_layernorm": ResidualLayerNorm, "scores_softmax": ScoresSoftmax,
-              "residual_rmsnorm": ResidualRMSNorm}[case]()
+              "residual_rmsnorm": ResidualRMSNorm, "rmsnorm_linear": RMSNormLinear,
+              "layernorm_linear": LayerNormLinear,
+              "residual_rmsnorm_linear": ResidualRMSNormLinear}[case]()
     dtype = torch.bfloat16 if BF16 else torch.float32
     args = tuple(torch.randn(*shape, dtype=dtype) for shape in SHAPES[case])
     text = str(aot.export(module, args=args).mlir_module)
@@ -93,9 +119,24 @@ def export_jax(case):
         h = x @ w.T + r
         return h * jax.lax.rsqrt(jnp.mean(h * h, axis=-1, keepdims=True) + 1e-6) * gamma
 
+    def rmsnorm(h, gamma):
+        return h * jax.lax.rsqrt(jnp.mean(h * h, axis=-1, keepdims=True) + 1e-6) * gamma
+
+    def rmsnorm_linear(x, w, gamma):
+        return rmsnorm(x, gamma) @ w.T
+
+    def layernorm_linear(x, w, b, gamma, beta):
+        mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return ((x - mean) / jnp.sqrt(var + 1e-5) * gamma + beta) @ w.T + b
+
+    def residual_rmsnorm_linear(x, wo, r, gamma, w):
+        return rmsnorm(x @ wo.T + r, gamma) @ w.T
+
     fn = {"gated": gated, "linear_gelu": linear_gelu,
           "residual_layernorm": residual_layernorm, "scores_softmax": scores_softmax,
-          "residual_rmsnorm": residual_rmsnorm}[case]
+          "residual_rmsnorm": residual_rmsnorm, "rmsnorm_linear": rmsnorm_linear,
+          "layernorm_linear": layernorm_linear,
+          "residual_rmsnorm_linear": residual_rmsnorm_linear}[case]
     text = jax.jit(fn).lower(*(jnp.zeros(shape) for shape in SHAPES[case])).as_text()
     return iree_opt(text, ["--chlo-legalize-to-stablehlo", "--iree-stablehlo-to-iree-input",
                            "--inline"])
@@ -141,9 +182,10 @@ def driver(case):
                          f": tensor<?x?x{element}> to tensor<{cols}x{element}>")
             types.append(f"tensor<{cols}x{element}>")
         args.append(f"%t{i}")
+    rows, cols = RESULTS.get(case, (M, N))
     lines += [f"  %y = call @{case}({', '.join(args)}) : ({', '.join(types)}) "
-              f"-> tensor<{M}x{N}x{element}>",
-              f"  %p = tensor.cast %y : tensor<{M}x{N}x{element}> to tensor<?x?x{element}>",
+              f"-> tensor<{rows}x{cols}x{element}>",
+              f"  %p = tensor.cast %y : tensor<{rows}x{cols}x{element}> to tensor<?x?x{element}>",
               f"  call @print2d{suffix}(%p) : (tensor<?x?x{element}>) -> ()", "  return", "}"]
     return "\n".join(lines)
 
