@@ -1,7 +1,7 @@
 """Exports a small Transformer piece with a frontend's own exporter and prints
 it as linalg on tensors, for the raising tests:
 
-    export.py torch|jax CASE [--driver] [--bf16]
+    export.py torch|jax CASE [--driver] [--bf16] [--size=M=6,K=8,...]
 
 torch: the module through iree-turbine's aot.export (torch-mlir's torch
 dialect), then torch-mlir's torch-backend and linalg-on-tensors pipelines;
@@ -32,20 +32,27 @@ import subprocess
 import sys
 
 M, K, N = 6, 8, 12
-# The output columns of the products after a normalization.
-N2 = 6
+# The rows and output columns of the products after a normalization.
+M2, N2 = 16, 6
+# --size NAME=VALUE,... overrides them (the GPU tests export larger, ragged
+# shapes).
+for arg in sys.argv:
+    if arg.startswith("--size="):
+        for item in arg[len("--size="):].split(","):
+            name, value = item.split("=")
+            globals()[name] = int(value)
 # The arguments of each case, by shape.
 SHAPES = {"gated": [(M, K), (N, K), (N, K)],
           "linear_gelu": [(M, K), (N, K), (N,)],
           "residual_layernorm": [(M, K), (N, K), (N,), (M, N), (N,), (N,)],
           "scores_softmax": [(M, K), (N, K)],
           "residual_rmsnorm": [(M, K), (N, K), (M, N), (N,)],
-          "rmsnorm_linear": [(16, K), (N2, K), (K,)],
-          "layernorm_linear": [(16, K), (N2, K), (N2,), (K,), (K,)],
-          "residual_rmsnorm_linear": [(16, K), (N, K), (16, N), (N,), (N2, N)]}
+          "rmsnorm_linear": [(M2, K), (N2, K), (K,)],
+          "layernorm_linear": [(M2, K), (N2, K), (N2,), (K,), (K,)],
+          "residual_rmsnorm_linear": [(M2, K), (N, K), (M2, N), (N,), (N2, N)]}
 # The result's shape, where it is not [M, N].
-RESULTS = {"rmsnorm_linear": (16, N2), "layernorm_linear": (16, N2),
-           "residual_rmsnorm_linear": (16, N2)}
+RESULTS = {"rmsnorm_linear": (M2, N2), "layernorm_linear": (M2, N2),
+           "residual_rmsnorm_linear": (M2, N2)}
 
 
 def export_torch(case):
