@@ -48,6 +48,12 @@
 // CHECK:           coda.activation silu
 // CHECK-NOT:     coda.gemm
 // CHECK-NOT:     linalg.
+// A normalization before a product, of dynamic sizes, as beta minus the
+// negated scaled x, over B as [K, N]: the product reads x, and rstd and
+// B beta are an [m] and an [n] input of its epilogue.
+// CHECK-LABEL: func.func @dynamic_affine_norm
+// CHECK-SAME:    %[[X:[^:]*]]: tensor<?x?xf32>
+// CHECK:         coda.gemm %[[X]], %{{.*}} ins(%{{.*}} : tensor<?xf32> [m], %{{.*}} : tensor<?xf32> [n]) : tensor<?x?xf32>, tensor<?x?xf32>
 // CHECK-LABEL: func.func @main
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -265,6 +271,30 @@ func.func @gated_mlp(%x: tensor<6x8xf32>, %wg: tensor<12x8xf32>, %wu: tensor<12x
   return %h : tensor<6x12xf32>
 }
 
+func.func @dynamic_affine_norm(%x: tensor<?x?xf32>, %w: tensor<?x?xf32>, %rstd: tensor<?x1xf32>,
+                               %gamma: tensor<?xf32>, %beta: tensor<?xf32>) -> tensor<?x?xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %k = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %n = tensor.dim %w, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%m, %k) : tensor<?x?xf32>
+  %normed = linalg.generic {indexing_maps = [#id, #keep, #row, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %rstd, %gamma, %beta : tensor<?x?xf32>, tensor<?x1xf32>, tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%in: f32, %r: f32, %g: f32, %b: f32, %out: f32):
+    %p = arith.mulf %r, %in : f32
+    %q = arith.mulf %g, %p : f32
+    %nq = arith.negf %q : f32
+    %s = arith.subf %b, %nq : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  %eo = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%eo : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %y = linalg.matmul ins(%normed, %w : tensor<?x?xf32>, tensor<?x?xf32>) outs(%acc : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
 // ---- Driver (helpers in Inputs/e2e-driver.mlir) -----------------------
 
 func.func @main() {
@@ -314,6 +344,15 @@ func.func @main() {
   %wu = call @matrix(%c12, %c8, %c3, %c11) : (index, index, index, index) -> tensor<?x?xf32>
   %wus = tensor.cast %wu : tensor<?x?xf32> to tensor<12x8xf32>
   %gated = call @gated_mlp(%xs, %w12s, %wus) : (tensor<6x8xf32>, tensor<12x8xf32>, tensor<12x8xf32>) -> tensor<6x12xf32>
+  %rows = call @matrix(%c16, %c8, %c3, %c5) : (index, index, index, index) -> tensor<?x?xf32>
+  %rstd2 = call @matrix(%c16, %c1, %c7, %c11) : (index, index, index, index) -> tensor<?x?xf32>
+  %rstd = tensor.cast %rstd2 : tensor<?x?xf32> to tensor<?x1xf32>
+  %gamma8 = tensor.extract_slice %vs[1, 0] [1, 8] [1, 1] : tensor<3x16xf32> to tensor<8xf32>
+  %beta8 = tensor.extract_slice %vs[2, 3] [1, 8] [1, 1] : tensor<3x16xf32> to tensor<8xf32>
+  %gamma8d = tensor.cast %gamma8 : tensor<8xf32> to tensor<?xf32>
+  %beta8d = tensor.cast %beta8 : tensor<8xf32> to tensor<?xf32>
+  %folded = call @dynamic_affine_norm(%rows, %wkn, %rstd, %gamma8d, %beta8d)
+      : (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x1xf32>, tensor<?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
 
   // Results.
   %y0 = tensor.cast %y : tensor<6x12xf32> to tensor<?x?xf32>
@@ -332,5 +371,6 @@ func.func @main() {
   call @print2d(%db0) : (tensor<?x?xf32>) -> ()
   %gated0 = tensor.cast %gated : tensor<6x12xf32> to tensor<?x?xf32>
   call @print2d(%gated0) : (tensor<?x?xf32>) -> ()
+  call @print2d(%folded) : (tensor<?x?xf32>) -> ()
   return
 }
