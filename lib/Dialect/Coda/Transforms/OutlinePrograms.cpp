@@ -9,7 +9,9 @@
 #include "coda/Dialect/Coda/Transforms/Passes.h"
 #include "coda/Program/ProgramSignature.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace mlir::coda {
@@ -66,6 +68,22 @@ func::FuncOp outline(GemmOp gemm, Operation *after, SymbolTable &symbols) {
   return program;
 }
 
+/// Remarks on each op of `function` (which calls programs) that computes a
+/// tensor outside them; views, shapes, empty tensors and calls are not
+/// computations, and loops are reported by what they hold.
+void reportOutside(func::FuncOp function) {
+  function.walk([](Operation *op) {
+    bool computes =
+        op->getNumRegions() == 0 &&
+        llvm::any_of(op->getResultTypes(), llvm::IsaPred<TensorType>);
+    if (computes &&
+        !isa<tensor::EmptyOp, tensor::CastOp, tensor::CollapseShapeOp,
+             tensor::ExpandShapeOp, arith::ConstantOp, func::CallOp>(op))
+      op->emitRemark() << "left outside the coda programs: compiled with the "
+                          "rest of the function, not fused into a GEMM";
+  });
+}
+
 struct CodaOutlinePrograms final
     : coda::impl::CodaOutlineProgramsBase<CodaOutlinePrograms> {
   using Base::Base;
@@ -97,6 +115,9 @@ struct CodaOutlinePrograms final
       gemm->replaceAllUsesWith(call.getResults());
       gemm.erase();
     }
+    if (report)
+      for (auto [function, program] : last)
+        reportOutside(cast<func::FuncOp>(function));
   }
 };
 

@@ -1,4 +1,7 @@
 // RUN: coda-opt %s --coda-outline-programs --split-input-file | FileCheck %s
+// With report, a remark on each op left around the calls that computes a
+// tensor.
+// RUN: coda-opt %s --coda-outline-programs=report --split-input-file -verify-diagnostics > /dev/null
 // Every function it makes is a coda program, which coda-derive-backward takes.
 // RUN: coda-opt %s --coda-outline-programs --split-input-file \
 // RUN:   | coda-opt --split-input-file --coda-derive-backward | FileCheck %s --check-prefix=DERIVED
@@ -23,6 +26,7 @@
 // CHECK:           coda.dropout
 // CHECK:         return %[[G]]
 func.func @mlp(%x: tensor<?x64xf32>, %w: tensor<128x64xf32>, %bias: tensor<128xf32>, %seed: i64) -> tensor<?x128xf32> {
+  // expected-remark @+1 {{left outside the coda programs: compiled with the rest of the function, not fused into a GEMM}}
   %t = arith.mulf %x, %x : tensor<?x64xf32>
   %o = coda.gemm %t, %w transpose_b ins(%bias : tensor<128xf32> [n], %seed : i64) : tensor<?x64xf32>, tensor<128x64xf32> -> (tensor<?x128xf32> [m, n]) {
   ^bb0(%acc: f32, %b: f32, %s: i64):

@@ -62,6 +62,11 @@ def CodaOutlinePrograms : Pass<"coda-outline-programs", "::mlir::ModuleOp"> {
     function is named after the one the GEMM was in (`@mlp` gives
     `@mlp_gemm`, `@mlp_gemm_1`, ... where the name is taken), and a
     `func.call` to it takes the GEMM's place. Programs are left as they are.
+    With `report`, every op left around the calls that computes a tensor
+    (a linalg op: the weights a folded normalization scales, statistics
+    computed outside an epilogue, a consumer that could not fuse) gets a
+    remark: it is compiled as the rest of the function is, not as part of a
+    fused kernel.
 
     ```mlir
     // coda-opt --coda-raise-linalg --coda-outline-programs
@@ -73,6 +78,11 @@ def CodaOutlinePrograms : Pass<"coda-outline-programs", "::mlir::ModuleOp"> {
       %0 = call @mlp_gemm(%x, %w, %bias) : (...) -> tensor<?x3072xf32>
     ```
   }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark on each op left outside the programs that computes "
+           "a tensor">
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
