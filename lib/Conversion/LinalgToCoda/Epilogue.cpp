@@ -98,6 +98,11 @@ static std::optional<UniformFill> getUniformFill(Value tensor) {
   return std::nullopt;
 }
 
+bool raising::isZeroFilled(Value tensor) {
+  std::optional<UniformFill> fill = getUniformFill(tensor);
+  return fill && fill->constant && fill->constant->isZero();
+}
+
 /// Whether `value` leaves a reduction of `kind` unchanged.
 static bool isIdentity(ReductionKind kind, const APFloat &value) {
   APFloat identity(getReductionIdentity(kind));

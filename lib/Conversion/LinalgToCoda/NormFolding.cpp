@@ -530,6 +530,11 @@ FailureOr<Candidate> readCandidate(linalg::LinalgOp contraction,
   }
   if (failed(read))
     return failure();
+  if (!isZeroFilled(contraction.getDpsInitOperand(0)->get())) {
+    why = "the product adds to an initial value other than zero, which the "
+          "row factor would scale too";
+    return failure();
+  }
   why.clear();
   candidate.normalized = a;
   candidate.x = read->first;

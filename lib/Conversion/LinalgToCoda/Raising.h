@@ -99,6 +99,10 @@ void raiseActivations(RewriterBase &rewriter, Block &epilogue);
 void pairGatedProducts(RewriterBase &rewriter, Operation *root,
                        const RaiseLinalgOptions &options);
 
+/// Whether `tensor` is filled with zeros (a linalg.fill of 0.0 or a zero
+/// splat constant), as a product's init that adds nothing.
+bool isZeroFilled(Value tensor);
+
 /// Erases each op of `ops` that nothing reads, then, in turn, each op they
 /// read that nothing reads any more.
 void eraseDeadOps(RewriterBase &rewriter, ArrayRef<Operation *> ops);

@@ -381,3 +381,30 @@ func.func @row_plus_column_scale(%x: tensor<16x8xf32>, %w: tensor<6x8xf32>, %rst
       ins(%normed, %w : tensor<16x8xf32>, tensor<6x8xf32>) outs(%acc : tensor<16x6xf32>) -> tensor<16x6xf32>
   return %y : tensor<16x6xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0, 0)>
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#nk = affine_map<(d0, d1, d2) -> (d1, d2)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// A product that accumulates into a given tensor: its init is not scaled
+// by the normalization's row factor.
+// CHECK-LABEL: func.func @accumulated
+// CHECK:         %[[N:.*]] = linalg.generic
+// CHECK:         coda.gemm %[[N]]
+func.func @accumulated(%x: tensor<16x8xf32>, %w: tensor<6x8xf32>, %rstd: tensor<16x1xf32>, %c: tensor<16x6xf32>) -> tensor<16x6xf32> {
+  %e = tensor.empty() : tensor<16x8xf32>
+  %normed = linalg.generic {indexing_maps = [#id, #rows, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %rstd : tensor<16x8xf32>, tensor<16x1xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %r: f32, %out: f32):
+    %p = arith.mulf %in, %r : f32
+    linalg.yield %p : f32
+  } -> tensor<16x8xf32>
+  // expected-remark @+1 {{normalization not folded into the product: the product adds to an initial value other than zero, which the row factor would scale too}}
+  %y = linalg.matmul indexing_maps = [#mk, #nk, #mn]
+      ins(%normed, %w : tensor<16x8xf32>, tensor<6x8xf32>) outs(%c : tensor<16x6xf32>) -> tensor<16x6xf32>
+  return %y : tensor<16x6xf32>
+}
