@@ -15,6 +15,19 @@ One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed:
                   quack's layernorm_fwd
   out-proj + residual + RMSNorm at 4096 (LLaMA-7B), writing h and RMSNorm(h):
     the same, with quack's rmsnorm_fwd(residual=...) taking the residual add
+  RMSNorm(h) W_qkv^T after out-proj + residual, at 2048 and 4096 (QKV of
+  3 x width columns; the normalization folded into the QKV GEMM as
+  coda-raise-linalg folds it):
+    gemms         the two cuBLAS GEMMs alone
+    qkv_gemm      the QKV GEMM alone
+    eager         F.linear + r, RMSNorm, F.linear
+    compile       torch.compile of eager
+    coda_norm     coda's out-proj kernel writing h and RMSNorm(h), then
+                  coda's GEMM on RMSNorm(h)
+    coda_folded   coda's out-proj kernel writing h and rstd (no normalized
+                  tensor), W_qkv scaled by gamma, then the QKV GEMM on h
+                  with rstd applied in its epilogue
+    coda_folded_qkv  that QKV kernel alone
 
 Each fused result is checked against the unfused math first. Writes
 norms.json and norms.md to $OUT (or --out).
@@ -53,6 +66,17 @@ EPILOGUE residual_rmsnorm(residual: bf16[M, N], gamma: f32[N])
 }
 """
 GEMM = "EPILOGUE gemm { output = input; }"
+RMS_STATS = """
+EPILOGUE residual_rms_stats(residual: bf16[M, N]) -> (h: bf16[M, N], rstd: f32[M]) {
+  h = input + residual;
+  rstd = rsqrt(row_mean(h * h) + 1e-6);
+}
+"""
+ROW_SCALED = """
+EPILOGUE row_scaled(rstd: f32[M]) -> (output: bf16[M, N]) {
+  output = input * rstd;
+}
+"""
 
 
 def layernorm_eager(x, w, b, r, gamma, beta):
@@ -74,7 +98,8 @@ def main():
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d"), "m": m, "rows": {}}
     programs = {name: coda.Program(source) for name, source in
-                (("layernorm", LAYERNORM), ("rmsnorm", RMSNORM), ("gemm", GEMM))}
+                (("layernorm", LAYERNORM), ("rmsnorm", RMSNORM), ("gemm", GEMM),
+                 ("rms_stats", RMS_STATS), ("row_scaled", ROW_SCALED))}
     quack = load_peers(args.peers).get("peer_quack_norm")
     bf16 = dict(device=dev, dtype=torch.bfloat16)
     f32 = dict(device=dev, dtype=torch.float32)
@@ -128,6 +153,43 @@ def main():
         res["rmsnorm4096_peer_quack_error"] = rel(peer()[0], want)
         row["peer_quack"] = bench(peer)
     res["rows"]["outproj_residual_rmsnorm_4096"] = row
+
+    for width in (2048, 4096):
+        x = torch.randn(m, width, **bf16)
+        wo = torch.randn(width, width, **bf16) / width ** 0.5
+        wqkv = torch.randn(3 * width, width, **bf16) / width ** 0.5
+        r = torch.randn(m, width, **bf16)
+        gamma = torch.randn(width, **f32)
+
+        def eager(x, wo, r, gamma, wqkv):
+            _, normed = rmsnorm_eager(x, wo, r, gamma)
+            return F.linear(normed, wqkv)
+
+        def unfolded():
+            got = programs["rmsnorm"](x, wo, residual=r, gamma=gamma)
+            return programs["gemm"](got["output"], wqkv)["output"]
+
+        def folded():
+            stats = programs["rms_stats"](x, wo, residual=r)
+            scaled = (wqkv * gamma).bfloat16()
+            return programs["row_scaled"](stats["h"], scaled, rstd=stats["rstd"])["output"]
+
+        want = eager(x, wo, r, gamma, wqkv)
+        res[f"rmsnorm_qkv{width}_unfolded_error"] = rel(unfolded(), want)
+        res[f"rmsnorm_qkv{width}_folded_error"] = rel(folded(), want)
+        h = programs["rms_stats"](x, wo, residual=r)
+        scaled = (wqkv * gamma).bfloat16()
+        compiled = torch.compile(eager)
+        res["rows"][f"rmsnorm_qkv_{width}"] = {
+            "gemms": bench(lambda: F.linear(F.linear(x, wo), wqkv)),
+            "qkv_gemm": bench(lambda: F.linear(x, wqkv)),
+            "eager": bench(lambda: eager(x, wo, r, gamma, wqkv)),
+            "compile": bench(lambda: compiled(x, wo, r, gamma, wqkv)),
+            "coda_norm": bench(unfolded),
+            "coda_folded": bench(folded),
+            "coda_folded_qkv": bench(lambda: programs["row_scaled"](
+                h["h"], scaled, rstd=h["rstd"])),
+        }
 
     report(args.out, "norms", res,
            f"{res['device']}, torch {res['torch']}, {res['date']}, M = {m}, bf16, ms")
