@@ -40,7 +40,7 @@ using namespace mlir::coda::raising;
 
 namespace {
 
-/// A scalar of the normalized operand at (m, k): the tree of ops that
+/// A scalar of the normalized operand at (m, k): the DAG of ops that
 /// compute it, across the elementwise linalg ops it spans.
 struct Expr {
   enum class Kind { Read, Outside, Op } kind = Kind::Op;
@@ -82,6 +82,8 @@ public:
     limit = exprs.size() + kMaxExprs;
     this->stop = stop;
     visited.clear();
+    tensors.clear();
+    scalars.clear();
     return readTensor(tensor, map);
   }
 
@@ -95,6 +97,15 @@ private:
   Expr *readTensor(Value tensor, AffineMap map) {
     if (exprs.size() > limit)
       return nullptr;
+    auto key = std::make_pair(tensor, map);
+    if (Expr *done = tensors.lookup(key))
+      return done;
+    Expr *expr = readTensorOnce(tensor, map);
+    tensors[key] = expr;
+    return expr;
+  }
+
+  Expr *readTensorOnce(Value tensor, AffineMap map) {
     ResolvedOperand resolved = resolveOperand(tensor, map);
     bool alongM = resolved.map.isFunctionOfDim(0),
          alongK = resolved.map.isFunctionOfDim(1);
@@ -139,6 +150,17 @@ private:
   /// The expression of `scalar`, a value in the body of `op`, whose loops
   /// run at `loops` of (m, k).
   Expr *readScalar(Value scalar, linalg::LinalgOp op, AffineMap loops) {
+    if (exprs.size() > limit)
+      return nullptr;
+    auto key = std::make_pair(scalar, loops);
+    if (Expr *done = scalars.lookup(key))
+      return done;
+    Expr *expr = readScalarOnce(scalar, op, loops);
+    scalars[key] = expr;
+    return expr;
+  }
+
+  Expr *readScalarOnce(Value scalar, linalg::LinalgOp op, AffineMap loops) {
     Block *body = op.getBlock();
     if (auto arg = dyn_cast<BlockArgument>(scalar);
         arg && arg.getOwner() == body) {
@@ -174,18 +196,19 @@ private:
   size_t limit = 0;
   Value stop;
   llvm::SetVector<Value> visited;
+  /// What this read made of each value at each map (the expression is a
+  /// DAG where the ops are).
+  DenseMap<std::pair<Value, AffineMap>, Expr *> tensors, scalars;
 };
 
-/// Marks the expressions that depend on `x` (read at the identity) and
-/// counts its reads.
-void markReadsOfX(Expr *expr, Value x, unsigned &reads) {
-  if (expr->kind == Expr::Kind::Read) {
-    expr->readsX = expr->value == x;
-    reads += expr->readsX;
+/// Marks the expressions that depend on `x` (each once).
+void markReadsOfX(Expr *expr, Value x, DenseSet<Expr *> &done) {
+  if (!done.insert(expr).second)
     return;
-  }
+  if (expr->kind == Expr::Kind::Read)
+    expr->readsX = expr->value == x;
   for (Expr *operand : expr->operands) {
-    markReadsOfX(operand, x, reads);
+    markReadsOfX(operand, x, done);
     expr->readsX |= operand->readsX;
   }
 }
@@ -194,6 +217,14 @@ void markReadsOfX(Expr *expr, Value x, unsigned &reads) {
 /// along m or k; fails when it varies along both other than as a product.
 LogicalResult appendFactors(Expr *expr, bool inverse, Term &term,
                             std::string &why) {
+  // A product of shared factors (p * p, repeated) is as many factors as it
+  // has paths.
+  constexpr size_t kMaxFactors = 64;
+  if (term.rows.size() + term.columns.size() >= kMaxFactors) {
+    why = "its coefficients are products of more than " +
+          std::to_string(kMaxFactors) + " factors";
+    return failure();
+  }
   if (!expr->alongK) {
     term.rows.push_back({expr, inverse});
     return success();
@@ -249,8 +280,11 @@ FailureOr<AffineInX> decompose(Expr *expr, std::string &why) {
         "'" + op->getName().getStringRef().str() + "' of x is not affine in x";
     return failure();
   }
-  // x is read once: on one side only.
   Expr *lhs = expr->operands[0], *rhs = expr->operands[1];
+  if (lhs->readsX && rhs->readsX) {
+    why = "it reads the normalized tensor more than once";
+    return failure();
+  }
   bool xOnLeft = lhs->readsX;
   FailureOr<AffineInX> value = decompose(xOnLeft ? lhs : rhs, why);
   if (failed(value))
@@ -313,11 +347,15 @@ public:
     SmallVector<AffineMap> maps;
     DenseMap<Expr *, unsigned> argument;
     SmallVector<Expr *> stack;
+    DenseSet<Expr *> seen;
     for (const Factor &factor : factors)
-      stack.push_back(factor.expr);
+      if (seen.insert(factor.expr).second)
+        stack.push_back(factor.expr);
     while (!stack.empty()) {
       Expr *expr = stack.pop_back_val();
-      llvm::append_range(stack, expr->operands);
+      for (Expr *operand : expr->operands)
+        if (seen.insert(operand).second)
+          stack.push_back(operand);
       if (expr->kind != Expr::Kind::Read)
         continue;
       AffineMap map = expr->map.compose(embed);
@@ -429,27 +467,39 @@ LogicalResult matchAsProductOf(linalg::LinalgOp op, Value normalized,
   return success();
 }
 
-/// Whether folding pays: the [M, K] operand written and read again against
-/// B scaled along K and one pass over B per term. With dynamic sizes it is
-/// assumed to (M is the token count).
-bool foldingPays(Candidate &candidate, std::string &why) {
-  auto x = cast<RankedTensorType>(candidate.x.getType());
-  auto b = cast<RankedTensorType>(
-      candidate.contraction.getDpsInputOperand(1)->get().getType());
-  if (!x.hasStaticShape() || !b.hasStaticShape())
-    return true;
-  int64_t m = x.getDimSize(0), k = x.getDimSize(1),
-          n = b.getDimSize(1 - candidate.kDimOfB);
-  int64_t passes = (candidate.affine.scale.columns.empty() ? 0 : 2) +
-                   static_cast<int64_t>(candidate.affine.offsets.size());
-  if (2 * m * k >= passes * n * k)
-    return true;
-  why = "the weights' work it adds (" + std::to_string(passes) + " x " +
-        std::to_string(n) + " x " + std::to_string(k) +
-        " elements) exceeds the normalized operand's write and read it "
-        "saves (2 x " +
-        std::to_string(m) + " x " + std::to_string(k) + ")";
-  return false;
+/// Why the products `candidates` of `normalized` are not folded, or empty:
+/// another op reads the operand, or the weights' work the folds add (B
+/// scaled along K, written and read, and one pass over B per term) exceeds
+/// the operand's write and its reads, which they save. With dynamic sizes it
+/// is assumed to pay (M is the token count).
+std::string whyNotFolded(Value normalized, ArrayRef<Candidate> candidates) {
+  for (Operation *user : normalized.getUsers())
+    if (!llvm::any_of(candidates, [&](const Candidate &candidate) {
+          return candidate.contraction == user;
+        }))
+      return "the normalized operand is also read by '" +
+             user->getName().getStringRef().str() + "'";
+  auto x = cast<RankedTensorType>(candidates.front().x.getType());
+  if (!x.hasStaticShape())
+    return "";
+  int64_t m = x.getDimSize(0), k = x.getDimSize(1);
+  int64_t saved = (1 + static_cast<int64_t>(candidates.size())) * m * k;
+  int64_t added = 0;
+  for (const Candidate &candidate : candidates) {
+    auto b =
+        cast<RankedTensorType>(candidate.contraction->getOperand(1).getType());
+    if (!b.hasStaticShape())
+      return "";
+    int64_t passes = (candidate.affine.scale.columns.empty() ? 0 : 2) +
+                     static_cast<int64_t>(candidate.affine.offsets.size());
+    added += passes * b.getDimSize(1 - candidate.kDimOfB) * k;
+  }
+  if (added <= saved)
+    return "";
+  return "the weights' work it adds (" + std::to_string(added) +
+         " elements) exceeds the normalized operand's write and reads it "
+         "saves (" +
+         std::to_string(saved) + ")";
 }
 
 /// The normalization `a` is of x, as read with `stop` (a tensor along rows
@@ -466,9 +516,12 @@ readNormalization(Value a, Value stop, ExprReader &reader, std::string &why) {
   bool looksNormalized = false, oneX = true;
   Value x;
   SmallVector<Expr *> stack{expr};
+  DenseSet<Expr *> seen{expr};
   while (!stack.empty()) {
     Expr *e = stack.pop_back_val();
-    llvm::append_range(stack, e->operands);
+    for (Expr *operand : e->operands)
+      if (seen.insert(operand).second)
+        stack.push_back(operand);
     if (e->kind != Expr::Kind::Read)
       continue;
     looksNormalized |= e->alongM && !e->alongK;
@@ -488,10 +541,8 @@ readNormalization(Value a, Value stop, ExprReader &reader, std::string &why) {
                 "than the one it normalizes");
   if (!getElementTypeOrSelf(x.getType()).isF32())
     return fail("the normalized tensor is not f32");
-  unsigned reads = 0;
-  markReadsOfX(expr, x, reads);
-  if (reads != 1)
-    return fail("it reads the normalized tensor more than once");
+  DenseSet<Expr *> marked;
+  markReadsOfX(expr, x, marked);
   std::string notAffine;
   FailureOr<AffineInX> affine = decompose(expr, notAffine);
   if (failed(affine))
@@ -716,47 +767,51 @@ void fold(RewriterBase &rewriter, Candidate &candidate) {
 
 void raising::foldNormalizations(RewriterBase &rewriter, Operation *root,
                                  const RaiseLinalgOptions &options) {
-  SmallVector<linalg::LinalgOp> contractions;
-  root->walk([&](linalg::LinalgOp op) {
-    if (linalg::isaContractionOpInterface(op))
-      contractions.push_back(op);
-  });
-  // The candidates by normalized operand: each one is folded only when every
-  // reader of that operand is a product that folds, so that it is not
-  // written at all.
-  llvm::MapVector<Value, SmallVector<Candidate, 1>> byOperand;
-  // Owns the expressions the candidates refer to.
-  ExprReader reader;
-  for (linalg::LinalgOp op : contractions) {
-    std::string why;
-    FailureOr<Candidate> candidate = readCandidate(op, reader, why);
-    if (succeeded(candidate)) {
-      byOperand[candidate->normalized].push_back(std::move(*candidate));
-      continue;
+  // One group of products of a normalized operand at a time, the IR read
+  // again after each: a folded product's result may be the x of the next
+  // normalization (Linear, norm, Linear).
+  while (true) {
+    SmallVector<linalg::LinalgOp> contractions;
+    root->walk([&](linalg::LinalgOp op) {
+      if (linalg::isaContractionOpInterface(op))
+        contractions.push_back(op);
+    });
+    // Owns the expressions the candidates refer to.
+    ExprReader reader;
+    // The candidates by normalized operand: each one is folded only when
+    // every reader of that operand is a product that folds, so that it is
+    // not written at all.
+    llvm::MapVector<Value, SmallVector<Candidate, 1>> byOperand;
+    SmallVector<std::pair<Operation *, std::string>> notFolded;
+    for (linalg::LinalgOp op : contractions) {
+      std::string why;
+      FailureOr<Candidate> candidate = readCandidate(op, reader, why);
+      if (succeeded(candidate))
+        byOperand[candidate->normalized].push_back(std::move(*candidate));
+      else if (!why.empty())
+        notFolded.emplace_back(op, why);
     }
-    if (options.explain && !why.empty())
-      op->emitRemark() << "normalization not folded into the product: " << why;
-  }
-  for (auto &[normalized, candidates] : byOperand) {
-    std::string why;
-    for (Operation *user : normalized.getUsers())
-      if (!llvm::any_of(candidates, [&](const Candidate &candidate) {
-            return candidate.contraction == user;
-          }))
-        why = "the normalized operand is also read by '" +
-              user->getName().getStringRef().str() + "'";
-    for (Candidate &candidate : candidates)
-      if (why.empty() && !foldingPays(candidate, why))
-        break;
-    if (!why.empty()) {
-      if (options.explain)
-        candidates.front().contraction->emitRemark()
-            << "normalization not folded into the product: " << why;
-      continue;
+    bool folded = false;
+    for (auto &[normalized, candidates] : byOperand) {
+      std::string why = whyNotFolded(normalized, candidates);
+      if (!why.empty()) {
+        for (const Candidate &candidate : candidates)
+          notFolded.emplace_back(candidate.contraction, why);
+        continue;
+      }
+      Operation *producer = normalized.getDefiningOp();
+      for (Candidate &candidate : candidates)
+        fold(rewriter, candidate);
+      eraseDeadOps(rewriter, producer);
+      folded = true;
+      break;
     }
-    Operation *producer = normalized.getDefiningOp();
-    for (Candidate &candidate : candidates)
-      fold(rewriter, candidate);
-    eraseDeadOps(rewriter, producer);
+    if (folded)
+      continue;
+    if (options.explain)
+      for (auto &[op, why] : notFolded)
+        op->emitRemark() << "normalization not folded into the product: "
+                         << why;
+    return;
   }
 }

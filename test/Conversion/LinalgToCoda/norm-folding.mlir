@@ -177,7 +177,7 @@ func.func @few_rows(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>, %rstd: tensor<4x1
   } -> tensor<4x8xf32>
   %eo = tensor.empty() : tensor<4x64xf32>
   %acc = linalg.fill ins(%zero : f32) outs(%eo : tensor<4x64xf32>) -> tensor<4x64xf32>
-  // expected-remark @+1 {{normalization not folded into the product: the weights' work it adds (2 x 64 x 8 elements) exceeds the normalized operand's write and read it saves (2 x 4 x 8)}}
+  // expected-remark @+1 {{normalization not folded into the product: the weights' work it adds (1024 elements) exceeds the normalized operand's write and reads it saves (64)}}
   %y = linalg.matmul indexing_maps = [#mk, #nk, #mn]
       ins(%normed, %w : tensor<4x8xf32>, tensor<64x8xf32>) outs(%acc : tensor<4x64xf32>) -> tensor<4x64xf32>
   return %y : tensor<4x64xf32>
@@ -406,5 +406,106 @@ func.func @accumulated(%x: tensor<16x8xf32>, %w: tensor<6x8xf32>, %rstd: tensor<
   // expected-remark @+1 {{normalization not folded into the product: the product adds to an initial value other than zero, which the row factor would scale too}}
   %y = linalg.matmul indexing_maps = [#mk, #nk, #mn]
       ins(%normed, %w : tensor<16x8xf32>, tensor<6x8xf32>) outs(%c : tensor<16x6xf32>) -> tensor<16x6xf32>
+  return %y : tensor<16x6xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0, 0)>
+#cols = affine_map<(d0, d1) -> (d1)>
+
+// Linear, norm, Linear, norm, Linear: the second normalization reads the
+// first folded product's result, r1 * (x W1'), and folds through it, its row
+// factor r1 r2 on the plain product.
+// CHECK-LABEL: func.func @chained
+// CHECK-SAME:    %[[X:[^:]*]]: tensor<16x8xf32>
+// CHECK:         %[[G1:.*]] = coda.gemm %[[X]], %{{.*}} : tensor<16x8xf32>, tensor<8x8xf32> -> (tensor<16x8xf32> [m, n])
+// CHECK:         coda.gemm %[[G1]], %{{.*}} ins(%{{.*}} : tensor<16xf32> [m]) : tensor<16x8xf32>, tensor<8x6xf32>
+func.func @chained(%x: tensor<16x8xf32>, %r1: tensor<16x1xf32>, %g1: tensor<8xf32>, %w1: tensor<8x8xf32>,
+                   %r2: tensor<16x1xf32>, %g2: tensor<8xf32>, %w2: tensor<8x6xf32>) -> tensor<16x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<16x8xf32>
+  %a1 = linalg.generic {indexing_maps = [#id, #rows, #cols, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %r1, %g1 : tensor<16x8xf32>, tensor<16x1xf32>, tensor<8xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %r: f32, %g: f32, %out: f32):
+    %p = arith.mulf %in, %r : f32
+    %q = arith.mulf %p, %g : f32
+    linalg.yield %q : f32
+  } -> tensor<16x8xf32>
+  %acc1 = linalg.fill ins(%zero : f32) outs(%e : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %y1 = linalg.matmul ins(%a1, %w1 : tensor<16x8xf32>, tensor<8x8xf32>) outs(%acc1 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %a2 = linalg.generic {indexing_maps = [#id, #rows, #cols, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y1, %r2, %g2 : tensor<16x8xf32>, tensor<16x1xf32>, tensor<8xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %r: f32, %g: f32, %out: f32):
+    %p = arith.mulf %in, %r : f32
+    %q = arith.mulf %p, %g : f32
+    linalg.yield %q : f32
+  } -> tensor<16x8xf32>
+  %eo = tensor.empty() : tensor<16x6xf32>
+  %acc2 = linalg.fill ins(%zero : f32) outs(%eo : tensor<16x6xf32>) -> tensor<16x6xf32>
+  %y2 = linalg.matmul ins(%a2, %w2 : tensor<16x8xf32>, tensor<8x6xf32>) outs(%acc2 : tensor<16x6xf32>) -> tensor<16x6xf32>
+  return %y2 : tensor<16x6xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0, 0)>
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#nk = affine_map<(d0, d1, d2) -> (d1, d2)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// A factor whose ops share operands (s^(2^30) as 30 squarings) is read and
+// copied once per op, not once per path.
+// CHECK-LABEL: func.func @shared_factor
+// CHECK:         linalg.generic
+// CHECK-COUNT-30:  arith.mulf
+// CHECK-NOT:       arith.mulf
+// CHECK:         coda.gemm %arg0
+func.func @shared_factor(%x: tensor<16x8xf32>, %w: tensor<6x8xf32>, %rstd: tensor<16x1xf32>, %s: f32) -> tensor<16x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<16x8xf32>
+  %normed = linalg.generic {indexing_maps = [#id, #rows, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %rstd : tensor<16x8xf32>, tensor<16x1xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %r: f32, %out: f32):
+    %p0 = arith.addf %s, %r : f32
+    %p1 = arith.mulf %p0, %p0 : f32
+    %p2 = arith.mulf %p1, %p1 : f32
+    %p3 = arith.mulf %p2, %p2 : f32
+    %p4 = arith.mulf %p3, %p3 : f32
+    %p5 = arith.mulf %p4, %p4 : f32
+    %p6 = arith.mulf %p5, %p5 : f32
+    %p7 = arith.mulf %p6, %p6 : f32
+    %p8 = arith.mulf %p7, %p7 : f32
+    %p9 = arith.mulf %p8, %p8 : f32
+    %p10 = arith.mulf %p9, %p9 : f32
+    %p11 = arith.mulf %p10, %p10 : f32
+    %p12 = arith.mulf %p11, %p11 : f32
+    %p13 = arith.mulf %p12, %p12 : f32
+    %p14 = arith.mulf %p13, %p13 : f32
+    %p15 = arith.mulf %p14, %p14 : f32
+    %p16 = arith.mulf %p15, %p15 : f32
+    %p17 = arith.mulf %p16, %p16 : f32
+    %p18 = arith.mulf %p17, %p17 : f32
+    %p19 = arith.mulf %p18, %p18 : f32
+    %p20 = arith.mulf %p19, %p19 : f32
+    %p21 = arith.mulf %p20, %p20 : f32
+    %p22 = arith.mulf %p21, %p21 : f32
+    %p23 = arith.mulf %p22, %p22 : f32
+    %p24 = arith.mulf %p23, %p23 : f32
+    %p25 = arith.mulf %p24, %p24 : f32
+    %p26 = arith.mulf %p25, %p25 : f32
+    %p27 = arith.mulf %p26, %p26 : f32
+    %p28 = arith.mulf %p27, %p27 : f32
+    %p29 = arith.mulf %p28, %p28 : f32
+    %p30 = arith.mulf %p29, %p29 : f32
+    %y = arith.divf %in, %p30 : f32
+    linalg.yield %y : f32
+  } -> tensor<16x8xf32>
+  %eo = tensor.empty() : tensor<16x6xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%eo : tensor<16x6xf32>) -> tensor<16x6xf32>
+  %y = linalg.matmul indexing_maps = [#mk, #nk, #mn]
+      ins(%normed, %w : tensor<16x8xf32>, tensor<6x8xf32>) outs(%acc : tensor<16x6xf32>) -> tensor<16x6xf32>
   return %y : tensor<16x6xf32>
 }
