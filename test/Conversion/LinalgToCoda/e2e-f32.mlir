@@ -54,6 +54,11 @@
 // CHECK-LABEL: func.func @dynamic_affine_norm
 // CHECK-SAME:    %[[X:[^:]*]]: tensor<?x?xf32>
 // CHECK:         coda.gemm %[[X]], %{{.*}} ins(%{{.*}} : tensor<?xf32> [m], %{{.*}} : tensor<?xf32> [n]) : tensor<?x?xf32>, tensor<?x?xf32>
+// Linear, a norm, Linear, a centring and column scale, Linear: the second
+// folds through the first folded product.
+// CHECK-LABEL: func.func @chained_norms
+// CHECK:         %[[G1:.*]] = coda.gemm %arg0
+// CHECK:         coda.gemm %[[G1]]
 // CHECK-LABEL: func.func @main
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -295,6 +300,32 @@ func.func @dynamic_affine_norm(%x: tensor<?x?xf32>, %w: tensor<?x?xf32>, %rstd: 
   return %y : tensor<?x?xf32>
 }
 
+func.func @chained_norms(%x: tensor<16x8xf32>, %r1: tensor<16x1xf32>, %g1: tensor<8xf32>, %w1: tensor<8x8xf32>,
+                         %r2: tensor<16x1xf32>, %g2: tensor<8xf32>, %w2: tensor<8x12xf32>) -> tensor<16x12xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<16x8xf32>
+  %a1 = linalg.generic {indexing_maps = [#id, #keep, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %r1, %g1 : tensor<16x8xf32>, tensor<16x1xf32>, tensor<8xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %r: f32, %g: f32, %out: f32):
+    %p = arith.mulf %in, %r : f32
+    %q = arith.mulf %p, %g : f32
+    linalg.yield %q : f32
+  } -> tensor<16x8xf32>
+  %acc1 = linalg.fill ins(%zero : f32) outs(%e : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %y1 = linalg.matmul ins(%a1, %w1 : tensor<16x8xf32>, tensor<8x8xf32>) outs(%acc1 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %a2 = linalg.generic {indexing_maps = [#id, #keep, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%y1, %r2, %g2 : tensor<16x8xf32>, tensor<16x1xf32>, tensor<8xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: f32, %r: f32, %g: f32, %out: f32):
+    %c = arith.subf %in, %r : f32
+    %q = arith.mulf %c, %g : f32
+    linalg.yield %q : f32
+  } -> tensor<16x8xf32>
+  %eo = tensor.empty() : tensor<16x12xf32>
+  %acc2 = linalg.fill ins(%zero : f32) outs(%eo : tensor<16x12xf32>) -> tensor<16x12xf32>
+  %y2 = linalg.matmul ins(%a2, %w2 : tensor<16x8xf32>, tensor<8x12xf32>) outs(%acc2 : tensor<16x12xf32>) -> tensor<16x12xf32>
+  return %y2 : tensor<16x12xf32>
+}
+
 // ---- Driver (helpers in Inputs/e2e-driver.mlir) -----------------------
 
 func.func @main() {
@@ -372,5 +403,14 @@ func.func @main() {
   %gated0 = tensor.cast %gated : tensor<6x12xf32> to tensor<?x?xf32>
   call @print2d(%gated0) : (tensor<?x?xf32>) -> ()
   call @print2d(%folded) : (tensor<?x?xf32>) -> ()
+  %rows16 = tensor.cast %rows : tensor<?x?xf32> to tensor<16x8xf32>
+  %rstd16 = tensor.cast %rstd2 : tensor<?x?xf32> to tensor<16x1xf32>
+  %w88 = tensor.extract_slice %wkns[0, 0] [8, 8] [1, 1] : tensor<8x12xf32> to tensor<8x8xf32>
+  %shift = call @matrix(%c16, %c1, %c5, %c3) : (index, index, index, index) -> tensor<?x?xf32>
+  %shift16 = tensor.cast %shift : tensor<?x?xf32> to tensor<16x1xf32>
+  %chained = call @chained_norms(%rows16, %rstd16, %gamma8, %w88, %shift16, %beta8, %wkns)
+      : (tensor<16x8xf32>, tensor<16x1xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<16x1xf32>, tensor<8xf32>, tensor<8x12xf32>) -> tensor<16x12xf32>
+  %chained0 = tensor.cast %chained : tensor<16x12xf32> to tensor<?x?xf32>
+  call @print2d(%chained0) : (tensor<?x?xf32>) -> ()
   return
 }
