@@ -201,6 +201,21 @@ private:
   DenseMap<std::pair<Value, AffineMap>, Expr *> tensors, scalars;
 };
 
+/// The tensor reads under `roots`, each once.
+SmallVector<Expr *> getReads(ArrayRef<Expr *> roots) {
+  SmallVector<Expr *> reads, stack(roots);
+  DenseSet<Expr *> seen(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    Expr *expr = stack.pop_back_val();
+    for (Expr *operand : expr->operands)
+      if (seen.insert(operand).second)
+        stack.push_back(operand);
+    if (expr->kind == Expr::Kind::Read)
+      reads.push_back(expr);
+  }
+  return reads;
+}
+
 /// Marks the expressions that depend on `x` (each once).
 void markReadsOfX(Expr *expr, Value x, DenseSet<Expr *> &done) {
   if (!done.insert(expr).second)
@@ -346,18 +361,10 @@ public:
     SmallVector<Value> inputs;
     SmallVector<AffineMap> maps;
     DenseMap<Expr *, unsigned> argument;
-    SmallVector<Expr *> stack;
-    DenseSet<Expr *> seen;
+    SmallVector<Expr *> roots;
     for (const Factor &factor : factors)
-      if (seen.insert(factor.expr).second)
-        stack.push_back(factor.expr);
-    while (!stack.empty()) {
-      Expr *expr = stack.pop_back_val();
-      for (Expr *operand : expr->operands)
-        if (seen.insert(operand).second)
-          stack.push_back(operand);
-      if (expr->kind != Expr::Kind::Read)
-        continue;
+      roots.push_back(factor.expr);
+    for (Expr *expr : getReads(roots)) {
       AffineMap map = expr->map.compose(embed);
       unsigned index = 0;
       while (index < inputs.size() &&
@@ -515,15 +522,7 @@ readNormalization(Value a, Value stop, ExprReader &reader, std::string &why) {
     return failure();
   bool looksNormalized = false, oneX = true;
   Value x;
-  SmallVector<Expr *> stack{expr};
-  DenseSet<Expr *> seen{expr};
-  while (!stack.empty()) {
-    Expr *e = stack.pop_back_val();
-    for (Expr *operand : e->operands)
-      if (seen.insert(operand).second)
-        stack.push_back(operand);
-    if (e->kind != Expr::Kind::Read)
-      continue;
+  for (Expr *e : getReads(expr)) {
     looksNormalized |= e->alongM && !e->alongK;
     if (e->alongM && e->alongK) {
       oneX &= e->map == identity && (!x || x == e->value);
