@@ -314,13 +314,14 @@ def _mlp(call, up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
     return [y, h, saved]
 
 
-def _mlp_backward(call, up, down, saved_tensors, needs, grad_y):
+def _mlp_backward(call, up, down, saved_tensors, needs, grad_y, input_gradient=None):
     """The gradients of x, w1, b1, w2, b2 and the residual (`needs` says
     which): fc2's epilogue gradient (for `input + bias + residual`, no
     kernel: its gradients are grad_y and grad_y's column sum; with dropout,
     its derived backward, the mask regenerated from `output_seed`), then
     fc1's epilogue gradient on the dgrad GEMM of fc2 (grad_acc2 w2), reading
-    the saved accumulator."""
+    the saved accumulator. `input_gradient(grad_acc1, grad_residual)`, when
+    given, replaces fc1's dgrad GEMM (grad_acc1 w1) for x's gradient."""
     x, w1, b1, w2, b2, residual, h, saved, seed, output_seed = saved_tensors
     if grad_y is None:
         return None, None, None, None, None, None
@@ -344,7 +345,9 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y):
         grad_acc = backward[0]
         if needs[2]:
             grad_b1 = _as(backward[1], b1.dtype)
-        if needs[0]:
+        if needs[0] and input_gradient is not None:
+            grad_x = input_gradient(grad_acc, grad_residual)
+        elif needs[0]:
             grad_x = _as(_operand_gradient(call, up, "grad_a", grad_acc, w1, seed), x.dtype)
         if needs[1]:
             grad_w1 = _as(_operand_gradient(call, up, "grad_b", grad_acc, x, seed), w1.dtype)
@@ -360,6 +363,11 @@ def _mlp_op(up: str, down: str, x: torch.Tensor, w1: torch.Tensor, b1: Optional[
 
 @_mlp_op.register_fake
 def _(up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
+    return _mlp_fake(up, down, x, w1, w2)
+
+
+def _mlp_fake(up, down, x, w1, w2):
+    """Empty tensors shaped as `mlp`'s outputs."""
     fc1 = _families[up].program("saving", x.device, x.dtype)
     fc2 = _families[down].program("", x.device, x.dtype)
     (h_shape, h_type), (s_shape, s_type) = _outputs(fc1, x, w1)
@@ -416,3 +424,129 @@ def mlp(up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
     if torch.compiler.is_compiling():
         return _mlp_op(up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
     return list(_Mlp.apply(up, down, x, w1, b1, w2, b2, residual, seed, output_seed))
+
+
+def _tail(call, proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed,
+          output_seed):
+    """The forward of `tail`, its programs run by `call`."""
+    normed, h, saved0 = call(proj, "saving", x, w0, tensors, names, [], "", seed0)
+    y, g, saved1 = _mlp(call, up, down, normed, w1, b1, w2, b2, h, seed, output_seed)
+    return [y, normed, h, saved0, g, saved1]
+
+
+def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
+    """The gradients of x, w0, w1, b1, w2, b2 and the projection's tensor
+    inputs (`needs` says which): the MLP's backward on its input `normed`
+    and residual `h`, in which the projection's epilogue gradient (the
+    norm's backward, the residual's and the parameters' gradients) runs on
+    fc1's dgrad GEMM (grad_acc1 w1), given h's gradient through the residual;
+    then the projection's operand gradients."""
+    x, w0, seed0, normed, h, saved0, w1, b1, w2, b2, g, saved1, seed, output_seed, *tensors = \
+        saved_tensors
+    if grad_y is None:
+        return None, None, None, None, None, None, [None] * len(tensors)
+    result = {}
+
+    def through_projection(grad_acc1, grad_h):
+        # fc1's dgrad GEMM reads w1 as stored: [K, N] for an nn.Linear weight,
+        # [N, K] for one stored [in, out].
+        nk = _families[up].options.get("layout_b") == "kn"
+        grad_acc0, *input_grads = call(
+            proj, "backward_saved_nk" if nk else "backward_saved", grad_acc1, w1,
+            tensors + [saved0, _as(grad_h, h.dtype)],
+            ",".join([*_split(names), "saved_acc", "grad_h"]), [], "", seed0)
+        result["inputs"] = [_as(g, t.dtype) for g, t in zip(input_grads, tensors)]
+        result["w0"] = (_as(_operand_gradient(call, proj, "grad_b", grad_acc0, x, seed0), w0.dtype)
+                        if needs[1] else None)
+        return (_as(_operand_gradient(call, proj, "grad_a", grad_acc0, w0, seed0), x.dtype)
+                if needs[0] else None)
+
+    grad_x, grad_w1, grad_b1, grad_w2, grad_b2, _ = _mlp_backward(
+        call, up, down, (normed, w1, b1, w2, b2, h, g, saved1, seed, output_seed),
+        (True, *needs[2:6], True), grad_y, through_projection)
+    return (grad_x, result["w0"], grad_w1, grad_b1, grad_w2, grad_b2, result["inputs"])
+
+
+@torch.library.custom_op("coda::tail", mutates_args=())
+def _tail_op(proj: str, up: str, down: str, x: torch.Tensor, w0: torch.Tensor,
+             tensors: list[torch.Tensor], names: str, w1: torch.Tensor,
+             b1: Optional[torch.Tensor], w2: torch.Tensor, b2: Optional[torch.Tensor],
+             seed0: torch.Tensor, seed: torch.Tensor,
+             output_seed: torch.Tensor) -> list[torch.Tensor]:
+    return _tail(_run, proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed,
+                 output_seed)
+
+
+@_tail_op.register_fake
+def _(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, output_seed):
+    saving = _families[proj].program("saving", x.device, x.dtype)
+    (n_shape, n_type), (h_shape, h_type), (s_shape, s_type) = _outputs(saving, x, w0)
+    normed = x.new_empty(n_shape, dtype=n_type)
+    y, g, saved1 = _mlp_fake(up, down, normed, w1, w2)
+    return [y, normed, x.new_empty(h_shape, dtype=h_type), x.new_empty(s_shape, dtype=s_type),
+            g, saved1]
+
+
+def _tail_op_setup_context(ctx, inputs, output):
+    proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, output_seed = inputs
+    _, normed, h, saved0, g, saved1 = output
+    ctx.mark_non_differentiable(normed, h, saved0, g, saved1)
+    ctx.set_materialize_grads(False)
+    ctx.save_for_backward(x, w0, seed0, normed, h, saved0, w1, b1, w2, b2, g, saved1, seed,
+                          output_seed, *tensors)
+    ctx.meta = proj, up, down, names
+
+
+def _tail_op_backward(ctx, grads):
+    proj, up, down, names = ctx.meta
+    needs = ctx.needs_input_grad
+    grad_x, grad_w0, grad_w1, grad_b1, grad_w2, grad_b2, grad_tensors = _tail_backward(
+        _run_op, proj, up, down, names, ctx.saved_tensors,
+        (needs[3], needs[4], needs[7], needs[8], needs[9], needs[10]), grads[0])
+    return (None, None, None, grad_x, grad_w0, grad_tensors, None, grad_w1, grad_b1, grad_w2,
+            grad_b2, None, None, None)
+
+
+_tail_op.register_autograd(_tail_op_backward, setup_context=_tail_op_setup_context)
+
+
+class _Tail(torch.autograd.Function):
+    """`tail` in eager mode."""
+
+    @staticmethod
+    def forward(ctx, meta, x, w0, w1, b1, w2, b2, seed0, seed, output_seed, *tensors):
+        proj, up, down, names = meta
+        outputs = _tail(_run, proj, up, down, x, w0, list(tensors), names, w1, b1, w2, b2,
+                        seed0, seed, output_seed)
+        _, normed, h, saved0, g, saved1 = outputs
+        ctx.mark_non_differentiable(normed, h, saved0, g, saved1)
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(x, w0, seed0, normed, h, saved0, w1, b1, w2, b2, g, saved1, seed,
+                              output_seed, *tensors)
+        ctx.meta = meta
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, grad_y, *unused):
+        proj, up, down, names = ctx.meta
+        needs = ctx.needs_input_grad
+        grad_x, grad_w0, grad_w1, grad_b1, grad_w2, grad_b2, grad_tensors = _tail_backward(
+            _run, proj, up, down, names, ctx.saved_tensors, needs[1:7], grad_y)
+        return (None, grad_x, grad_w0, grad_w1, grad_b1, grad_w2, grad_b2, None, None, None,
+                *grad_tensors)
+
+
+def tail(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, output_seed):
+    """The second half of a pre-norm Transformer block, three programs:
+    `proj` on x [M, D] and w0 (an attention output projection whose epilogue,
+    of tensor inputs `tensors` named by `names` and the dropout seed
+    `seed0`, writes norm(h), then h, the residual stream), then an `mlp` of
+    `up` and `down` on norm(h) with h as fc2's residual. Backward: the
+    MLP's, with the projection's epilogue gradient (the norm's backward)
+    on fc1's dgrad GEMM. Returns [y, norm(h), h, and what the backward
+    reads]."""
+    if torch.compiler.is_compiling():
+        return _tail_op(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed,
+                        output_seed)
+    meta = proj, up, down, names
+    return list(_Tail.apply(meta, x, w0, w1, b1, w2, b2, seed0, seed, output_seed, *tensors))

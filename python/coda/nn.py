@@ -23,7 +23,7 @@ from .runtime import _require_torch
 torch = _require_torch("coda.nn")
 from torch import nn  # noqa: E402
 
-from .autograd import ProgramFamily, down_inputs, draw_seed, mlp, run  # noqa: E402
+from .autograd import ProgramFamily, down_inputs, draw_seed, mlp, run, tail  # noqa: E402
 
 _PLAIN = "EPILOGUE linear(bias: f32[N]) {\n  output = input + bias;\n}\n"
 _ACTIVATIONS = ("gelu", "gelu_erf", "relu", "silu", "sigmoid", "tanh")
@@ -188,6 +188,26 @@ def _inference(up, p, x2, w1, b1, down, output_p, w2, b2, r2):
     return y
 
 
+def _seeds(module, x, *probabilities):
+    """A dropout seed for each probability: drawn for dropout in training,
+    else the one never read."""
+    return [draw_seed(x.device) if p and module.training else _no_seed(x) for p in probabilities]
+
+
+def _mlp_forward(module, x, in_features, out_features, residual):
+    """The forward of an MLP or GatedMLP `module` (its _programs) on x [..., in]
+    with `residual` [..., out] added in its second kernel when given."""
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, in_features).contiguous()
+    r2 = None if residual is None else residual.reshape(-1, out_features)
+    up, p, w1, b1, down, output_p, w2, b2 = module._programs(residual is not None)
+    if not module.training:
+        return _inference(up, p, x2, w1, b1, down, output_p, w2, b2, r2).reshape(*lead, -1)
+    seed, output_seed = _seeds(module, x, p, output_p)
+    y, _, _ = mlp(up.key, down.key, x2, w1, b1, w2, b2, r2, seed, output_seed)
+    return y.reshape(*lead, -1)
+
+
 class MLP(nn.Module):
     """A Transformer MLP: y = dropout(fc2(dropout(act(fc1(x)), p)), q) +
     residual (q = output_dropout, 0 by default, as nanoGPT's MLP), with
@@ -238,20 +258,15 @@ class MLP(nn.Module):
         weight as this module stores it."""
         return linear.weight.shape[side if self.weight_layout == "kn" else 1 - side]
 
+    def _programs(self, residual):
+        """(fc1's family, its dropout probability, w1, b1, fc2's family (with
+        a residual input or not), its dropout probability, w2, b2)."""
+        return (self._up, self.p, self.fc1.weight, self.fc1.bias, self._down[residual],
+                self.output_p, self.fc2.weight, self.fc2.bias)
+
     def forward(self, x, residual=None):
-        lead = x.shape[:-1]
-        x2 = x.reshape(-1, self._width(self.fc1, 0)).contiguous()
-        r2 = None if residual is None else residual.reshape(-1, self._width(self.fc2, 1))
-        down = self._down[residual is not None]
-        if not self.training:
-            return _inference(self._up, self.p, x2, self.fc1.weight, self.fc1.bias, down,
-                              self.output_p, self.fc2.weight, self.fc2.bias,
-                              r2).reshape(*lead, -1)
-        seed = draw_seed(x.device) if self.p else _no_seed(x)
-        output_seed = draw_seed(x.device) if self.output_p else _no_seed(x)
-        y, _, _ = mlp(self._up.key, down.key, x2, self.fc1.weight, self.fc1.bias,
-                      self.fc2.weight, self.fc2.bias, r2, seed, output_seed)
-        return y.reshape(*lead, -1)
+        return _mlp_forward(self, x, self._width(self.fc1, 0), self._width(self.fc2, 1),
+                            residual)
 
     def extra_repr(self):
         return (f"activation={self.activation}, dropout={self.p}"
@@ -295,18 +310,99 @@ class GatedMLP(nn.Module):
         gate, up = self.gate_proj.weight, self.up_proj.weight
         return torch.stack((gate, up), dim=1).reshape(2 * gate.shape[0], gate.shape[1])
 
+    def _programs(self, residual):
+        """As MLP's: the gate and up projections one GEMM, no dropout."""
+        return (self._up, 0.0, self._gate_up(), None, self._down[residual], 0.0,
+                self.down_proj.weight, None)
+
     def forward(self, x, residual=None):
-        lead = x.shape[:-1]
-        x2 = x.reshape(-1, self.gate_proj.in_features).contiguous()
-        r2 = None if residual is None else residual.reshape(-1, self.down_proj.out_features)
-        down = self._down[residual is not None]
-        if not self.training:
-            return _inference(self._up, 0.0, x2, self._gate_up(), None, down, 0.0,
-                              self.down_proj.weight, None, r2).reshape(*lead, -1)
-        seed = _no_seed(x)
-        y, _, _ = mlp(self._up.key, down.key, x2, self._gate_up(), None,
-                      self.down_proj.weight, None, r2, seed, seed)
-        return y.reshape(*lead, -1)
+        return _mlp_forward(self, x, self.gate_proj.in_features, self.down_proj.out_features,
+                            residual)
 
     def extra_repr(self):
         return f"activation={self.activation}"
+
+
+_NORMS = ("layernorm", "rmsnorm")
+
+
+def _projection_norm(norm, eps, bias, norm_bias, dropout):
+    """The program family of an output projection whose epilogue adds its
+    bias (when `bias`), applies dropout (probability `dropout`) and adds the
+    residual, h, then normalizes h over its row: LayerNorm (with its bias
+    when `norm_bias`) or RMSNorm, both with the weight `gamma`, in f32.
+    Writes norm(h) first (the output whose gradient fc1's dgrad GEMM
+    gives), then h."""
+    inputs = ((["bias: {t}[N]"] if bias else []) + ["residual: {t}[M, N]", "gamma: {t}[N]"]
+              + (["beta: {t}[N]"] if norm_bias else []))
+    linear = "input + bias" if bias else "input"
+    if dropout:
+        linear = f"dropout({linear}, {dropout!r})"
+    if norm == "layernorm":
+        body = ("  d = h - row_mean(h);\n"
+                f"  normed = d * rsqrt(row_mean(d * d) + {eps!r}) * gamma"
+                + (" + beta" if norm_bias else "") + ";\n")
+    else:
+        body = f"  normed = h * rsqrt(row_mean(h * h) + {eps!r}) * gamma;\n"
+    text = (f"EPILOGUE projection_{norm}({', '.join(inputs)})\n"
+            "    -> (normed: {t}[M, N], h: {t}[M, N]) {\n"
+            f"  h = {linear} + residual;\n{body}}}\n")
+    return ProgramFamily(lambda t: text.replace("{t}", t))
+
+
+class ResidualNormMLP(nn.Module):
+    """The second half of a pre-norm Transformer block: h = dropout(x W^T +
+    b, p) + residual, then y = h + mlp(norm(h)), with norm LayerNorm
+    (nanoGPT's and GPT-2's ln_2) or RMSNorm (LLaMA's post-attention norm)
+    and mlp a coda.nn.MLP or GatedMLP. Three kernels forward: the attention
+    output projection writes h and norm(h) (the row statistics combined
+    across the blocks that share a row: rows of at most 4096 columns on the
+    GPU), then the MLP's two, h added in the second. Backward, the MLP's,
+    with the projection's epilogue gradient (the norm's backward, the
+    residual's gradient, the gradients of b and of the norm's weight and
+    bias) in the epilogue of fc1's dgrad GEMM, and the projection's two
+    operand gradients: no kernel of the norm's own. Children: `proj`
+    (nn.Linear), `norm` (nn.LayerNorm or nn.RMSNorm) and `mlp`."""
+
+    def __init__(self, in_features, width, hidden_features, norm="layernorm", eps=1e-5,
+                 gated=False, activation=None, dropout=0.0, mlp_dropout=0.0,
+                 output_dropout=0.0, bias=True, device=None, dtype=None):
+        super().__init__()
+        if norm not in _NORMS:
+            raise ValueError(f"unknown norm '{norm}'; expected layernorm or rmsnorm")
+        _check_dropout(dropout)
+        self.p = dropout
+        self.proj = nn.Linear(in_features, width, bias, device, dtype)
+        if norm == "layernorm":
+            self.norm = nn.LayerNorm(width, eps, bias=bias, device=device, dtype=dtype)
+        else:
+            self.norm = nn.RMSNorm(width, eps, device=device, dtype=dtype)
+        if gated:
+            self.mlp = GatedMLP(width, hidden_features, activation=activation or "silu",
+                                device=device, dtype=dtype)
+        else:
+            self.mlp = MLP(width, hidden_features, activation=activation or "gelu",
+                           dropout=mlp_dropout, bias=bias, device=device, dtype=dtype,
+                           output_dropout=output_dropout)
+        self._proj = _projection_norm(norm, eps, bias, norm == "layernorm" and bias, dropout)
+
+    def forward(self, x, residual):
+        lead = residual.shape
+        x2 = x.reshape(-1, self.proj.in_features).contiguous()
+        named = [("bias", self.proj.bias), ("residual", residual.reshape(-1, lead[-1])),
+                 ("gamma", self.norm.weight), ("beta", getattr(self.norm, "bias", None))]
+        tensors = [t for _, t in named if t is not None]
+        names = ",".join(n for n, t in named if t is not None)
+        up, p, w1, b1, down, output_p, w2, b2 = self.mlp._programs(True)
+        if not self.training:
+            normed, h = run(self._proj.key, "inference" if self.p else "", x2, self.proj.weight,
+                            tensors, names, [], "", _no_seed(x))
+            y = _inference(up, p, normed, w1, b1, down, output_p, w2, b2, h)
+            return y.reshape(lead)
+        seed0, seed, output_seed = _seeds(self, x, self.p, p, output_p)
+        y = tail(self._proj.key, up.key, down.key, x2, self.proj.weight, tensors, names, w1, b1,
+                 w2, b2, seed0, seed, output_seed)[0]
+        return y.reshape(lead)
+
+    def extra_repr(self):
+        return f"dropout={self.p}"

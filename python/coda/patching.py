@@ -247,6 +247,69 @@ def _patch_block(block, mlp_parts):
             f"{_describe(mlp_parts)} + residual as coda's fused MLP")
 
 
+_DECODER_CHILDREN = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"}
+# The widest row whose norm the GPU's kernels compute in one cluster.
+_WIDEST_NORM = 4096
+
+
+def _decoder_parts(layer):
+    """(the gated MLP's activation name,) of a LLaMA-style decoder layer
+    (Hugging Face's LlamaDecoderLayer, Mistral's, Qwen2's: exactly the
+    children input_layernorm, self_attn with an nn.Linear o_proj,
+    post_attention_layernorm, an RMSNorm with `weight` and
+    `variance_epsilon`, and a gated MLP), a string that says why it is left
+    as it is, or None when it is not one."""
+    children = dict(layer.named_children())
+    if set(children) != _DECODER_CHILDREN or not type(layer).__name__.endswith("DecoderLayer"):
+        return None
+    proj = getattr(children["self_attn"], "o_proj", None)
+    norm = children["post_attention_layernorm"]
+    gated = _gated_parts(children["mlp"])
+    if not isinstance(proj, nn.Linear) or not isinstance(gated, tuple):
+        return None
+    if not (isinstance(getattr(norm, "variance_epsilon", None), float)
+            and isinstance(getattr(norm, "weight", None), torch.Tensor)
+            and type(norm).__name__.endswith("RMSNorm") and norm.weight.shape == (proj.out_features,)):
+        return "a post-attention norm that is not an RMSNorm of weight and variance_epsilon"
+    if proj.out_features > _WIDEST_NORM:
+        return (f"rows of {proj.out_features} columns: the fused norm spans at most "
+                f"{_WIDEST_NORM}")
+    return gated
+
+
+def _patch_decoder(layer, activation):
+    """A LLaMA-style decoder layer: after attention, the output projection,
+    the residual and the post-attention RMSNorm in one kernel, then the gated
+    MLP with the residual in its second kernel (coda.nn.ResidualNormMLP); the
+    norm's backward rides on the gate and up projections' dgrad GEMM. The
+    attention's o_proj then returns its input: the layer applies it."""
+    attn, norm, mlp = layer.self_attn, layer.post_attention_layernorm, layer.mlp
+    proj, gate = attn.o_proj, mlp.gate_proj
+    core = coda_nn.ResidualNormMLP(proj.in_features, proj.out_features, gate.out_features,
+                                   norm="rmsnorm", eps=norm.variance_epsilon, gated=True,
+                                   activation=activation, bias=proj.bias is not None,
+                                   device="meta")
+    gated = coda_nn.GatedMLP(gate.in_features, gate.out_features, mlp.down_proj.out_features,
+                             activation=activation, device="meta")
+    gated.gate_proj, gated.up_proj, gated.down_proj = gate, mlp.up_proj, mlp.down_proj
+    core.proj, core.norm, core.mlp = proj, norm, gated
+    object.__setattr__(layer, "_coda_tail", core)
+    proj.forward = lambda x: x
+
+    def forward(hidden_states, *args, **kwargs):
+        if args:
+            raise TypeError("the patched decoder layer takes its arguments after "
+                            "hidden_states by keyword")
+        x = layer.input_layernorm(hidden_states)
+        attended, _ = attn(hidden_states=x, **kwargs)
+        core.training = gated.training = layer.training
+        return core(attended, hidden_states)
+
+    layer.forward = forward
+    return (f"decoder layer: attention output projection + residual + RMSNorm in one kernel, "
+            f"gated MLP ({activation}) + residual as coda's fused gated MLP")
+
+
 def _patch_linear(module):
     """An nn.Linear of a width cuBLAS runs slowly (in or out features not a
     multiple of 8: an unpadded vocabulary's head) on coda's GEMM, its bias in
@@ -333,6 +396,25 @@ def _patch_dense(module, parts):
     return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
 
 
+def _odd_linear(module):
+    """(module,) for an nn.Linear of a width not a multiple of 8, else None."""
+    if isinstance(module, nn.Linear) and (module.in_features % 8 or module.out_features % 8):
+        return (module,)
+    return None
+
+
+# What coda.patch recognizes in a module, in order: a function that returns
+# the parts it patches (a tuple), why it leaves the module (a string) or
+# None, and the function that patches the parts and describes what it did.
+_RECOGNIZERS = (
+    (_decoder_parts, lambda module, parts: _patch_decoder(module, *parts)),
+    (_gated_parts, lambda module, parts: _patch_gated(module, *parts)),
+    (_dense_parts, _patch_dense),
+    (_odd_linear, lambda module, parts: _patch_linear(module)),
+    (_mlp_parts, _patch_mlp),
+)
+
+
 def patch(model, verbose=False):
     """Puts the Transformer blocks and MLPs of `model` (an nn.Module) on coda
     kernels, in place, and returns a PatchReport (printed with
@@ -352,30 +434,14 @@ def patch(model, verbose=False):
                     report.replaced.append((name, what))
                     done.add(name)
                     continue
-        gated = _gated_parts(module)
-        if isinstance(gated, tuple):
-            report.replaced.append((name, _patch_gated(module, *gated)))
-            done.add(name)
-            continue
-        if isinstance(gated, str):
-            report.skipped.append((name, gated))
-        dense = _dense_parts(module)
-        if isinstance(dense, tuple):
-            report.replaced.append((name, _patch_dense(module, dense)))
-            done.add(name)
-            continue
-        if isinstance(dense, str):
-            report.skipped.append((name, dense))
-        if isinstance(module, nn.Linear) and (module.in_features % 8 or module.out_features % 8):
-            report.replaced.append((name, _patch_linear(module)))
-            done.add(name)
-            continue
-        parts = _mlp_parts(module)
-        if isinstance(parts, tuple):
-            report.replaced.append((name, _patch_mlp(module, parts)))
-            done.add(name)
-        elif isinstance(parts, str):
-            report.skipped.append((name, parts))
+        for recognize, apply in _RECOGNIZERS:
+            parts = recognize(module)
+            if isinstance(parts, tuple):
+                report.replaced.append((name, apply(module, parts)))
+                done.add(name)
+                break
+            if isinstance(parts, str):
+                report.skipped.append((name, parts))
     if verbose:
         print(report)
     return report

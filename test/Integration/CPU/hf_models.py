@@ -5,7 +5,8 @@
 # CPU reference, in float32): GPT2LMHeadModel, whose GPT2MLPs' projections are
 # Conv1D modules with weights stored [in, out], and BertForMaskedLM, whose
 # intermediate (dense + GELU) and output projections (dense + dropout +
-# residual, then LayerNorm) go on coda, and LlamaForCausalLM, whose gated
+# residual, then LayerNorm) go on coda, and LlamaForCausalLM, whose decoder
+# layers' output projection, residual and post-attention RMSNorm and gated
 # MLPs (SwiGLU) do, with the LM heads of an unpadded vocabulary. The state_dict keeps its keys and tensors, and the loss and
 # every gradient equal the eager model's, with dropout off; with the MLP's
 # dropout on, its output is compared with the eager form on coda's mask.
@@ -112,18 +113,25 @@ print(report.replaced[0][0], len(report.replaced))
 check_training("RoBERTa", roberta, roberta_fused, bert_tokens.clamp(min=2))
 # CHECK: RoBERTa losses and gradients: dropout off
 
-# LLaMA: every LlamaMLP (gate, up and down projections without biases, SiLU)
-# on coda's fused gated MLP; attention (with its rotary embedding) and the
-# RMSNorms stay PyTorch's.
+# LLaMA: every decoder layer's second half on coda: the attention output
+# projection, the residual and the post-attention RMSNorm in one kernel, then
+# the LlamaMLP (gate, up and down projections without biases, SiLU) as coda's
+# fused gated MLP with the residual in its second kernel; the norm's backward
+# on the gate and up projections' dgrad GEMM. Attention (with its rotary
+# embedding) and the input RMSNorm stay PyTorch's. The post-attention norms'
+# weights are set away from 1, so that their gradients are checked.
 llama_config = LlamaConfig(vocab_size=101, hidden_size=32, intermediate_size=88,
                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                            max_position_embeddings=32)
 llama = LlamaForCausalLM(llama_config)
+with torch.no_grad():
+    for layer in llama.model.layers:
+        layer.post_attention_layernorm.weight.uniform_(0.5, 1.5)
 llama_fused = copy.deepcopy(llama)
 print(coda.patch(llama_fused))
 # CHECK: coda.patch: 3 modules on coda kernels
-# CHECK-NEXT: model.layers.0.mlp: gated MLP (silu) as coda's fused gated MLP
-# CHECK-NEXT: model.layers.1.mlp: gated MLP (silu) as coda's fused gated MLP
+# CHECK-NEXT: model.layers.0: decoder layer: attention output projection + residual + RMSNorm in one kernel, gated MLP (silu) + residual as coda's fused gated MLP
+# CHECK-NEXT: model.layers.1: decoder layer:
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
 check_training("LLaMA", llama, llama_fused, bert_tokens)
 # CHECK: LLaMA losses and gradients: dropout off

@@ -2,13 +2,13 @@
 # RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %coda_src
 #
 # Training through coda's derived backward on bf16 CUDA tensors: coda.nn.MLP
-# (fc1's epilogue gradient in fc2's dgrad GEMM), coda.nn.OutProjection and
-# coda.nn.Linear, forward and backward, against PyTorch autograd of the
-# unfused math in float64 on the same bf16 values (coda's dropout mask
-# regenerated from the seed), on ragged shapes, with every tensor PyTorch
-# allocates (the kernels' outputs included) filled with NaN first. Then the
-# same module under torch.compile(fullgraph=True) and replayed in a CUDA
-# graph.
+# (fc1's epilogue gradient in fc2's dgrad GEMM), coda.nn.OutProjection,
+# coda.nn.Linear and coda.nn.ResidualNormMLP, forward and backward, against
+# PyTorch autograd of the unfused math in float64 on the same bf16 values
+# (coda's dropout mask regenerated from the seed), on ragged shapes, with
+# every tensor PyTorch allocates (the kernels' outputs included) filled with
+# NaN first. Then the same MLP under torch.compile(fullgraph=True) and
+# replayed in a CUDA graph.
 
 import os
 import sys
@@ -171,6 +171,55 @@ for p_graph in (0.0, p):
         failures.append("CUDA graph replays: the same mask twice")
     else:
         print("CUDA graph replays: a new mask each")
+
+# coda.nn.ResidualNormMLP: the output projection writing h and norm(h), then
+# the MLP on norm(h) with h as its residual, the norm's backward on fc1's
+# dgrad GEMM (a row reduction across a cluster of blocks and the norm
+# parameters' column sums in one kernel): GPT-2's LayerNorm block half at its
+# width and LLaMA's RMSNorm with the gated MLP at 2048, over ragged rows.
+import torch.nn.functional as F  # noqa: E402
+
+
+def unfused(params, gated, norm, eps, x, residual):
+    h = F.linear(x, params["proj.weight"], params.get("proj.bias")) + residual
+    if norm == "layernorm":
+        n = F.layer_norm(h, h.shape[-1:], params["norm.weight"], params.get("norm.bias"), eps)
+    else:
+        n = h * torch.rsqrt(h.square().mean(-1, keepdim=True) + eps) * params["norm.weight"]
+    if gated:
+        g = F.silu(F.linear(n, params["mlp.gate_proj.weight"])) * F.linear(
+            n, params["mlp.up_proj.weight"])
+        return h + F.linear(g, params["mlp.down_proj.weight"])
+    a = F.gelu(F.linear(n, params["mlp.fc1.weight"], params["mlp.fc1.bias"]), approximate="tanh")
+    return h + F.linear(a, params["mlp.fc2.weight"], params["mlp.fc2.bias"])
+
+
+torch.manual_seed(5)
+for label, norm, gated, bias, rows, width, hidden in [
+        ("GPT-2 LayerNorm + MLP", "layernorm", False, True, 1000, 768, 3072),
+        ("LLaMA RMSNorm + gated MLP", "rmsnorm", True, False, 777, 2048, 5632)]:
+    eps = 1e-5 if norm == "layernorm" else 1e-6
+    module = coda.nn.ResidualNormMLP(width, width, hidden, norm=norm, eps=eps, gated=gated,
+                                     bias=bias, device=cuda, dtype=torch.bfloat16)
+    with torch.no_grad():
+        module.norm.weight.uniform_(0.5, 1.5)
+        if bias:
+            module.norm.bias.uniform_(-0.5, 0.5)
+            module.proj.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(rows, width, device=cuda, dtype=torch.bfloat16, requires_grad=True)
+    r = torch.randn(rows, width, device=cuda, dtype=torch.bfloat16, requires_grad=True)
+    y = module(x, r)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    params = {n: p.detach().double().requires_grad_() for n, p in module.named_parameters()}
+    wide = [t.detach().double().requires_grad_() for t in (x, r)]
+    want = unfused(params, gated, norm, eps, *wide)
+    want.backward(grad.double())
+    report(f"{label} output", y, want)
+    report(f"{label} grad x", x.grad, wide[0].grad)
+    report(f"{label} grad residual", r.grad, wide[1].grad)
+    for name, p in module.named_parameters():
+        report(f"{label} grad {name}", p.grad, params[name].grad)
 
 print(f"{len(failures)} failed: {failures}" if failures else "all passed")
 sys.exit(1 if failures else 0)

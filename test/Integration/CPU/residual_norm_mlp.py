@@ -1,0 +1,127 @@
+# REQUIRES: torch
+# RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s
+#
+# coda.nn.ResidualNormMLP, the second half of a pre-norm Transformer block in
+# three programs (the output projection writing h = dropout(x W^T + b) +
+# residual and norm(h), then an MLP on norm(h) with h as its residual), whose
+# backward puts the projection's epilogue gradient (the norm's backward) on
+# fc1's dgrad GEMM: gradcheck in float64 on the CPU reference for LayerNorm
+# and RMSNorm, the plain and the gated MLP, with and without biases, with
+# dropout in the projection and in the MLP; then in float32 against PyTorch
+# autograd of the unfused math, in eval mode, under
+# torch.compile(fullgraph=True), and the errors a user sees.
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+import torch
+import torch.nn.functional as F
+
+import coda.nn
+
+torch.manual_seed(0)
+M, K, D, H = 7, 12, 10, 18
+failures = []
+
+
+def report(what, got, want, tolerance):
+    error = ((got - want).norm() / want.norm()).item()
+    if not error < tolerance:
+        failures.append(f"{what}: relative error {error:.2e}")
+
+
+def unfused(module, x, residual):
+    """The module's math as PyTorch's modules compute it (no dropout)."""
+    h = F.linear(x, module.proj.weight, module.proj.bias) + residual
+    n = module.norm(h)
+    mlp = module.mlp
+    if isinstance(mlp, coda.nn.GatedMLP):
+        return h + mlp.down_proj(F.silu(mlp.gate_proj(n)) * mlp.up_proj(n))
+    return h + mlp.fc2(F.gelu(mlp.fc1(n), approximate="tanh"))
+
+
+def randomize_norm(module):
+    """Norm parameters away from their initial 1 and 0, so that their
+    gradients are checked against something."""
+    with torch.no_grad():
+        module.norm.weight.uniform_(0.5, 1.5)
+        if getattr(module.norm, "bias", None) is not None:
+            module.norm.bias.uniform_(-0.5, 0.5)
+
+
+CONFIGS = [("layernorm", False, True), ("layernorm", False, False), ("rmsnorm", True, False),
+           ("rmsnorm", False, True)]
+
+# gradcheck in float64, every parameter, the input and the residual, with
+# dropout in the projection (p) and in the MLP (after fc1 and after fc2):
+# the seeds are drawn again from the same generator state at each call.
+for norm, gated, bias in CONFIGS:
+    for p in (0.0, 0.3):
+        module = coda.nn.ResidualNormMLP(K, D, H, norm=norm, gated=gated, bias=bias, dropout=p,
+                                         mlp_dropout=0.0 if gated else p,
+                                         output_dropout=0.0 if gated else p,
+                                         dtype=torch.float64)
+        randomize_norm(module)
+        names = [name for name, _ in module.named_parameters()]
+        x = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
+        r = torch.randn(M, D, dtype=torch.float64, requires_grad=True)
+
+        def f(x, r, *params):
+            torch.manual_seed(11)
+            return torch.func.functional_call(module, dict(zip(names, params)), (x, r))
+
+        ok = torch.autograd.gradcheck(f, (x, r, *module.parameters()), raise_exception=False)
+        if not ok:
+            failures.append(f"gradcheck {norm} gated={gated} bias={bias} dropout={p}")
+print("gradcheck: done")
+# CHECK: gradcheck: done
+
+# float32 against the unfused math: outputs and every gradient; eval mode.
+for norm, gated, bias in CONFIGS:
+    label = f"{norm} gated={gated} bias={bias}"
+    module = coda.nn.ResidualNormMLP(K, D, H, norm=norm, gated=gated, bias=bias)
+    randomize_norm(module)
+    x = torch.randn(2, M, K, requires_grad=True)
+    r = torch.randn(2, M, D, requires_grad=True)
+    y = module(x, r)
+    report(f"{label} output", y, unfused(module, x, r), 1e-5)
+    inputs = [x, r, *module.parameters()]
+    grads = torch.autograd.grad(y.square().sum(), inputs)
+    wants = torch.autograd.grad(unfused(module, x, r).square().sum(), inputs)
+    for i, (got, want) in enumerate(zip(grads, wants)):
+        report(f"{label} gradient {i}", got, want, 1e-5)
+    report(f"{label} eval", module.eval()(x, r), unfused(module, x, r), 1e-5)
+print("float32: done")
+# CHECK: float32: done
+
+# torch.compile(fullgraph=True): no graph break; forward and backward as in
+# eager mode.
+module = coda.nn.ResidualNormMLP(K, D, H, norm="rmsnorm", gated=True, bias=False)
+randomize_norm(module)
+compiled = torch.compile(module, fullgraph=True, backend="aot_eager")
+x = torch.randn(M, K, requires_grad=True)
+r = torch.randn(M, D)
+results = []
+for run in (module, compiled):
+    x.grad = None
+    module.zero_grad()
+    run(x, r).square().sum().backward()
+    results.append([x.grad.clone(), module.norm.weight.grad.clone(), module.proj.weight.grad.clone()])
+for what, got, want in zip(("x", "norm weight", "proj weight"), results[1], results[0]):
+    report(f"compiled gradient of {what}", got, want, 1e-6)
+print("compiled: done")
+# CHECK: compiled: done
+
+try:
+    coda.nn.ResidualNormMLP(K, D, H, norm="batchnorm")
+    failures.append("no error for an unknown norm")
+except ValueError as error:
+    print(error)
+# CHECK: unknown norm 'batchnorm'; expected layernorm or rmsnorm
+
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)
+print("residual norm MLP: ok")
+# CHECK: residual norm MLP: ok
