@@ -79,14 +79,14 @@ def load_peers(folder):
 
 def report(out, name, res, header):
     """Writes `res` to <out>/<name>.json and, as a table of each row's times
-    relative to its "gemm", with `header` and the "*_error" entries, to
+    relative to its first (the GEMMs alone), with `header` and the "*_error" entries, to
     <out>/<name>.md; prints the table."""
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, name + ".json"), "w") as f:
         json.dump(res, f, indent=1)
     lines = [header, ""]
     for shape, row in res["rows"].items():
-        base = row["gemm"]
+        base = next(iter(row.values()))
         lines.append(f"{shape}: " + ", ".join(f"{key} {ms:.4f} ({ms / base:.3f}x)"
                                               for key, ms in row.items()))
     lines.append("errors vs the unfused math: " + ", ".join(
