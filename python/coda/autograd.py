@@ -428,10 +428,21 @@ def mlp(up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
 
 def _tail(call, proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed,
           output_seed):
-    """The forward of `tail`, its programs run by `call`."""
-    normed, h, saved0 = call(proj, "saving", x, w0, tensors, names, [], "", seed0)
+    """The forward of `tail`, its programs run by `call`: [y, norm(h), h, what
+    fc1's backward reads, then what the projection's does (its accumulator
+    and row statistics)]."""
+    normed, h, *saved0 = call(proj, "saving", x, w0, tensors, names, [], "", seed0)
     y, g, saved1 = _mlp(call, up, down, normed, w1, b1, w2, b2, h, seed, output_seed)
-    return [y, normed, h, saved0, g, saved1]
+    return [y, normed, h, g, saved1, *saved0]
+
+
+def _saved_names(key, x):
+    """The names of what program family `key`'s saving program writes for
+    its backward (its accumulator, then its row statistics): its outputs
+    after the forward's."""
+    saving = _families[key].program("saving", x.device, x.dtype)
+    forward = _families[key].program("", x.device, x.dtype)
+    return [output["name"] for output in saving.outputs[len(forward.outputs):]]
 
 
 def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
@@ -441,8 +452,9 @@ def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
     norm's backward, the residual's and the parameters' gradients) runs on
     fc1's dgrad GEMM (grad_acc1 w1), given h's gradient through the residual;
     then the projection's operand gradients."""
-    x, w0, seed0, normed, h, saved0, w1, b1, w2, b2, g, saved1, seed, output_seed, *tensors = \
-        saved_tensors
+    x, w0, seed0, normed, h, w1, b1, w2, b2, g, saved1, seed, output_seed, *rest = saved_tensors
+    saved_names = _saved_names(proj, x)
+    saved0, tensors = rest[:len(saved_names)], rest[len(saved_names):]
     if grad_y is None:
         return None, None, None, None, None, None, [None] * len(tensors)
     result = {}
@@ -453,8 +465,8 @@ def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
         nk = _families[up].options.get("layout_b") == "kn"
         grad_acc0, *input_grads = call(
             proj, "backward_saved_nk" if nk else "backward_saved", grad_acc1, w1,
-            tensors + [saved0, _as(grad_h, h.dtype)],
-            ",".join([*_split(names), "saved_acc", "grad_h"]), [], "", seed0)
+            tensors + saved0 + [_as(grad_h, h.dtype)],
+            ",".join([*_split(names), *saved_names, "grad_h"]), [], "", seed0)
         result["inputs"] = [_as(g, t.dtype) for g, t in zip(input_grads, tensors)]
         result["w0"] = (_as(_operand_gradient(call, proj, "grad_b", grad_acc0, x, seed0), w0.dtype)
                         if needs[1] else None)
@@ -480,20 +492,19 @@ def _tail_op(proj: str, up: str, down: str, x: torch.Tensor, w0: torch.Tensor,
 @_tail_op.register_fake
 def _(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, output_seed):
     saving = _families[proj].program("saving", x.device, x.dtype)
-    (n_shape, n_type), (h_shape, h_type), (s_shape, s_type) = _outputs(saving, x, w0)
-    normed = x.new_empty(n_shape, dtype=n_type)
+    normed, h, *saved0 = [x.new_empty(shape, dtype=dtype)
+                          for shape, dtype in _outputs(saving, x, w0)]
     y, g, saved1 = _mlp_fake(up, down, normed, w1, w2)
-    return [y, normed, x.new_empty(h_shape, dtype=h_type), x.new_empty(s_shape, dtype=s_type),
-            g, saved1]
+    return [y, normed, h, g, saved1, *saved0]
 
 
 def _tail_op_setup_context(ctx, inputs, output):
     proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, output_seed = inputs
-    _, normed, h, saved0, g, saved1 = output
-    ctx.mark_non_differentiable(normed, h, saved0, g, saved1)
+    _, normed, h, g, saved1, *saved0 = output
+    ctx.mark_non_differentiable(*output[1:])
     ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, w0, seed0, normed, h, saved0, w1, b1, w2, b2, g, saved1, seed,
-                          output_seed, *tensors)
+    ctx.save_for_backward(x, w0, seed0, normed, h, w1, b1, w2, b2, g, saved1, seed, output_seed,
+                          *saved0, *tensors)
     ctx.meta = proj, up, down, names
 
 
@@ -518,11 +529,11 @@ class _Tail(torch.autograd.Function):
         proj, up, down, names = meta
         outputs = _tail(_run, proj, up, down, x, w0, list(tensors), names, w1, b1, w2, b2,
                         seed0, seed, output_seed)
-        _, normed, h, saved0, g, saved1 = outputs
-        ctx.mark_non_differentiable(normed, h, saved0, g, saved1)
+        _, normed, h, g, saved1, *saved0 = outputs
+        ctx.mark_non_differentiable(*outputs[1:])
         ctx.set_materialize_grads(False)
-        ctx.save_for_backward(x, w0, seed0, normed, h, saved0, w1, b1, w2, b2, g, saved1, seed,
-                              output_seed, *tensors)
+        ctx.save_for_backward(x, w0, seed0, normed, h, w1, b1, w2, b2, g, saved1, seed,
+                              output_seed, *saved0, *tensors)
         ctx.meta = meta
         return tuple(outputs)
 
@@ -543,8 +554,8 @@ def tail(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, out
     `seed0`, writes norm(h), then h, the residual stream), then an `mlp` of
     `up` and `down` on norm(h) with h as fc2's residual. Backward: the
     MLP's, with the projection's epilogue gradient (the norm's backward)
-    on fc1's dgrad GEMM. Returns [y, norm(h), h, and what the backward
-    reads]."""
+    on fc1's dgrad GEMM, reading the projection's saved accumulator and row
+    statistics. Returns [y, norm(h), h, and what the backward reads]."""
     if torch.compiler.is_compiling():
         return _tail_op(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed,
                         output_seed)

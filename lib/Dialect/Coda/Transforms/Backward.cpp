@@ -18,6 +18,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -127,14 +128,25 @@ void finishEpilogue(GemmOp gemm, ArrayRef<Value> values) {
 /// Clones the forward epilogue into the block `b` builds in, with the
 /// forward's accumulator and inputs mapped by `mapping`, and derives the
 /// adjoints of the accumulator and of the inputs from `seeds` (forward value,
-/// its gradient). Returns the adjoint of the accumulator, then of each
-/// input (null for none).
+/// its gradient). The ops of `saved` (a forward row reduction and the
+/// argument that holds its value, saved by the forward) are cloned for their
+/// derivative only: the ops after them read the saved value. Returns the
+/// adjoint of the accumulator, then of each input (null for none).
 FailureOr<SmallVector<Value>>
 buildEpilogueGradient(OpBuilder &b, GemmOp forward, IRMapping &mapping,
-                      ArrayRef<std::pair<Value, Value>> seeds) {
+                      ArrayRef<std::pair<Value, Value>> seeds,
+                      const DenseMap<Operation *, Value> &saved) {
   SmallVector<Operation *> cloned;
-  for (Operation &op : forward.getEpilogueBlock().without_terminator())
+  // A cloned op whose value is read from a saved argument: its adjoint
+  // accumulates on that argument, whose users read it.
+  DenseMap<Operation *, Value> valueOf;
+  for (Operation &op : forward.getEpilogueBlock().without_terminator()) {
     cloned.push_back(b.clone(op, mapping));
+    if (Value value = saved.lookup(&op)) {
+      mapping.map(op.getResult(0), value);
+      valueOf[cloned.back()] = value;
+    }
+  }
 
   DenseMap<Value, Value> adjoints;
   auto accumulate = [&](Value value, Value contribution) {
@@ -150,7 +162,8 @@ buildEpilogueGradient(OpBuilder &b, GemmOp forward, IRMapping &mapping,
   for (Operation *op : llvm::reverse(cloned)) {
     if (op->getNumResults() != 1)
       continue;
-    Value adjoint = adjoints.lookup(op->getResult(0));
+    Value adjoint = adjoints.lookup(valueOf.lookup(op) ? valueOf.lookup(op)
+                                                       : op->getResult(0));
     if (!adjoint || op->getNumOperands() == 0)
       continue;
     FailureOr<SmallVector<Value>> contributions = buildAdjoint(b, op, adjoint);
@@ -264,11 +277,14 @@ void appendGradientResults(Forward &forward, SmallVector<Slot> &slots,
 }
 
 /// Builds the epilogue gradient in `gemm`, whose block holds the forward's
-/// inputs first (from argument `firstInput`), then `saved acc` or not, then
-/// the gradients of the `[m, n]` outputs in `seeded` order.
+/// inputs first (from argument `firstInput`), then `saved acc` and the saved
+/// row statistics or not, then the gradients of the `[m, n]` outputs in
+/// `seeded` order. `saved`: the forward's row reductions whose values the
+/// block holds.
 LogicalResult fillEpilogueGradient(Forward &forward, GemmOp gemm,
                                    Value accumulator, unsigned firstInput,
-                                   ArrayRef<std::pair<unsigned, Value>> seeds) {
+                                   ArrayRef<std::pair<unsigned, Value>> seeds,
+                                   const DenseMap<Operation *, Value> &saved) {
   Block &block = gemm.getEpilogueBlock();
   OpBuilder b = OpBuilder::atBlockEnd(&block);
   IRMapping mapping;
@@ -281,7 +297,7 @@ LogicalResult fillEpilogueGradient(Forward &forward, GemmOp gemm,
     seedValues.push_back(
         {forward.gemm.getYield().getValues()[output], gradient});
   FailureOr<SmallVector<Value>> adjoints =
-      buildEpilogueGradient(b, forward.gemm, mapping, seedValues);
+      buildEpilogueGradient(b, forward.gemm, mapping, seedValues, saved);
   if (failed(adjoints))
     return failure();
   SmallVector<Value> yielded{
@@ -356,11 +372,34 @@ FailureOr<func::FuncOp> buildRecomputeBackward(Forward &forward) {
   for (auto [i, output] : llvm::enumerate(outputs))
     seeds.push_back({output, block.getArgument(1 + numInputs + i)});
   if (failed(fillEpilogueGradient(forward, gemm, gemm.getAccumulator(), 1,
-                                  seeds))) {
+                                  seeds, DenseMap<Operation *, Value>()))) {
     func.erase();
     return failure();
   }
   return func;
+}
+
+/// The forward's row reductions whose values the `[m, n]` outputs `outputs`
+/// depend on, in block order: their epilogue gradient reads them.
+SmallVector<Operation *> neededRowReductions(Forward &forward,
+                                             ArrayRef<unsigned> outputs) {
+  llvm::SmallPtrSet<Operation *, 16> reached;
+  SmallVector<Operation *> worklist;
+  auto visit = [&](Value value) {
+    if (Operation *def = value.getDefiningOp())
+      if (reached.insert(def).second)
+        worklist.push_back(def);
+  };
+  for (unsigned output : outputs)
+    visit(forward.gemm.getYield().getValues()[output]);
+  while (!worklist.empty())
+    for (Value operand : worklist.pop_back_val()->getOperands())
+      visit(operand);
+  SmallVector<Operation *> reductions;
+  for (Operation &op : forward.gemm.getEpilogueBlock().without_terminator())
+    if (isa<RowReduceOp>(op) && reached.contains(&op))
+      reductions.push_back(&op);
+  return reductions;
 }
 
 FailureOr<std::pair<func::FuncOp, func::FuncOp>>
@@ -406,6 +445,17 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
   results.push_back(
       {forward.spaceType(forward.elementType), BackwardNames::kSavedAcc});
   resultDims.push_back(DimsAttr::get(context, kSpace));
+  SmallVector<Operation *> rowReductions =
+      neededRowReductions(forward, outputs);
+  SmallVector<Slot> savedRows;
+  for (unsigned i = 0, e = rowReductions.size(); i < e; ++i)
+    savedRows.push_back(
+        {RankedTensorType::get({forward.m}, Float32Type::get(context)),
+         BackwardNames::kSavedRow + std::to_string(i)});
+  for (const Slot &slot : savedRows) {
+    results.push_back(slot);
+    resultDims.push_back(DimsAttr::get(context, DimsAttr::kM));
+  }
   if (failed(checkUniqueNames(forward, BackwardNames::kSaving, results,
                               "results")))
     return failure();
@@ -442,6 +492,8 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
     for (Value v : fwd.getYield().getValues())
       values.push_back(mapping.lookup(v));
     values.push_back(savingGemm.getAccumulator());
+    for (Operation *reduction : rowReductions)
+      values.push_back(mapping.lookup(reduction->getResult(0)));
     finishEpilogue(savingGemm, values);
   }
 
@@ -467,6 +519,10 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
   inputSlots.push_back(
       {forward.spaceType(forward.elementType), BackwardNames::kSavedAcc});
   inputDims.push_back(DimsAttr::get(context, kSpace));
+  for (const Slot &slot : savedRows) {
+    inputSlots.push_back(slot);
+    inputDims.push_back(DimsAttr::get(context, DimsAttr::kM));
+  }
   for (unsigned output : ArrayRef(outputs).drop_front()) {
     const ProgramOutput &info = forward.signature.outputs[output];
     inputSlots.push_back({info.type, "grad_" + info.name});
@@ -497,11 +553,15 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
   Block &block = gemm.getEpilogueBlock();
   unsigned numInputs = fwd.getInputs().size();
   Value savedAcc = block.getArgument(1 + numInputs);
+  DenseMap<Operation *, Value> saved;
+  for (auto [i, reduction] : llvm::enumerate(rowReductions))
+    saved[reduction] = block.getArgument(2 + numInputs + i);
+  unsigned firstGrad = 2 + numInputs + rowReductions.size();
   SmallVector<std::pair<unsigned, Value>> seeds{
       {outputs.front(), gemm.getAccumulator()}};
   for (auto [i, output] : llvm::enumerate(ArrayRef(outputs).drop_front()))
-    seeds.push_back({output, block.getArgument(2 + numInputs + i)});
-  if (failed(fillEpilogueGradient(forward, gemm, savedAcc, 1, seeds))) {
+    seeds.push_back({output, block.getArgument(firstGrad + i)});
+  if (failed(fillEpilogueGradient(forward, gemm, savedAcc, 1, seeds, saved))) {
     backward.erase();
     saving.erase();
     return failure();

@@ -295,6 +295,45 @@ func.func @layer(%x: tensor<?x768xbf16>, %w: tensor<3072x768xbf16>,
 
 // -----
 
+// A saved accumulator saves the row statistics its epilogue gradient reads:
+// RMSNorm's mean of squares is an [m] output of @f_saving (saved_row0) and an
+// [m] input of @f_backward_saved, whose only row reduction is the norm's
+// adjoint (row_reduce of the gradient). The max that only the [m] output
+// `peak` reads is not saved.
+// SAVED-LABEL: func.func @rms_saving
+// SAVED-SAME:    -> (tensor<?x256xbf16> {coda.name = "normed"}, tensor<?xf32> {coda.name = "peak"}, tensor<?x256xbf16> {coda.name = "saved_acc"}, tensor<?xf32> {coda.name = "saved_row0"})
+// SAVED:           %[[MS:.*]] = coda.row_reduce mean
+// SAVED:           coda.yield %{{.*}}, %{{.*}}, %{{.*}}, %[[MS]] : f32, f32, f32, f32
+// SAVED-LABEL: func.func @rms_backward_saved
+// SAVED-SAME:     %{{[a-z0-9_]+}}: tensor<?x256xbf16> {coda.name = "saved_acc"}, %[[ROW:[a-z0-9_]+]]: tensor<?xf32> {coda.name = "saved_row0"})
+// SAVED:         ins(%{{.*}} : tensor<256xf32> [n], %{{.*}} : tensor<?x256xbf16> [m, n], %[[ROW]] : tensor<?xf32> [m])
+// SAVED:         ^bb0(%[[G:.*]]: f32, %[[GAMMA:.*]]: f32, %[[SACC:.*]]: f32, %[[MS:.*]]: f32):
+// SAVED:           %[[V:.*]] = arith.addf %[[MS]], %{{.*}} : f32
+// SAVED-NEXT:      %[[RSTD:.*]] = math.rsqrt %[[V]] : f32
+// SAVED:           coda.row_reduce mean
+// SAVED-NOT:       coda.row_reduce
+// SAVED:           coda.yield
+func.func @rms(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>,
+               %gamma: tensor<256xf32> {coda.name = "gamma"})
+    -> (tensor<?x256xbf16> {coda.name = "normed"}, tensor<?xf32> {coda.name = "peak"}) {
+  %0, %1 = coda.gemm %x, %w transpose_b ins(%gamma : tensor<256xf32> [n])
+      : tensor<?x64xbf16>, tensor<256x64xbf16> -> (tensor<?x256xbf16> [m, n], tensor<?xf32> [m]) {
+  ^bb0(%acc: f32, %g: f32):
+    %sq = arith.mulf %acc, %acc : f32
+    %ms = coda.row_reduce mean %sq
+    %eps = arith.constant 1.0e-06 : f32
+    %v = arith.addf %ms, %eps : f32
+    %rstd = math.rsqrt %v : f32
+    %n0 = arith.mulf %acc, %rstd : f32
+    %n = arith.mulf %n0, %g : f32
+    %peak = coda.row_reduce max %acc
+    coda.yield %n, %peak : f32, f32
+  }
+  return %0, %1 : tensor<?x256xbf16>, tensor<?xf32>
+}
+
+// -----
+
 // With alpha (acc = alpha op(A) op(B)), the recomputed GEMM and both operand
 // gradients take it: grad_a = alpha grad_acc B, grad_b = alpha grad_acc^T A.
 // CHECK-LABEL: func.func @scaled_backward

@@ -41,7 +41,10 @@ enum class AccumulatorSource {
   /// reads `saved_acc` as an input and runs on the accumulator of its own
   /// GEMM: the gradient of the forward's first `[m, n]` output, produced by
   /// `A [M, K] * B [K, N]` (the next layer's `dY * W_next`, W_next stored
-  /// `[K, N]` as an `nn.Linear` weight of that layer).
+  /// `[K, N]` as an `nn.Linear` weight of that layer). The forward's row
+  /// reductions that the epilogue gradient reads are saved too (`[m]`
+  /// outputs `saved_row<i>` of `@f_saving`, inputs of `@f_backward_saved`),
+  /// not computed again.
   Saved,
 };
 
@@ -67,6 +70,10 @@ struct BackwardNames {
   static constexpr const char *kInference = "inference";
   /// The accumulator the saving program writes.
   static constexpr const char *kSavedAcc = "saved_acc";
+  /// The prefix of the row statistics the saving program writes
+  /// (`saved_row0`, ...: the values of the forward's row reductions that its
+  /// epilogue gradient reads, `[m]` in f32).
+  static constexpr const char *kSavedRow = "saved_row";
   /// The gradient of the accumulator.
   static constexpr const char *kGradAcc = "grad_acc";
   /// The attribute of a derived program: the symbol of its forward.
