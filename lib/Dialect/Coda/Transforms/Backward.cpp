@@ -162,8 +162,8 @@ buildEpilogueGradient(OpBuilder &b, GemmOp forward, IRMapping &mapping,
   for (Operation *op : llvm::reverse(cloned)) {
     if (op->getNumResults() != 1)
       continue;
-    Value adjoint = adjoints.lookup(valueOf.lookup(op) ? valueOf.lookup(op)
-                                                       : op->getResult(0));
+    Value value = valueOf.lookup(op);
+    Value adjoint = adjoints.lookup(value ? value : op->getResult(0));
     if (!adjoint || op->getNumOperands() == 0)
       continue;
     FailureOr<SmallVector<Value>> contributions = buildAdjoint(b, op, adjoint);
