@@ -17,7 +17,8 @@ def CodaDeriveBackward : Pass<"coda-derive-backward", "::mlir::ModuleOp"> {
       inputs as column sums, `[m]` inputs as row sums); dropout regenerates
       the forward mask from its seed and stream;
     - or (`accumulator=saved`) `@f_saving`, the forward that also writes its
-      accumulator `saved_acc`, and `@f_backward_saved`, the epilogue gradient
+      accumulator `saved_acc` and the row statistics its gradient reads
+      (`saved_row<i>`, `[m]`), and `@f_backward_saved`, the epilogue gradient
       on the accumulator of the GEMM that produces the gradient of the first
       `[m, n]` output (`A [M, K] * B [K, N]`: the next layer's dgrad; with
       `next-weight=nk`, B stored `[N, K]`, `@f_backward_saved_nk`);
