@@ -467,7 +467,7 @@ def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
             proj, "backward_saved_nk" if nk else "backward_saved", grad_acc1, w1,
             tensors + saved0 + [_as(grad_h, h.dtype)],
             ",".join([*_split(names), *saved_names, "grad_h"]), [], "", seed0)
-        result["inputs"] = [_as(g, t.dtype) for g, t in zip(input_grads, tensors)]
+        result["inputs"] = [_as(grad, t.dtype) for grad, t in zip(input_grads, tensors)]
         result["w0"] = (_as(_operand_gradient(call, proj, "grad_b", grad_acc0, x, seed0), w0.dtype)
                         if needs[1] else None)
         return (_as(_operand_gradient(call, proj, "grad_a", grad_acc0, w0, seed0), x.dtype)
