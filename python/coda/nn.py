@@ -10,7 +10,12 @@ derived backward programs (coda.autograd).
   projection, dropout(x W^T + b) + residual, in one kernel;
 - ``GatedMLP(in_features, hidden_features)``: LLaMA's MLP, down(silu(gate(x))
   * up(x)), the gate and up projections one GEMM with the gated activation
-  in its epilogue, its gradient on the down projection's dgrad GEMM.
+  in its epilogue, its gradient on the down projection's dgrad GEMM;
+- ``ResidualNormMLP(in_features, width, hidden_features, norm=...)``: the
+  second half of a pre-norm Transformer block, the attention output
+  projection, its residual and LayerNorm or RMSNorm in one kernel, then an
+  MLP or GatedMLP with the residual in its second, the norm's backward on
+  fc1's dgrad GEMM.
 
 Parameters and state dicts are nn.Linear's. In eval mode a program with
 dropout runs its inference form (dropout the identity).

@@ -17,6 +17,12 @@ Recognized, by their structure (the modules and attributes they hold):
   ``LlamaMLP`` (and Mistral's, Qwen2's, Gemma's): coda.nn.GatedMLP, the gate
   and up projections one GEMM with the gated activation in its epilogue, its
   gradient on the down projection's dgrad GEMM;
+- a LLaMA-style decoder layer (Hugging Face's LlamaDecoderLayer, Mistral's,
+  Qwen2's: input_layernorm, self_attn with an nn.Linear o_proj, an RMSNorm
+  post_attention_layernorm and a gated mlp): after attention, the output
+  projection, the residual and the RMSNorm in one kernel and the gated MLP
+  with the residual in its second (coda.nn.ResidualNormMLP), the norm's
+  backward on the gate and up projections' dgrad GEMM;
 - an nn.Linear whose in or out features are not a multiple of 8 (the head
   of an unpadded vocabulary, GPT-2's 50257): coda's GEMM, whose operands
   and outputs may have any width, where cuBLAS falls back to kernels
