@@ -9,11 +9,13 @@ This package holds what Python users need next to the compiler:
 - ``coda.reference.ReferenceProgram``: the same programs on CPU tensors, through
   the CPU reference lowering (libcoda_reference.so), in float64 on request;
 - ``coda.nn``: modules to train with (``Linear`` with any epilogue, the fused
-  ``MLP`` and ``OutProjection``), whose backward coda derives
-  (``coda.autograd``: the custom ops ``torch.ops.coda.run`` and
-  ``torch.ops.coda.mlp``, for eager mode, torch.compile and CUDA graphs);
+  ``MLP``, ``GatedMLP``, ``OutProjection`` and ``ResidualNormMLP``), whose
+  backward coda derives (``coda.autograd``: the custom ops
+  ``torch.ops.coda.run``, ``torch.ops.coda.mlp`` and ``torch.ops.coda.tail``,
+  for eager mode, torch.compile and CUDA graphs);
 - ``coda.patch(model)``: a model's Transformer blocks and MLPs (nanoGPT-style
-  blocks, MLP modules, nn.Sequential MLPs) on those modules, in place, its
+  blocks, LLaMA-style decoder layers, Hugging Face's GPT-2, BERT and LLaMA
+  modules, MLP modules, nn.Sequential MLPs) on those modules, in place, its
   parameters and state_dict unchanged (``coda.patching``);
 - ``coda.dropout``: coda's dropout mask (Philox-4x32-10, eight elements per call)
   in numpy, bit-identical to what compiled programs draw, so a backward pass or a
