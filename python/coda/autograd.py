@@ -305,13 +305,23 @@ def down_inputs(bias, residual):
     return [t for _, t in named], [n for n, _ in named]
 
 
+def _saved_names(key, x):
+    """The names of what program family `key`'s saving program writes for
+    its backward (its accumulator, then its row statistics): its outputs
+    after the forward's."""
+    saving = _families[key].program("saving", x.device, x.dtype)
+    forward = _families[key].program("", x.device, x.dtype)
+    return [output["name"] for output in saving.outputs[len(forward.outputs):]]
+
+
 def _mlp(call, up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
-    """The forward of `mlp`, its programs run by `call`."""
-    h, saved = call(up, "saving", x, w1, [] if b1 is None else [b1],
-                    "" if b1 is None else "bias", [], "", seed)
+    """The forward of `mlp`, its programs run by `call`: [y, h, then what
+    fc1's saving program writes for its backward (_saved_names)]."""
+    h, *saved = call(up, "saving", x, w1, [] if b1 is None else [b1],
+                     "" if b1 is None else "bias", [], "", seed)
     tensors, names = down_inputs(b2, residual)
     (y,) = call(down, "", h, w2, tensors, ",".join(names), [], "", output_seed)
-    return [y, h, saved]
+    return [y, h, *saved]
 
 
 def _mlp_backward(call, up, down, saved_tensors, needs, grad_y, input_gradient=None):
@@ -322,7 +332,7 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y, input_gradient=N
     fc1's epilogue gradient on the dgrad GEMM of fc2 (grad_acc2 w2), reading
     the saved accumulator. `input_gradient(grad_acc1, grad_residual)`, when
     given, replaces fc1's dgrad GEMM (grad_acc1 w1) for x's gradient."""
-    x, w1, b1, w2, b2, residual, h, saved, seed, output_seed = saved_tensors
+    x, w1, b1, w2, b2, residual, h, seed, output_seed, *saved = saved_tensors
     if grad_y is None:
         return None, None, None, None, None, None
     grad_y = _as(grad_y, h.dtype).contiguous()
@@ -340,8 +350,9 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y, input_gradient=N
         # [N, K] for one stored [in, out].
         nk = _families[down].options.get("layout_b") == "kn"
         backward = call(up, "backward_saved_nk" if nk else "backward_saved", grad_acc2, w2,
-                        [saved] + ([] if b1 is None else [b1]),
-                        "saved_acc" + ("" if b1 is None else ",bias"), [], "", seed)
+                        saved + ([] if b1 is None else [b1]),
+                        ",".join(_saved_names(up, x) + ([] if b1 is None else ["bias"])), [],
+                        "", seed)
         grad_acc = backward[0]
         if needs[2]:
             grad_b1 = _as(backward[1], b1.dtype)
@@ -370,18 +381,17 @@ def _mlp_fake(up, down, x, w1, w2):
     """Empty tensors shaped as `mlp`'s outputs."""
     fc1 = _families[up].program("saving", x.device, x.dtype)
     fc2 = _families[down].program("", x.device, x.dtype)
-    (h_shape, h_type), (s_shape, s_type) = _outputs(fc1, x, w1)
-    ((y_shape, y_type),) = _outputs(fc2, x.new_empty(h_shape, dtype=h_type), w2)
-    return [x.new_empty(y_shape, dtype=y_type), x.new_empty(h_shape, dtype=h_type),
-            x.new_empty(s_shape, dtype=s_type)]
+    h, *saved = [x.new_empty(shape, dtype=dtype) for shape, dtype in _outputs(fc1, x, w1)]
+    ((y_shape, y_type),) = _outputs(fc2, h, w2)
+    return [x.new_empty(y_shape, dtype=y_type), h, *saved]
 
 
 def _mlp_op_setup_context(ctx, inputs, output):
     up, down, x, w1, b1, w2, b2, residual, seed, output_seed = inputs
-    _, h, saved = output
-    ctx.mark_non_differentiable(h, saved)
+    _, h, *saved = output
+    ctx.mark_non_differentiable(*output[1:])
     ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, saved, seed, output_seed)
+    ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, seed, output_seed, *saved)
     ctx.meta = up, down
 
 
@@ -399,16 +409,17 @@ class _Mlp(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
-        y, h, saved = _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
-        ctx.mark_non_differentiable(h, saved)
-        # h and saved_acc have no gradient: no zeros made for them.
+        y, h, *saved = _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
+        ctx.mark_non_differentiable(h, *saved)
+        # h and what the backward reads have no gradient: no zeros made for
+        # them.
         ctx.set_materialize_grads(False)
-        ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, saved, seed, output_seed)
+        ctx.save_for_backward(x, w1, b1, w2, b2, residual, h, seed, output_seed, *saved)
         ctx.meta = up, down
-        return y, h, saved
+        return (y, h, *saved)
 
     @staticmethod
-    def backward(ctx, grad_y, grad_h, grad_saved):
+    def backward(ctx, grad_y, *unused):
         up, down = ctx.meta
         return (None, None, *_mlp_backward(_run, up, down, ctx.saved_tensors,
                                            ctx.needs_input_grad[2:8], grad_y), None, None)
@@ -419,8 +430,9 @@ def mlp(up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
     of inputs `bias` and the dropout seed `seed`) on x [M, D] and w1 [H, D],
     whose program `saving` also writes the accumulator, then `down` (fc2:
     `input + bias`, dropout of it with the seed `output_seed`, and
-    `residual`, each when given) on w2 [D, H]. Returns [y, h, saved_acc]:
-    the output, then what the backward reads."""
+    `residual`, each when given) on w2 [D, H]. Returns [y, h, saved_acc and
+    the row statistics fc1's epilogue reads, if any]: the output, then what
+    the backward reads."""
     if torch.compiler.is_compiling():
         return _mlp_op(up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
     return list(_Mlp.apply(up, down, x, w1, b1, w2, b2, residual, seed, output_seed))
@@ -432,17 +444,8 @@ def _tail(call, proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, se
     fc1's backward reads, then what the projection's does (its accumulator
     and row statistics)]."""
     normed, h, *saved0 = call(proj, "saving", x, w0, tensors, names, [], "", seed0)
-    y, g, saved1 = _mlp(call, up, down, normed, w1, b1, w2, b2, h, seed, output_seed)
-    return [y, normed, h, g, saved1, *saved0]
-
-
-def _saved_names(key, x):
-    """The names of what program family `key`'s saving program writes for
-    its backward (its accumulator, then its row statistics): its outputs
-    after the forward's."""
-    saving = _families[key].program("saving", x.device, x.dtype)
-    forward = _families[key].program("", x.device, x.dtype)
-    return [output["name"] for output in saving.outputs[len(forward.outputs):]]
+    y, g, *saved1 = _mlp(call, up, down, normed, w1, b1, w2, b2, h, seed, output_seed)
+    return [y, normed, h, g, *saved1, *saved0]
 
 
 def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
@@ -452,8 +455,10 @@ def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
     norm's backward, the residual's and the parameters' gradients) runs on
     fc1's dgrad GEMM (grad_acc1 w1), given h's gradient through the residual;
     then the projection's operand gradients."""
-    x, w0, seed0, normed, h, w1, b1, w2, b2, g, saved1, seed, output_seed, *rest = saved_tensors
+    x, w0, seed0, normed, h, w1, b1, w2, b2, g, seed, output_seed, *rest = saved_tensors
     saved_names = _saved_names(proj, x)
+    fc1_saved = len(_saved_names(up, x))
+    saved1, rest = rest[:fc1_saved], rest[fc1_saved:]
     saved0, tensors = rest[:len(saved_names)], rest[len(saved_names):]
     if grad_y is None:
         return None, None, None, None, None, None, [None] * len(tensors)
@@ -474,7 +479,7 @@ def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
                 if needs[0] else None)
 
     grad_x, grad_w1, grad_b1, grad_w2, grad_b2, _ = _mlp_backward(
-        call, up, down, (normed, w1, b1, w2, b2, h, g, saved1, seed, output_seed),
+        call, up, down, (normed, w1, b1, w2, b2, h, g, seed, output_seed, *saved1),
         (True, *needs[2:6], True), grad_y, through_projection)
     return (grad_x, result["w0"], grad_w1, grad_b1, grad_w2, grad_b2, result["inputs"])
 
@@ -494,17 +499,17 @@ def _(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, output
     saving = _families[proj].program("saving", x.device, x.dtype)
     normed, h, *saved0 = [x.new_empty(shape, dtype=dtype)
                           for shape, dtype in _outputs(saving, x, w0)]
-    y, g, saved1 = _mlp_fake(up, down, normed, w1, w2)
-    return [y, normed, h, g, saved1, *saved0]
+    y, g, *saved1 = _mlp_fake(up, down, normed, w1, w2)
+    return [y, normed, h, g, *saved1, *saved0]
 
 
 def _tail_op_setup_context(ctx, inputs, output):
     proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, output_seed = inputs
-    _, normed, h, g, saved1, *saved0 = output
+    _, normed, h, g, *saved = output
     ctx.mark_non_differentiable(*output[1:])
     ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, w0, seed0, normed, h, w1, b1, w2, b2, g, saved1, seed, output_seed,
-                          *saved0, *tensors)
+    ctx.save_for_backward(x, w0, seed0, normed, h, w1, b1, w2, b2, g, seed, output_seed, *saved,
+                          *tensors)
     ctx.meta = proj, up, down, names
 
 
@@ -529,11 +534,11 @@ class _Tail(torch.autograd.Function):
         proj, up, down, names = meta
         outputs = _tail(_run, proj, up, down, x, w0, list(tensors), names, w1, b1, w2, b2,
                         seed0, seed, output_seed)
-        _, normed, h, g, saved1, *saved0 = outputs
+        _, normed, h, g, *saved = outputs
         ctx.mark_non_differentiable(*outputs[1:])
         ctx.set_materialize_grads(False)
-        ctx.save_for_backward(x, w0, seed0, normed, h, w1, b1, w2, b2, g, saved1, seed,
-                              output_seed, *saved0, *tensors)
+        ctx.save_for_backward(x, w0, seed0, normed, h, w1, b1, w2, b2, g, seed, output_seed,
+                              *saved, *tensors)
         ctx.meta = meta
         return tuple(outputs)
 

@@ -209,7 +209,7 @@ def _mlp_forward(module, x, in_features, out_features, residual):
     if not module.training:
         return _inference(up, p, x2, w1, b1, down, output_p, w2, b2, r2).reshape(*lead, -1)
     seed, output_seed = _seeds(module, x, p, output_p)
-    y, _, _ = mlp(up.key, down.key, x2, w1, b1, w2, b2, r2, seed, output_seed)
+    y = mlp(up.key, down.key, x2, w1, b1, w2, b2, r2, seed, output_seed)[0]
     return y.reshape(*lead, -1)
 
 

@@ -165,6 +165,22 @@ for activation, bias, q in (("gelu", True, 0.0), ("relu", False, 0.0), ("silu", 
     if not ok:
         failures.append(f"MLP {activation} output dropout {q}")
 
+# An fc1 whose epilogue reads a row statistic: its saving program also
+# writes the row mean (saved_row0), which its epilogue gradient on fc2's
+# dgrad GEMM reads instead of reducing the row again.
+centered = ProgramFamily("EPILOGUE centered(bias: f32[N]) {\n  x = input + bias;\n"
+                         "  output = tanh(x - row_mean(x));\n}\n")
+module = coda.nn.MLP(K, H, D, dtype=torch.float64)
+x = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
+r = torch.randn(M, D, dtype=torch.float64, requires_grad=True)
+ok = torch.autograd.gradcheck(
+    lambda x, r, w1, b1, w2, b2: mlp(centered.key, module._down[True].key, x, w1, b1, w2, b2, r,
+                                     torch.tensor(0), torch.tensor(0))[0],
+    (x, r, *module.parameters()), raise_exception=False)
+print(f"MLP with a row statistic in fc1: {'ok' if ok else 'FAILED'}")
+if not ok:
+    failures.append("MLP with a row statistic in fc1")
+
 # The gated MLP in float64 (its gate and up projections one GEMM, their
 # gradient on the down projection's dgrad GEMM with an accumulator [m, n/2]):
 # every weight, the input and the residual; then in float32 against the
