@@ -54,6 +54,8 @@ and SiLU, recognized by their class names (transformers is not imported). What i
 as it is, and the report says what was replaced and what was not, and why.
 """
 
+import sys
+
 import torch.nn.functional as F
 
 from .runtime import _require_torch
@@ -280,6 +282,10 @@ def _decoder_parts(layer):
     if proj.out_features > _WIDEST_NORM:
         return (f"rows of {proj.out_features} columns: the fused norm spans at most "
                 f"{_WIDEST_NORM}")
+    version = getattr(sys.modules.get("transformers"), "__version__", "5")
+    if int(version.split(".")[0]) < 5:
+        return (f"a decoder layer of transformers {version}, whose layers return tuples "
+                "(the patched layer returns a tensor, as transformers 5 does)")
     return gated
 
 

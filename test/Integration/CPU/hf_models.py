@@ -136,6 +136,18 @@ print(coda.patch(llama_fused))
 check_training("LLaMA", llama, llama_fused, bert_tokens)
 # CHECK: LLaMA losses and gradients: dropout off
 
+# Under transformers 4, whose decoder layers return tuples, the layers are
+# left as they are (their gated MLPs still go on coda).
+import transformers  # noqa: E402
+
+version, transformers.__version__ = transformers.__version__, "4.46.0"
+report = coda.patch(LlamaForCausalLM(llama_config))
+transformers.__version__ = version
+print(report.skipped[0][1])
+print(report.replaced[0][1])
+# CHECK: a decoder layer of transformers 4.46.0, whose layers return tuples (the patched layer returns a tensor, as transformers 5 does)
+# CHECK: gated MLP (silu) as coda's fused gated MLP
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)
