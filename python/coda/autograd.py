@@ -308,10 +308,14 @@ def down_inputs(bias, residual):
 def _saved_names(key, x):
     """The names of what program family `key`'s saving program writes for
     its backward (its accumulator, then its row statistics): its outputs
-    after the forward's."""
+    after the forward's, worked out at the first call."""
     saving = _families[key].program("saving", x.device, x.dtype)
-    forward = _families[key].program("", x.device, x.dtype)
-    return [output["name"] for output in saving.outputs[len(forward.outputs):]]
+    names = getattr(saving, "_saved_names", None)
+    if names is None:
+        forward = _families[key].program("", x.device, x.dtype)
+        names = saving._saved_names = [output["name"] for output in
+                                       saving.outputs[len(forward.outputs):]]
+    return names
 
 
 def _mlp(call, up, down, x, w1, b1, w2, b2, residual, seed, output_seed):

@@ -301,10 +301,8 @@ def _patch_decoder(layer, activation):
                                    norm="rmsnorm", eps=norm.variance_epsilon, gated=True,
                                    activation=activation, bias=proj.bias is not None,
                                    device="meta")
-    gated = coda_nn.GatedMLP(gate.in_features, gate.out_features, mlp.down_proj.out_features,
-                             activation=activation, device="meta")
-    gated.gate_proj, gated.up_proj, gated.down_proj = gate, mlp.up_proj, mlp.down_proj
-    core.proj, core.norm, core.mlp = proj, norm, gated
+    core.proj, core.norm = proj, norm
+    core.mlp.gate_proj, core.mlp.up_proj, core.mlp.down_proj = gate, mlp.up_proj, mlp.down_proj
     object.__setattr__(layer, "_coda_tail", core)
     proj.forward = lambda x: x
 
@@ -314,7 +312,7 @@ def _patch_decoder(layer, activation):
                             "hidden_states by keyword")
         x = layer.input_layernorm(hidden_states)
         attended, _ = attn(hidden_states=x, **kwargs)
-        core.training = gated.training = layer.training
+        core.training = layer.training
         return core(attended, hidden_states)
 
     layer.forward = forward
