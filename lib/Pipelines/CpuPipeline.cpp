@@ -35,20 +35,26 @@ void mlir::coda::buildCpuPipeline(OpPassManager &pm, bool widenToF64) {
   // An output that copies an argument returns a clone of it.
   pm.addPass(createConvertBufferizationToMemRefPass());
 
-  // Loops, then LLVM. bf16 conversions are expanded to integer arithmetic
-  // (round to nearest even) since the host may lack them; math ops LLVM has
+  // Loops, then LLVM. libm has no rsqrt and no x^n for integer n
+  // (math.fpowi, which frontends emit for pow(x, 2)): they become 1 / sqrt
+  // and multiplications. bf16 arithmetic and math (in host code around
+  // programs; a program's epilogue computes in f32) run in f32, rounded after
+  // each op, and bf16 conversions are expanded to integer arithmetic (round
+  // to nearest even) since the host may lack them; math ops LLVM has
   // intrinsics for become intrinsics, the others (tanh, erf) calls to libm.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(math::createMathExpandOpsPass({{"fpowi", "rsqrt"}}));
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
-  // libm has no rsqrt and no x^n for integer n (math.fpowi, which frontends
-  // emit for pow(x, 2)): they become 1 / sqrt and multiplications.
-  pm.addPass(math::createMathExpandOpsPass({{"fpowi", "rsqrt"}}));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   // Buffers from aligned_alloc rather than malloc aligned by integer

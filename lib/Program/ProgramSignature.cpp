@@ -2,6 +2,7 @@
 
 #include "coda/Program/ProgramSignature.h"
 #include "coda/Dialect/Coda/IR/CodaOps.h"
+#include "coda/Program/HostLaunch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSet.h"
@@ -343,4 +344,13 @@ SmallVector<int64_t>
 ProgramSignature::getOutputShape(unsigned index,
                                  const ProblemShape &problem) const {
   return shapeFor(outputs[index].dims, problem);
+}
+
+SmallVector<func::FuncOp> mlir::coda::getPrograms(ModuleOp module) {
+  SmallVector<func::FuncOp> programs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal() && !func.getOps<GemmOp>().empty() &&
+        !getProgramViolation(func))
+      programs.push_back(func);
+  return programs;
 }

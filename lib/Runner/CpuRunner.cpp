@@ -1,19 +1,16 @@
 //===- CpuRunner.cpp - run coda programs on the host CPU ------------------===//
 
 #include "coda/Runner/CpuRunner.h"
+#include "Jit.h"
 #include "coda/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Target/TargetMachine.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -39,18 +36,15 @@ CpuExecutable::create(OwningOpRef<ModuleOp> module, ProgramSignature signature,
   auto error = [](const Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
-  // Names are interface metadata, already in the signature; LLVM has no use
-  // for them. The program is compiled alone, under a name of its own: the JIT
-  // links the module against the C library, where a program called `expf`
-  // would stand in for the exponential its own code calls.
+  // Names are interface metadata, already in the signature. The program is
+  // compiled alone, under a name of its own: the JIT links the module
+  // against the C library, where a program called `expf` would stand in for
+  // the exponential its own code calls.
   isolateProgram(*module, signature.functionName);
+  jit::removeNames(*module);
   auto func = module->lookupSymbol<func::FuncOp>(signature.functionName);
   if (!func)
     return error("no function named '" + signature.functionName + "'");
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    func.removeArgAttr(i, "coda.name");
-  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-    func.removeResultAttr(i, StringAttr::get(func.getContext(), "coda.name"));
   func.setName(kEntryName);
 
   PassManager pm(module->getContext());
@@ -59,52 +53,12 @@ CpuExecutable::create(OwningOpRef<ModuleOp> module, ProgramSignature signature,
     return error("lowering '" + signature.functionName +
                  "' for the CPU failed");
 
-  static const bool nativeTargetReady = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)nativeTargetReady;
-
-  auto host = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!host)
-    return host.takeError();
-  auto machine = host->createTargetMachine();
-  if (!machine)
-    return machine.takeError();
-  // LLVM's -O2 for the host CPU, whose vector width the loop vectorizer needs:
-  // the GEMM's sum over K (which may be reassociated) runs vectorized. The
-  // options hold a function_ref: the transformer must outlive create().
-  std::function<llvm::Error(llvm::Module *)> optimize =
-      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
-                                machine->get());
-  ExecutionEngineOptions options;
-  options.transformer = optimize;
-  auto engine = ExecutionEngine::create(*module, options);
+  auto engine = jit::compile(*module);
   if (!engine)
     return engine.takeError();
   return std::unique_ptr<CpuExecutable>(
       new CpuExecutable(std::move(*engine), std::move(signature), widenToF64));
 }
-
-namespace {
-/// The memref descriptor of a rank-R buffer: allocated and aligned pointers,
-/// offset, R sizes, R strides; every field is 8 bytes.
-SmallVector<int64_t> makeDescriptor(const BufferRef &buffer) {
-  SmallVector<int64_t> descriptor;
-  auto pointer = reinterpret_cast<int64_t>(buffer.data);
-  descriptor.append({pointer, pointer, 0});
-  descriptor.append(buffer.shape.begin(), buffer.shape.end());
-  int64_t stride = 1;
-  SmallVector<int64_t> strides(buffer.shape.size());
-  for (int i = static_cast<int>(buffer.shape.size()) - 1; i >= 0; --i) {
-    strides[i] = stride;
-    stride *= buffer.shape[i];
-  }
-  descriptor.append(strides.begin(), strides.end());
-  return descriptor;
-}
-} // namespace
 
 llvm::Expected<std::vector<HostArray>>
 CpuExecutable::run(ArrayRef<ArgumentValue> args) const {
@@ -209,10 +163,13 @@ llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
 
   // The C interface takes a pointer to the results, then a pointer to each
   // memref argument's descriptor and each scalar by value.
-  size_t resultWords = 0;
-  for (const ProgramOutput &output : signature.outputs)
-    resultWords += 3 + 2 * output.type.getRank();
-  SmallVector<int64_t> results(resultWords, 0);
+  SmallVector<int64_t> ranks;
+  SmallVector<unsigned> elementBytes;
+  for (const ProgramOutput &output : signature.outputs) {
+    ranks.push_back(output.type.getRank());
+    elementBytes.push_back(getElementBytes(output.type.getElementType()));
+  }
+  SmallVector<int64_t> results(jit::getResultWords(ranks), 0);
   void *resultPointer = results.data();
 
   SmallVector<SmallVector<int64_t>> descriptors;
@@ -224,7 +181,7 @@ llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
   SmallVector<void *> packed{&resultPointer};
   for (auto [i, arg, value] : llvm::enumerate(signature.arguments, args)) {
     if (isa<RankedTensorType>(arg.type)) {
-      descriptors.push_back(makeDescriptor(value.buffer));
+      descriptors.push_back(jit::makeDescriptor(value.buffer));
       descriptorPointers.push_back(descriptors.back().data());
       packed.push_back(&descriptorPointers.back());
     } else if (arg.type.isF32() && widenedToF64) {
@@ -245,32 +202,12 @@ llvm::Error CpuExecutable::runInto(ArrayRef<ArgumentRef> args,
   // buffers the program allocated. Results may share a buffer (two outputs
   // with one value) or be an argument's.
   llvm::SetVector<void *> allocations;
-  const int64_t *field = results.data();
-  for (auto [output, buffer] : llvm::zip(signature.outputs, outputs)) {
-    int64_t rank = output.type.getRank();
-    auto *allocated = reinterpret_cast<void *>(field[0]);
-    auto *aligned = reinterpret_cast<const uint8_t *>(field[1]);
-    int64_t offset = field[2];
-    ArrayRef<int64_t> sizes(field + 3, rank), strides(field + 3 + rank, rank);
-    field += 3 + 2 * rank;
-
-    unsigned elementSize = getElementBytes(output.type.getElementType());
-    auto *target = static_cast<uint8_t *>(buffer.data);
-    int64_t numElements = 1;
-    for (int64_t size : sizes)
-      numElements *= size;
-    SmallVector<int64_t> index(rank, 0);
-    for (int64_t linear = 0; linear < numElements; ++linear) {
-      int64_t source = offset;
-      for (int64_t d = 0; d < rank; ++d)
-        source += index[d] * strides[d];
-      std::memcpy(target + linear * elementSize, aligned + source * elementSize,
-                  elementSize);
-      for (int64_t d = rank - 1; d >= 0 && ++index[d] == sizes[d]; --d)
-        index[d] = 0;
-    }
-    allocations.insert(allocated);
-  }
+  jit::copyResults(
+      results.data(), ranks, elementBytes,
+      [&](unsigned i, ArrayRef<int64_t>) {
+        return static_cast<uint8_t *>(outputs[i].data);
+      },
+      allocations);
   for (const ArgumentRef &value : args)
     allocations.remove(value.buffer.data);
   for (void *allocated : allocations)

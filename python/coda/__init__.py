@@ -8,6 +8,10 @@ This package holds what Python users need next to the compiler:
   on PyTorch's current stream (``coda.runtime``, over libcoda_runtime.so);
 - ``coda.reference.ReferenceProgram``: the same programs on CPU tensors, through
   the CPU reference lowering (libcoda_reference.so), in float64 on request;
+- ``coda.HostFunction``: a whole function of a module (an exported model
+  function, raised and outlined) run as host code that launches the coda
+  programs it calls, as fused kernels on CUDA tensors or on the CPU reference
+  on CPU tensors (``coda.host``);
 - ``coda.nn``: modules to train with (``Linear`` with any epilogue, the fused
   ``MLP``, ``GatedMLP``, ``OutProjection`` and ``ResidualNormMLP``), whose
   backward coda derives (``coda.autograd``: the custom ops
@@ -23,8 +27,8 @@ This package holds what Python users need next to the compiler:
 """
 
 from .dropout import dropout, dropout_bits, dropout_mask, dropout_threshold, philox4x32
+from .host import HostFunction
 from .runtime import CodaError, Program
-
 
 
 def patch(model, verbose=False):
@@ -35,5 +39,5 @@ def patch(model, verbose=False):
     return _patch(model, verbose)
 
 
-__all__ = ["CodaError", "Program", "dropout", "dropout_bits", "dropout_mask",
+__all__ = ["CodaError", "HostFunction", "Program", "dropout", "dropout_bits", "dropout_mask",
            "dropout_threshold", "patch", "philox4x32"]

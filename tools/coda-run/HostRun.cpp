@@ -2,6 +2,8 @@
 
 #include "HostRun.h"
 
+#include <cstring>
+
 using namespace mlir;
 using namespace mlir::coda;
 
@@ -66,4 +68,58 @@ mlir::coda::runOnHost(GpuRuntime &runtime, GpuProgram &program,
     result.medianMs = *ms;
   }
   return std::move(result);
+}
+
+GpuProgramLauncher::GpuProgramLauncher(GpuRuntime &runtime, ModuleOp module,
+                                       ArrayRef<ProgramSignature> programs,
+                                       GpuCompileOptions options,
+                                       StringRef sourceName)
+    : runtime(runtime), module(module), sourceName(sourceName.str()),
+      programs(programs.begin(), programs.end()), options(options) {}
+
+llvm::Error GpuProgramLauncher::launch(unsigned index,
+                                       ArrayRef<ArgumentRef> args,
+                                       ArrayRef<BufferRef> outputs) {
+  const ProgramSignature &signature = programs[index];
+  std::unique_ptr<GpuProgram> &program = loaded[index];
+  if (!program) {
+    // The runtime compiles from text, the program alone (its kernels then
+    // cached whatever host code calls it); locations keep pointing into the
+    // file.
+    OwningOpRef<ModuleOp> alone(module.clone());
+    isolateProgram(*alone, signature.functionName);
+    std::string source;
+    llvm::raw_string_ostream os(source);
+    alone->print(os, OpPrintingFlags().enableDebugInfo());
+    auto created = runtime.loadProgram(source, signature.functionName, options,
+                                       sourceName);
+    if (!created)
+      return created.takeError();
+    program = std::move(*created);
+  }
+  SmallVector<ArgumentValue> values;
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (auto [arg, ref] : llvm::zip(signature.arguments, args)) {
+    ArgumentValue value;
+    value.f32 = static_cast<float>(ref.number);
+    value.i64 = ref.i64;
+    shapes.push_back(ref.buffer.shape);
+    if (auto tensor = dyn_cast<RankedTensorType>(arg.type)) {
+      value.array = HostArray(*getHostElementType(tensor.getElementType()),
+                              ref.buffer.shape);
+      std::memcpy(value.array.data.data(), ref.buffer.data,
+                  value.array.data.size());
+    }
+    values.push_back(std::move(value));
+  }
+  llvm::Expected<ProblemShape> problem = signature.inferProblemShape(shapes);
+  if (!problem)
+    return problem.takeError();
+  llvm::Expected<HostRunResult> run =
+      runOnHost(runtime, *program, values, *problem);
+  if (!run)
+    return run.takeError();
+  for (auto [array, output] : llvm::zip(run->outputs, outputs))
+    std::memcpy(output.data, array.data.data(), array.data.size());
+  return llvm::Error::success();
 }

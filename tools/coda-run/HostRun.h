@@ -8,9 +8,12 @@
 #ifndef CODA_TOOLS_CODA_RUN_HOSTRUN_H
 #define CODA_TOOLS_CODA_RUN_HOSTRUN_H
 
+#include "coda/Runner/HostFunction.h"
 #include "coda/Runtime/Runtime.h"
 #include "coda/Support/HostValue.h"
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -31,6 +34,27 @@ llvm::Expected<HostRunResult> runOnHost(GpuRuntime &runtime,
                                         ArrayRef<ArgumentValue> arguments,
                                         const ProblemShape &problem,
                                         int benchmarkIterations = 0);
+
+/// Runs the programs of a host function (coda-run --entry) on the GPU,
+/// each loaded at its first launch: copies the arguments to the device,
+/// launches, and copies the outputs back.
+class GpuProgramLauncher : public ProgramLauncher {
+public:
+  /// `module` holds the programs; it must outlive the launcher.
+  GpuProgramLauncher(GpuRuntime &runtime, ModuleOp module,
+                     ArrayRef<ProgramSignature> programs,
+                     GpuCompileOptions options, StringRef sourceName);
+  llvm::Error launch(unsigned index, ArrayRef<ArgumentRef> args,
+                     ArrayRef<BufferRef> outputs) override;
+
+private:
+  GpuRuntime &runtime;
+  ModuleOp module;
+  std::string sourceName;
+  std::vector<ProgramSignature> programs;
+  GpuCompileOptions options;
+  std::map<unsigned, std::unique_ptr<GpuProgram>> loaded;
+};
 
 } // namespace mlir::coda
 

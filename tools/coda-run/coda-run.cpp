@@ -6,9 +6,13 @@
 //          [--device cpu|cuda] [--check] [--bench N] [--autotune]
 //          [--fast-activations] [--tile-m M] [--tile-n N] [--stages S]
 //          [--schedule cooperative|pingpong] [--cluster-m C] [--group-rows G]
+// coda-run MODULE.mlir --entry FUNCTION [--arg argI=FILE.npy]...
+//          [--out resultI=FILE.npy]... [--device cpu|cuda] [--check]
 //
 //===----------------------------------------------------------------------===//
 
+#include "Check.h"
+#include "EntryRun.h"
 #include "coda/Frontend/EpilogueImport.h"
 #include "coda/Program/ProgramSignature.h"
 #include "coda/Registration/Registration.h"
@@ -23,16 +27,13 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -80,6 +81,12 @@ cl::opt<std::string> functionName(
     "function",
     cl::desc("the program function, when several functions hold a coda.gemm"),
     cl::cat(category));
+cl::opt<std::string>
+    entry("entry",
+          cl::desc("run this function of a .mlir module as host code that "
+                   "launches the coda programs it calls (arguments --arg "
+                   "argI=FILE.npy, results --out resultI=FILE.npy)"),
+          cl::cat(category));
 cl::opt<std::string> device("device",
                             cl::desc("where to run: cpu (the reference "
                                      "lowering) or cuda (the fused kernel)"),
@@ -140,45 +147,30 @@ cl::opt<int> bench("bench",
                             "events after 5 warm-up ones, report the median"),
                    cl::init(0), cl::cat(category));
 
-int fail(const Twine &message) {
-  llvm::WithColor::error(llvm::errs(), "coda-run") << message << "\n";
-  return 1;
-}
+bool isEpilogueFile(StringRef path) { return path.ends_with(".coda"); }
 
-int fail(llvm::Error error) {
-  std::string message = llvm::toString(std::move(error));
-  return fail(message);
-}
-
-double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-/// The relative-norm error tolerance of an output of `type` compared with
-/// the CPU reference, for a GEMM on operands of `operandType`: four roundings
-/// of the output type (bf16, f16), or of tf32, in which the GPU multiplies
-/// f32 operands (10 bits kept of f32's 23; the reference keeps them all),
-/// whichever is looser.
-double tolerance(ElementType type, Type operandType) {
-  double output = type == ElementType::BF16 ? 8e-3 : 1e-3;
-  return operandType.isF32() ? std::max(output, 2e-3) : output;
-}
-
-/// ||got - want|| / ||want|| over the finite values, infinite when a NaN or
-/// an infinity of one is not the other's (the same NaN or infinity agrees).
-double relativeError(const HostArray &got, const HostArray &want) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0, e = want.getNumElements(); i < e; ++i) {
-    double g = got.getAsFloat(i), w = want.getAsFloat(i);
-    if ((std::isnan(g) && std::isnan(w)) || (std::isinf(g) && g == w))
-      continue;
-    if (!std::isfinite(g) || !std::isfinite(w))
-      return INFINITY;
-    diff += (g - w) * (g - w);
-    norm += w * w;
+/// coda-run --entry: the host function `entry` of `module`.
+int runEntry(ModuleOp module, StringRef path,
+             const GpuCompileOptions &options) {
+  EntryRequest request;
+  request.entry = entry;
+  request.programPath = path.str();
+  request.device = device;
+  request.check = check;
+  request.gpuOptions = options;
+  for (StringRef arg : args) {
+    auto [name, file] = arg.split('=');
+    if (file.empty())
+      return fail("--arg '" + arg + "' must be argI=FILE.npy");
+    request.arguments.emplace_back(name.str(), file.str());
   }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  for (StringRef out : outs) {
+    auto [name, file] = out.split('=');
+    if (file.empty())
+      return fail("--out '" + out + "' must be resultI=FILE.npy");
+    request.outputs.emplace_back(name.str(), file.str());
+  }
+  return mlir::coda::runEntry(module, request);
 }
 } // namespace
 
@@ -205,13 +197,23 @@ int main(int argc, char **argv) {
                 "--deterministic and the "
                 "kernel-shape options need --device cuda");
 
+  if (!entry.empty() &&
+      (isEpilogueFile(programPath) || !aPath.empty() || !bPath.empty() ||
+       !cPath.empty() || alpha.getNumOccurrences() ||
+       beta.getNumOccurrences() || seed.getNumOccurrences() ||
+       !functionName.empty() || bench))
+    return fail(
+        "--entry runs a function of a .mlir module on its own "
+        "arguments (--arg argI=FILE.npy); it takes no epilogue file, "
+        "--a, --b, --c, --alpha, --beta, --seed, --function or --bench");
+
   DialectRegistry registry;
   registerDialects(registry);
   MLIRContext context(registry);
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  bool isEpilogue = StringRef(programPath).ends_with(".coda");
+  bool isEpilogue = isEpilogueFile(programPath);
   EpilogueImportOptions importOptions;
   if (llvm::Error error = setImportOptions(
           &context, dtype.empty() ? StringRef("bf16") : StringRef(dtype),
@@ -225,6 +227,8 @@ int main(int argc, char **argv) {
       loadProgramFile(programPath, sourceMgr, &context, importOptions);
   if (!module)
     return 1;
+  if (!entry.empty())
+    return runEntry(*module, programPath, gpuOptions);
   FailureOr<ProgramSignature> signature =
       ProgramSignature::get(*module, functionName);
   if (failed(signature))
@@ -388,40 +392,18 @@ int main(int argc, char **argv) {
   for (const std::string &note : bound->notes)
     llvm::outs() << "  note: " << note << "\n";
   llvm::outs() << "  " << timing << "\n";
-  bool checkFailed = false;
-  // The output files this run wrote: removed if a later one cannot be
-  // written, so that a failed run leaves no mix of new and old outputs.
-  llvm::SmallVector<std::string> written;
+  std::vector<ResultReport> reports;
   for (auto [i, output, array] : llvm::enumerate(signature->outputs, results)) {
-    llvm::outs() << "  " << output.name << " " << array.getShapeString() << " "
-                 << getElementTypeName(array.elementType);
-    if (check) {
-      double error = relativeError(array, reference[i]);
-      bool ok = error <= tolerance(array.elementType, signature->operandType);
-      checkFailed |= !ok;
-      llvm::outs() << llvm::formatv(
-          ", vs CPU reference: relative error {0:e2} ({1})", error,
-          ok ? "ok" : "FAILED");
-    }
-    for (const auto &[name, file] : outputFiles) {
-      if (name != output.name)
-        continue;
-      if (llvm::Error error =
-              writeNpy(file, array.convertTo(ElementType::F32))) {
-        llvm::outs() << "\n";
-        for (const std::string &path : written)
-          if (!llvm::sys::fs::remove(path))
-            llvm::errs() << "removed " << path
-                         << ", written before the failure\n";
-        return fail(std::move(error));
-      }
-      if (llvm::sys::fs::is_regular_file(file))
-        written.push_back(file);
-      llvm::outs() << " -> " << file;
-    }
-    llvm::outs() << "\n";
+    ResultReport &report = reports.emplace_back();
+    report.name = output.name;
+    report.array = &array;
+    report.reference = check ? &reference[i] : nullptr;
+    report.tf32 = signature->operandType.isF32();
+    for (const auto &[name, file] : outputFiles)
+      if (name == output.name)
+        report.files.push_back(file);
   }
-  if (checkFailed)
-    return fail("the GPU result differs from the CPU reference");
+  if (llvm::Error error = reportResults(reports))
+    return fail(std::move(error));
   return 0;
 }

@@ -105,6 +105,11 @@ struct ProgramSignature {
 /// none), or nothing when it is one.
 std::optional<std::string> getProgramViolation(func::FuncOp func);
 
+/// The programs of `module` (the functions getProgramViolation accepts that
+/// hold a coda.gemm), in the order of the module: the order that numbers
+/// them for a launch from host code (HostLaunch.h).
+SmallVector<func::FuncOp> getPrograms(ModuleOp module);
+
 /// Erases every function of `module` but the program `functionName`, so that
 /// lowering the module compiles that program alone.
 void isolateProgram(ModuleOp module, StringRef functionName);

@@ -50,6 +50,53 @@ coda_status coda_reference_run(const coda_reference_program *program,
                                size_t num_arguments, const coda_tensor *outputs,
                                size_t num_outputs);
 
+/* A function of a module that calls coda programs (coda-run --entry; an
+   exported function once raised and outlined), compiled for the host CPU
+   with each program call a launch. */
+typedef struct coda_reference_host coda_reference_host;
+
+/* Runs program `index` (as the description's "programs" lists them) of a host
+   function: arguments and outputs as coda_reference_run takes them (host
+   memory; each output of the shape its problem gives it). On failure, writes
+   a message of at most `capacity` bytes (with its NUL) to `message` and
+   returns CODA_ERROR. */
+typedef coda_status (*coda_reference_launch_fn)(void *user, int32_t index,
+                                                const coda_value *arguments,
+                                                size_t num_arguments,
+                                                const coda_tensor *outputs,
+                                                size_t num_outputs,
+                                                char *message, size_t capacity);
+
+/* Parses coda IR holding function `function` and the programs it calls, and
+   compiles the function for the host (its arguments and results ranked
+   tensors of f32, f16 or bf16). */
+coda_status coda_reference_host_load(const char *source, size_t length,
+                                     const char *function,
+                                     coda_reference_host **host);
+void coda_reference_host_destroy(coda_reference_host *host);
+
+/* The host function's interface as JSON: {"arguments": [{"type", "shape"
+   (-1 where dynamic)}, ...], "results": [...], "programs": [{"name", then a
+   program's interface as coda_reference_describe gives it}, ...],
+   "program_source": the coda IR of the programs (and the host code), from
+   which coda_program_load compiles a program by its name}. A handle runs one
+   call at a time: calls on it from several threads must not overlap. */
+const char *coda_reference_host_describe(const coda_reference_host *host);
+
+/* Runs the host function on `arguments` (host tensors of its argument types),
+   each program launched by `launch(user, ...)`, or on the CPU reference when
+   `launch` is NULL. Its results are then those of coda_reference_host_result,
+   until the next run. */
+coda_status coda_reference_host_run(coda_reference_host *host,
+                                    const coda_tensor *arguments,
+                                    size_t num_arguments,
+                                    coda_reference_launch_fn launch,
+                                    void *user);
+
+/* Result `index` of the last run, in host memory the host function owns. */
+coda_status coda_reference_host_result(const coda_reference_host *host,
+                                       size_t index, coda_tensor *result);
+
 #ifdef __cplusplus
 }
 #endif

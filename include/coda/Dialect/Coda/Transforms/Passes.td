@@ -87,4 +87,42 @@ def CodaOutlinePrograms : Pass<"coda-outline-programs", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def CodaLaunchPrograms : Pass<"coda-launch-programs", "::mlir::ModuleOp"> {
+  let summary = "Replace each program's body by a launch through the host runtime";
+  let description = [{
+    The host side of a module whose functions call coda programs (as
+    `coda-outline-programs` leaves them): the body of every program becomes
+    a call into the runtime that runs it as a fused kernel (the GPU) or as
+    the CPU reference, so that the rest of the module can be compiled for
+    the host CPU (`coda-cpu-pipeline`) with the programs compiled apart.
+    Programs are numbered in the order of the module. A program's arguments
+    and outputs travel in one `memref<?xi64>` of five words each (a tensor's
+    aligned address, rank and up to three sizes; a scalar's bits):
+    `coda_host_shapes(index, packed)` writes the outputs' sizes, which come
+    from the program's signature; the program allocates its outputs, stores
+    their addresses, and `coda_host_launch(index, packed)` runs it. Both are
+    external functions with the C interface (`_mlir_ciface_...`), which the
+    host runner binds (include/coda/Runner/HostFunction.h). A function that
+    holds a coda.gemm but is not a program is an error: outline it first.
+
+    ```mlir
+    // coda-opt --coda-outline-programs --coda-launch-programs
+    func.func @mlp_gemm(%a: tensor<?x768xf32>, %b: tensor<3072x768xf32>, ...)
+        -> (tensor<?x3072xf32> {coda.name = "output"}) {
+      %packed = memref.alloca() : memref<20xi64>
+      ...
+      call @coda_host_shapes(%c0_i64, %cast) : (i64, memref<?xi64>) -> ()
+      %out = memref.alloc(%m) : memref<?x3072xf32>
+      ...
+      call @coda_host_launch(%c0_i64, %cast) : (i64, memref<?xi64>) -> ()
+      %t = bufferization.to_tensor %out restrict writable : ...
+      return %t : tensor<?x3072xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // CODA_DIALECT_CODA_TRANSFORMS_PASSES_TD
