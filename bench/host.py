@@ -62,7 +62,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--profile", action="store_true",
-                        help="also print where the MLP's forward + backward spends its host time")
+                        help="also print where the Linear's and the MLP's forward + backward spend "
+                        "their host time")
     args = parser.parse_args()
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
@@ -120,13 +121,25 @@ def main():
         print(f"  {name:<{width}}  {us:8.1f}")
 
     if args.profile:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        for _ in range(200):
-            coda_mlp()
-        torch.cuda.synchronize()
-        profiler.disable()
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+        # The backward on this thread rather than autograd's device thread,
+        # which cProfile does not see.
+        torch.autograd.set_multithreading_enabled(False)
+        for name, step in (("coda.nn.Linear", coda_linear), ("coda.nn.MLP", coda_mlp)):
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for _ in range(200):
+                step()
+            torch.cuda.synchronize()
+            profiler.disable()
+            print(f"\n{name}, forward + backward, 200 steps:")
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+            # The PyTorch operators and CUDA calls a step dispatches.
+            activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+            with torch.profiler.profile(activities=activities) as trace:
+                for _ in range(20):
+                    step()
+                torch.cuda.synchronize()
+            print(trace.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
 
 
 if __name__ == "__main__":
