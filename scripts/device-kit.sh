@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what the GPU tests and benchmarks need on a GPU machine that has no
-# LLVM: coda-run and libcoda_runtime.so linked statically (CODA_STATIC_TOOLS=ON,
-# built in build-static/), lit, FileCheck/not/count with the one library they load, and
+# LLVM: coda-run, libcoda_runtime.so and libcoda_reference.so (the CPU
+# reference, which runs host functions' host code) linked statically
+# (CODA_STATIC_TOOLS=ON, built in build-static/), lit, FileCheck/not/count with the one library they load, and
 # a lit site configuration that finds them next to it. Writes
 # .carry/kit.tar.xz; on the GPU machine:
 #   tar -xJf .carry/kit.tar.xz -C .carry && .carry/kit/run-lit.sh test/Integration/GPU
@@ -13,12 +14,14 @@ if [ ! -f build-static/build.ninja ]; then
   cmake -G Ninja -S . -B build-static -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir -DCODA_STATIC_TOOLS=ON
 fi
-cmake --build build-static --target coda-run coda_runtime
+cmake --build build-static --target coda-run coda_runtime coda_reference
 
 kit=.carry/kit
 rm -rf "$kit" && mkdir -p "$kit/bin" "$kit/lib" "$kit/test"
 strip -o "$kit/bin/coda-run" build-static/bin/coda-run
-strip -o "$kit/lib/libcoda_runtime.so" build-static/lib/libcoda_runtime.so
+for library in coda_runtime coda_reference; do
+  strip -o "$kit/lib/lib$library.so" build-static/lib/lib$library.so
+done
 for tool in FileCheck not count split-file; do
   cp /usr/lib/llvm-22/bin/$tool "$kit/bin/"
 done
@@ -39,6 +42,9 @@ config.coda_tools_dir = os.path.join(kit, "bin")
 config.ptxas_executable = "/usr/local/cuda/bin/ptxas"
 config.host_triple = config.target_triple = "x86_64-unknown-linux-gnu"
 config.environment["LD_LIBRARY_PATH"] = os.path.join(kit, "lib")
+for library, variable in (("coda_runtime", "CODA_RUNTIME_LIBRARY"),
+                          ("coda_reference", "CODA_REFERENCE_LIBRARY")):
+    config.environment[variable] = os.path.join(kit, "lib", f"lib{library}.so")
 import lit.llvm
 lit.llvm.initialize(lit_config, config)
 lit_config.load_config(config, os.path.join(repo, "test", "lit.cfg.py"))

@@ -12,7 +12,13 @@
 # shapes (M = 333, N = 136 over two tiles, so that the row reductions span a
 # cluster), runs as a fused kernel: coda-run --device cuda --check poisons
 # its outputs with NaN and compares each with the CPU reference on fresh
-# random inputs.
+# random inputs. Then each export runs whole: coda-run --entry runs its host
+# code, each program it calls launched on the GPU, and --check runs it again
+# with the programs on the CPU reference.
+#
+# In place of export.py, a folder of modules exported and raised elsewhere
+# (<frontend>-<case>.mlir, as this script writes them) runs on a GPU machine
+# that has neither the exporters nor coda-opt.
 
 import os
 import re
@@ -22,6 +28,7 @@ import tempfile
 
 sys.path.insert(0, sys.argv[1])
 import numpy as np
+from check_entry import signature
 from coda_test import random, run_program
 
 EXPORT = sys.argv[2]
@@ -59,14 +66,18 @@ def programs(module):
 
 rng = np.random.default_rng(29)
 folder = tempfile.mkdtemp()
-checked = 0
+checked = entries = 0
 for frontend in ["torch", "jax"]:
     for case in CASES:
-        exported = subprocess.run([sys.executable, EXPORT, frontend, case, SIZE],
-                                  capture_output=True, text=True, check=True).stdout
-        raised = subprocess.run(["coda-opt", "--coda-raise-linalg", "--coda-outline-programs"],
-                                input=exported, capture_output=True, text=True, check=True).stdout
         path = os.path.join(folder, f"{frontend}-{case}.mlir")
+        if os.path.isdir(EXPORT):
+            raised = open(os.path.join(EXPORT, f"{frontend}-{case}.mlir")).read()
+        else:
+            exported = subprocess.run([sys.executable, EXPORT, frontend, case, SIZE],
+                                      capture_output=True, text=True, check=True).stdout
+            raised = subprocess.run(["coda-opt", "--coda-raise-linalg",
+                                     "--coda-outline-programs"], input=exported,
+                                    capture_output=True, text=True, check=True).stdout
         with open(path, "w") as f:
             f.write(raised)
         found = list(programs(raised))
@@ -78,7 +89,18 @@ for frontend in ["torch", "jax"]:
                         extra=["--function", name, "--check"])
             checked += 1
             print(f"{frontend} {case} {name}: {', '.join(outputs)} match the CPU reference")
+        shapes, results = signature(raised, case)
+        cmd = ["coda-run", path, "--entry", case, "--device", "cuda", "--check"]
+        for i, shape in enumerate(shapes):
+            np.save(os.path.join(folder, f"in{i}.npy"), random(rng, *shape))
+            cmd.append(f"--arg=arg{i}={folder}/in{i}.npy")
+        cmd += [f"--out=result{i}={folder}/out{i}.npy" for i in range(results)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}{done.stderr}"
+        print(f"{frontend} {case} whole: {done.stdout.splitlines()[0]}")
+        entries += 1
 # Per frontend: one program per case, two for the output projection before a
 # normalized product.
 assert checked == 2 * (len(CASES) + 1), checked
-print(f"{checked} programs")
+assert entries == 2 * len(CASES), entries
+print(f"{checked} programs, {entries} exports run whole")
