@@ -28,6 +28,9 @@ One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed:
                   tensor), W_qkv scaled by gamma, then the QKV GEMM on h
                   with rstd applied in its epilogue
     coda_folded_qkv  that QKV kernel alone
+    outproj_gemm  the out-proj's cuBLAS GEMM alone
+    coda_stats    coda's out-proj kernel writing h and rstd alone (the rstd
+                  a row statistic: per-tile partial sums, merged after it)
 
 Each fused result is checked against the unfused math first. Writes
 norms.json and norms.md to $OUT (or --out).
@@ -189,6 +192,8 @@ def main():
             "coda_folded": bench(folded),
             "coda_folded_qkv": bench(lambda: programs["row_scaled"](
                 h["h"], scaled, rstd=h["rstd"])),
+            "outproj_gemm": bench(lambda: F.linear(x, wo)),
+            "coda_stats": bench(lambda: programs["rms_stats"](x, wo, residual=r)),
         }
 
     report(args.out, "norms", res,

@@ -12,14 +12,16 @@ using namespace mlir::coda;
 
 namespace {
 constexpr KernelParamKind kKinds[] = {
-    KernelParamKind::TensorMap, KernelParamKind::GlobalPtr,
-    KernelParamKind::AtomicPtr, KernelParamKind::Partials,
-    KernelParamKind::F32,       KernelParamKind::I64,
-    KernelParamKind::I32};
+    KernelParamKind::TensorMap,   KernelParamKind::GlobalPtr,
+    KernelParamKind::AtomicPtr,   KernelParamKind::Partials,
+    KernelParamKind::RowPartials, KernelParamKind::F32,
+    KernelParamKind::I64,         KernelParamKind::I32};
 constexpr KernelParamRole kRoles[] = {
-    KernelParamRole::A,      KernelParamRole::B,    KernelParamRole::C,
-    KernelParamRole::Alpha,  KernelParamRole::Beta, KernelParamRole::Input,
-    KernelParamRole::Output, KernelParamRole::M,    KernelParamRole::N,
+    KernelParamRole::A,      KernelParamRole::B,
+    KernelParamRole::C,      KernelParamRole::Alpha,
+    KernelParamRole::Beta,   KernelParamRole::Input,
+    KernelParamRole::Output, KernelParamRole::RowReduction,
+    KernelParamRole::M,      KernelParamRole::N,
     KernelParamRole::K,      KernelParamRole::Batch};
 
 /// The enumerator of `all` whose spelling is `name`.
@@ -43,6 +45,8 @@ StringRef mlir::coda::stringifyKernelParamKind(KernelParamKind kind) {
     return "atomic_ptr";
   case KernelParamKind::Partials:
     return "partials";
+  case KernelParamKind::RowPartials:
+    return "row_partials";
   case KernelParamKind::F32:
     return "f32";
   case KernelParamKind::I64:
@@ -69,6 +73,8 @@ StringRef mlir::coda::stringifyKernelParamRole(KernelParamRole role) {
     return "input";
   case KernelParamRole::Output:
     return "output";
+  case KernelParamRole::RowReduction:
+    return "row_reduction";
   case KernelParamRole::M:
     return "m";
   case KernelParamRole::N:
@@ -89,6 +95,11 @@ int64_t KernelABI::getNumTiles(int64_t m, int64_t n, int64_t batch) const {
 int64_t KernelABI::getPartialRows(int64_t m, int64_t batch) const {
   int64_t warpsPerTile = schedule == Schedule::Pingpong ? 4 : 8;
   return llvm::divideCeilSigned(m, tileM) * warpsPerTile * batch;
+}
+
+int64_t KernelABI::getRowPartialCount(int64_t m, int64_t n,
+                                      int64_t batch) const {
+  return llvm::divideCeilSigned(n, tileN) * m * batch;
 }
 
 int64_t KernelABI::getNumUnits(int64_t m, int64_t n, int64_t batch) const {
@@ -213,7 +224,10 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
       param.merge = merge.str();
     if ((*kind == KernelParamKind::TensorMap) == param.box.empty() ||
         (*kind == KernelParamKind::AtomicPtr) != param.fill.has_value() ||
-        (*kind == KernelParamKind::Partials) == param.merge.empty())
+        (*kind == KernelParamKind::Partials ||
+         *kind == KernelParamKind::RowPartials) == param.merge.empty() ||
+        (*kind == KernelParamKind::RowPartials) !=
+            (*role == KernelParamRole::RowReduction))
       return std::nullopt;
     abi.params.push_back(std::move(param));
   }

@@ -40,6 +40,11 @@ static bool describesProgram(const KernelABI &abi,
         return false;
       continue;
     }
+    if (param.role == KernelParamRole::RowReduction) {
+      if (param.index < 0 || param.kind != KernelParamKind::RowPartials)
+        return false;
+      continue;
+    }
     if (param.role == KernelParamRole::Output) {
       if (param.index < 0 ||
           param.index >= static_cast<int64_t>(signature.outputs.size()) ||
@@ -75,6 +80,7 @@ static bool describesProgram(const KernelABI &abi,
       break;
     case KernelParamKind::AtomicPtr:
     case KernelParamKind::Partials:
+    case KernelParamKind::RowPartials:
     case KernelParamKind::I32:
       return false;
     }

@@ -40,7 +40,8 @@ namespace {
 /// The buffers one launch needs besides its arguments, from the driver's
 /// stream-ordered allocator on the launch's stream, freed on the stream after
 /// the launch: copies of the operands that TMA cannot read where they are,
-/// and the partial results of deterministic column reductions.
+/// and the partial results of deterministic column reductions and of row
+/// statistics.
 ///
 /// An operand TMA cannot read has a base that is not 16-byte aligned, or rows
 /// that are not a multiple of 16 bytes long (K not a multiple of 8 in bf16,
@@ -236,6 +237,8 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
   SmallVector<std::pair<const DeviceTensor *, float>> atomicOutputs;
   // Outputs merged after the kernel from partial results, and their scratch.
   SmallVector<std::pair<const KernelParam *, CUdeviceptr>> mergedOutputs;
+  // The merge kernel of row statistics (KernelABI's RowPartials), if any.
+  StringRef rowMerge;
   for (auto [param, slot] : llvm::zip(abi.params, storage)) {
     params.push_back(&slot);
     switch (param.kind) {
@@ -297,6 +300,18 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
       mergedOutputs.emplace_back(&param, *scratch);
       break;
     }
+    case KernelParamKind::RowPartials: {
+      uint64_t bytes = uint64_t(abi.getRowPartialCount(problem.m, problem.n,
+                                                       problem.batch)) *
+                       sizeof(float);
+      llvm::Expected<CUdeviceptr> scratch = buffers.allocate(
+          bytes, "the row statistics' partial results of '" + name + "'");
+      if (!scratch)
+        return scratch.takeError();
+      slot.pointer = *scratch;
+      rowMerge = param.merge;
+      break;
+    }
     case KernelParamKind::GlobalPtr:
       // An output, a tensor input, or the seed given by its address.
       slot.pointer =
@@ -346,6 +361,22 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
                             "cuLaunchKernelEx", "launching '" + name + "'"))
     return e;
 
+  // The row statistics' merge, on the kernel's own parameters.
+  if (!rowMerge.empty()) {
+    CUlaunchConfig merge = {};
+    merge.gridDimX = static_cast<unsigned>(
+        llvm::divideCeil(problem.m, KernelABI::kRowMergeThreads));
+    merge.gridDimY = static_cast<unsigned>(problem.batch);
+    merge.gridDimZ = 1;
+    merge.blockDimX = KernelABI::kRowMergeThreads;
+    merge.blockDimY = merge.blockDimZ = 1;
+    merge.hStream = static_cast<CUstream>(stream);
+    if (auto e = driver.check(
+            driver.cuLaunchKernelEx(&merge, kernel.merges.lookup(rowMerge),
+                                    params.data(), nullptr),
+            "cuLaunchKernelEx", "merging the row statistics of '" + name + "'"))
+      return e;
+  }
   // Each merge kernel combines its output's partial results in a fixed order.
   for (auto [param, scratch] : mergedOutputs) {
     const DeviceTensor &output = outputs[param->index];

@@ -3,7 +3,9 @@
 #include "RuntimeImpl.h"
 
 #include "coda/Dialect/Coda/IR/CodaOps.h"
+#include "coda/Dialect/Coda/IR/EpilogueDims.h"
 #include "coda/Dialect/Coda/Transforms/Backward.h"
+#include "coda/Dialect/Coda/Utils/RowStatistics.h"
 #include "coda/Frontend/EpilogueImport.h"
 #include "coda/Registration/Registration.h"
 
@@ -142,8 +144,9 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       ProgramSignature::get(*module, function);
   if (failed(signature))
     return error(diagnostics.text);
-  // Row reductions (a row must fit the tiles of a cluster) and partners
-  // across 8 columns or more (both columns in one tile) constrain the tile.
+  // Row reductions (a row must fit the tiles of a cluster, unless they are
+  // row statistics, merged after the GEMM) and partners across 8 columns or
+  // more (both columns in one tile) constrain the tile.
   TileConstraint constraint = TileConstraint::None;
   constexpr unsigned kMN = DimsAttr::kM | DimsAttr::kN;
   bool light =
@@ -156,7 +159,12 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       ->walk([&](Operation *op) {
         if (isa<DropoutOp, RowReduceOp, ColReduceOp, PartnerOp>(op))
           light = false;
-        if (isa<RowReduceOp>(op))
+        if (auto gemm = dyn_cast<GemmOp>(op);
+            gemm &&
+            llvm::any_of(
+                gemm.getEpilogueBlock(),
+                [](Operation &inner) { return isa<RowReduceOp>(inner); }) &&
+            !RowStatistics::get(gemm, EpilogueDims(gemm)))
           constraint = TileConstraint::RowCluster;
         if (auto partner = dyn_cast<PartnerOp>(op);
             partner && constraint == TileConstraint::None &&

@@ -56,6 +56,19 @@
 //                 of kMergeThreads: it combines the rows of each batch in a
 //                 fixed order into the output, which it writes whole (no
 //                 fill). The result is bit-identical from run to run.
+//      RowPartials: a CUdeviceptr to f32 scratch of getRowPartialCount(M, N,
+//                 batch) elements for row reduction `index` (in the
+//                 epilogue's order) of a kernel whose row reductions are row
+//                 statistics (RowStatistics.h): each tile writes its partial
+//                 result of each of its rows at [batch][column tile][row]
+//                 (every element is written). The kernel does not write the
+//                 outputs computed from them. After the kernel, launch the
+//                 kernel `merge` (the same for every RowPartials parameter)
+//                 of the same module on the same stream, with the kernel's
+//                 own parameters, a grid of (ceildiv(M, kRowMergeThreads),
+//                 batch count, 1) and blocks of kRowMergeThreads: it combines
+//                 each row's partial results in tile order (bit-identical
+//                 from run to run) and writes those outputs.
 //      F32, I64:  the scalar program argument `index` (alpha, beta, scalar
 //                 epilogue inputs; a dropout seed is i64).
 //      I32:       a size of the GEMM: M, N, K or the batch count (1 when
@@ -104,6 +117,10 @@ enum class KernelParamKind : uint32_t {
   /// column reduction, which the kernel `KernelParam::merge` combines into
   /// the output after the launch.
   Partials,
+  /// A 64-bit device pointer to f32 scratch for the per-tile partial results
+  /// of a row reduction, which the kernel `KernelParam::merge` combines
+  /// after the launch.
+  RowPartials,
   /// A 32-bit float.
   F32,
   /// A 64-bit integer.
@@ -123,6 +140,8 @@ enum class KernelParamRole : uint32_t {
   Input,
   /// An output.
   Output,
+  /// The partial results of a row reduction.
+  RowReduction,
   M,
   N,
   K,
@@ -130,25 +149,27 @@ enum class KernelParamRole : uint32_t {
 };
 
 /// The spelling of `kind` in the ABI dictionary ("tensor_map", "global_ptr",
-/// "atomic_ptr", "partials", "f32", "i64", "i32").
+/// "atomic_ptr", "partials", "row_partials", "f32", "i64", "i32").
 llvm::StringRef stringifyKernelParamKind(KernelParamKind kind);
 /// The spelling of `role` in the ABI dictionary ("a", "b", "c", "alpha",
-/// "beta", "input", "output", "m", "n", "k", "batch").
+/// "beta", "input", "output", "row_reduction", "m", "n", "k", "batch").
 llvm::StringRef stringifyKernelParamRole(KernelParamRole role);
 
 /// One kernel parameter.
 struct KernelParam {
   KernelParamKind kind;
   KernelParamRole role;
-  /// The program argument (A, B, C, alpha, beta, inputs) or program result
-  /// (outputs) this parameter is made from; -1 for the sizes.
+  /// The program argument (A, B, C, alpha, beta, inputs), program result
+  /// (outputs) or row reduction this parameter is made from; -1 for the
+  /// sizes.
   int64_t index = -1;
   /// For TensorMap parameters: the box, in elements, innermost dim first.
   llvm::SmallVector<int64_t> box;
   /// For AtomicPtr parameters: the value the runtime fills the output with
   /// before the launch.
   std::optional<double> fill;
-  /// For Partials parameters: the entry name of the merge kernel.
+  /// For Partials and RowPartials parameters: the entry name of the merge
+  /// kernel.
   std::string merge = {};
 };
 
@@ -189,6 +210,11 @@ struct KernelABI {
   /// along M, times the consumer warps that share a tile (8, or 4 under
   /// ping-pong), times the batch count.
   int64_t getPartialRows(int64_t m, int64_t batch) const;
+  /// Threads per block of a row merge kernel (see RowPartials), a row each.
+  static constexpr int64_t kRowMergeThreads = 128;
+  /// Elements of a RowPartials scratch for a GEMM of the given sizes: the
+  /// tiles along N times M times the batch count.
+  int64_t getRowPartialCount(int64_t m, int64_t n, int64_t batch) const;
 
   /// The number of output tiles of a GEMM of the given sizes (batch = 1 when
   /// unbatched).

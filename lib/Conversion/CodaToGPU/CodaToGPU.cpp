@@ -8,7 +8,8 @@
 // kernel) and Epilogue.cpp (each tile's epilogue) from the coda.kernel_plan
 // of the program's coda.gemm (KernelPlan::get). Under a deterministic plan,
 // each column reduction also gets a merge kernel in the module, which
-// combines the partial results the warps wrote in a fixed order.
+// combines the partial results the warps wrote in a fixed order; under row
+// partials, the row statistics get one (MergeKernels.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +37,7 @@ namespace {
 
 /// The name of the dynamic shared memory array of every kernel.
 constexpr StringLiteral kSharedMemoryName = "coda_smem";
-/// The name of the shared memory array of the merge kernels.
+/// The name of the shared memory array of the column merge kernels.
 constexpr StringLiteral kMergeMemoryName = "coda_merge_smem";
 
 /// Whether `input` of `plan`'s gemm is the dropout seed that seed-in-memory
@@ -55,6 +56,11 @@ static bool isSeedInMemory(const KernelPlan &plan, Value input) {
 /// The entry name of the merge kernel of output `i` of `kernel`.
 std::string getMergeName(StringRef kernel, unsigned i) {
   return (kernel + "_merge" + Twine(i)).str();
+}
+
+/// The entry name of the merge kernel of `kernel`'s row statistics.
+std::string getRowMergeName(StringRef kernel) {
+  return (kernel + "_row_merge").str();
 }
 
 /// Appends the kernel parameters of `plan` to `abi`, in ABI order (A, B, C,
@@ -112,14 +118,27 @@ SmallVector<Type> addParams(const KernelPlan &plan, KernelABI &abi) {
     else if (reduce)
       abi.params.back().fill = getReductionIdentity(reduce.getKind());
   }
+  // Under row partials, the scratch of each row reduction's partial results.
+  if (plan.rowPartials) {
+    auto reductions = op.getEpilogueBlock().getOps<RowReduceOp>();
+    for (int64_t k = 0, e = std::distance(reductions.begin(), reductions.end());
+         k < e; ++k) {
+      add(globalPtr, KernelParamKind::RowPartials,
+          KernelParamRole::RowReduction, k);
+      abi.params.back().merge =
+          getRowMergeName(op->getParentOfType<func::FuncOp>().getSymName());
+    }
+  }
   for (KernelParamRole role : {KernelParamRole::M, KernelParamRole::N,
                                KernelParamRole::K, KernelParamRole::Batch})
     add(IntegerType::get(ctx, 32), KernelParamKind::I32, role, -1);
   return types;
 }
 
-/// Binds each parameter of the kernel entry block to its role.
-void bindParams(Block &entry, const KernelABI &abi, KernelValues &values) {
+} // namespace
+
+void mlir::coda::bindKernelParams(Block &entry, const KernelABI &abi,
+                                  KernelValues &values) {
   for (auto [param, arg] : llvm::zip(abi.params, entry.getArguments())) {
     switch (param.role) {
     case KernelParamRole::A:
@@ -143,6 +162,9 @@ void bindParams(Block &entry, const KernelABI &abi, KernelValues &values) {
     case KernelParamRole::Output:
       values.outputs.push_back(arg);
       break;
+    case KernelParamRole::RowReduction:
+      values.rowPartials.push_back(arg);
+      break;
     case KernelParamRole::M:
       values.m = arg;
       break;
@@ -159,92 +181,7 @@ void bindParams(Block &entry, const KernelABI &abi, KernelValues &values) {
   }
 }
 
-/// Builds, at `b`'s insertion point in a gpu.module, the merge kernel `name`
-/// of a column reduction of `kind` (KernelABI's Partials): block (x, y)
-/// combines columns 32x .. 32x + 31 of the `rows` partial results of output
-/// batch y; warp w combines rows w, w + 8, ... in order, then warp 0 the 8
-/// warps' results in warp order, and writes the output. The order depends on
-/// the sizes only, so the result is the same from run to run.
-void buildMergeKernel(OpBuilder &b, Location loc, StringRef name,
-                      ReductionKind kind, LLVM::GlobalOp sharedMemory) {
-  MLIRContext *ctx = b.getContext();
-  Type globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
-  Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  auto kernel = gpu::GPUFuncOp::create(
-      b, loc, name, b.getFunctionType({globalPtr, globalPtr, i32, i32}, {}));
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  constexpr int64_t threads = KernelABI::kMergeThreads;
-  constexpr int64_t columns = KernelABI::kMergeColumns;
-  constexpr int64_t warps = threads / 32;
-  static_assert(threads == 32 * warps && columns == 32,
-                "a merge block is 8 warps of one column per lane");
-  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
-
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&kernel.front());
-  KernelBuilder kb(loc, b);
-  Value partials = kernel.getArgument(0), output = kernel.getArgument(1);
-  Value rows = kernel.getArgument(2), n = kernel.getArgument(3);
-  Value thread = kb.index32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
-  Value lane = kb.remu(thread, kb.i32(32));
-  Value warp = kb.divu(thread, kb.i32(32));
-  Value col =
-      kb.add(kb.mul(kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::x)),
-                    kb.i32(columns)),
-             lane);
-  Value batch = kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::y));
-  Value inside = kb.ult(col, n);
-  Value identity = kb.f32(getReductionIdentity(kind));
-  auto combine = [&](Value x, Value y) {
-    return buildReductionCombine(kb, loc, kind, x, y);
-  };
-  // Rows warp, warp + 8, ... of the batch, in order (none outside N), read
-  // kLoads at a time so that their loads are in flight together: a row past
-  // the end reads the last row and contributes the identity.
-  constexpr int64_t kLoads = 8;
-  Value firstRow = kb.mul(batch, rows);
-  Value end = arith::SelectOp::create(kb, inside, rows, kb.i32(0));
-  Value last = kb.sub(end, kb.i32(1));
-  auto loop = scf::ForOp::create(kb, warp, end, kb.i32(warps * kLoads),
-                                 ValueRange{identity});
-  {
-    OpBuilder::InsertionGuard inner(kb);
-    kb.setInsertionPointToStart(loop.getBody());
-    SmallVector<std::pair<Value, Value>> loaded;
-    for (int64_t j = 0; j < kLoads; ++j) {
-      Value row = kb.add(loop.getInductionVar(), kb.i32(j * warps));
-      Value valid = kb.cmp(arith::CmpIPredicate::slt, row, end);
-      row = kb.add(firstRow, arith::MinSIOp::create(kb, row, last));
-      Value index = arith::AddIOp::create(
-          kb, arith::MulIOp::create(kb, kb.wide(row), kb.wide(n)),
-          kb.wide(col));
-      loaded.push_back(
-          {valid, LLVM::LoadOp::create(kb, f32, kb.gep(partials, f32, index))});
-    }
-    Value total = loop.getRegionIterArg(0);
-    for (auto [valid, x] : loaded)
-      total = combine(total, arith::SelectOp::create(kb, valid, x, identity));
-    scf::YieldOp::create(kb, total);
-  }
-  Value shared = LLVM::AddressOfOp::create(kb, sharedMemory);
-  LLVM::StoreOp::create(
-      kb, loop.getResult(0),
-      kb.gep(shared, f32, kb.add(kb.mul(warp, kb.i32(columns)), lane)));
-  gpu::BarrierOp::create(kb);
-  kb.ifThen(kb.andi(kb.eq(warp, kb.i32(0)), inside), [&] {
-    Value total;
-    for (int64_t w = 0; w < warps; ++w) {
-      Value x = LLVM::LoadOp::create(
-          kb, f32, kb.gep(shared, f32, kb.add(kb.i32(w * columns), lane)));
-      total = total ? combine(total, x) : x;
-    }
-    Value index = arith::AddIOp::create(
-        kb, arith::MulIOp::create(kb, kb.wide(batch), kb.wide(n)),
-        kb.wide(col));
-    LLVM::StoreOp::create(kb, total, kb.gep(output, f32, index));
-  });
-  gpu::ReturnOp::create(kb);
-}
+namespace {
 
 /// Builds the kernel of `plan` next to `program` and turns the program into a
 /// host declaration; both carry the kernel's ABI.
@@ -281,7 +218,7 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   b.setInsertionPointToStart(&entry);
   KernelBuilder kb(loc, b);
   KernelValues values;
-  bindParams(entry, abi, values);
+  bindKernelParams(entry, abi, values);
   // The seed given by its address: every thread reads its 8 bytes once.
   for (auto [input, value] : llvm::zip(op.getInputs(), values.inputs))
     if (isSeedInMemory(plan, input))
@@ -292,10 +229,10 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
   values.warpgroup = kb.divu(values.threadId, kb.i32(128));
   values.sharedMemory = LLVM::AddressOfOp::create(kb, sharedMemory);
 
-  // A fused row reduction needs the whole row in the tiles of one cluster;
-  // the runtime checks N against max_n, and the kernel traps rather than
-  // compute a wrong answer if it was launched anyway.
-  if (plan.hasRowReduction)
+  // A row reduction exchanged across tiles needs the whole row in the tiles
+  // of one cluster; the runtime checks N against max_n, and the kernel traps
+  // rather than compute a wrong answer if it was launched anyway.
+  if (plan.getMaxN())
     kb.ifThen(
         kb.cmp(arith::CmpIPredicate::ugt, values.n, kb.i32(plan.getMaxN())),
         [&] { LLVM::Trap::create(kb); });
@@ -319,9 +256,13 @@ void buildKernel(func::FuncOp program, const KernelPlan &plan,
           /*isConstant=*/false, LLVM::Linkage::Internal, kMergeMemoryName,
           Attribute(), /*alignment=*/4, /*addrSpace=*/3);
     }
-    buildMergeKernel(b, loc, getMergeName(program.getSymName(), i),
-                     reduce.getKind(), mergeMemory);
+    buildColumnMergeKernel(b, loc, getMergeName(program.getSymName(), i),
+                           reduce.getKind(), mergeMemory);
   }
+  // The merge kernel of row statistics, on the kernel's own parameters.
+  if (plan.rowPartials)
+    buildRowMergeKernel(b, loc, plan, abi, kernel.getFunctionType(),
+                        getRowMergeName(program.getSymName()));
 
   abi.module = module.getName().str();
   abi.kernel = program.getSymName().str();

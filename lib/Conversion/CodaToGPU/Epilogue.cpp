@@ -21,6 +21,11 @@
 // address is a row slot's address, computed once, plus a constant. Inputs
 // the region does not read are neither loaded nor prefetched.
 //
+// Under row partials (row statistics merged after the GEMM), the walk also
+// combines each row reduction's input group by group as it goes, and the
+// tile's partial results are written at the end; the outputs computed from
+// the statistics are left to the merge kernel.
+//
 //===----------------------------------------------------------------------===//
 
 #include "EpilogueLowering.h"
@@ -125,6 +130,8 @@ EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, TileEpilogueOp op,
       interior(interior), halfN(op.getAccumulatorHalfN()), patterns(patterns) {
   if (plan.getBiasInput() >= 0)
     biasAdd = *op.getAccumulator().user_begin();
+  if (!op.getRowPartials().empty())
+    statistics = RowStatistics::get(op, dims);
   if (plan.getClusterN() > 1)
     for (auto reduce : op.getEpilogueBlock().getOps<RowReduceOp>())
       if (dims.getMask(reduce.getInput()) & DimsAttr::kN)
@@ -283,6 +290,13 @@ LogicalResult EpilogueBuilder::build() {
   for (RowReduceOp reduce : rowExchanges)
     at(reduce.getResult(), 0, 0);
 
+  // Under row partials, each row reduction's partial result of each row
+  // slot, combined group by group as the walk computes its input.
+  SmallVector<SmallVector<Value>> rowPartials;
+  if (statistics)
+    rowPartials.assign(statistics->getReductions().size(),
+                       SmallVector<Value>(numRowSlots()));
+
   // Column group by column group (the 8 slots one Philox call serves), row
   // slot by row slot, every output that spans them: values that vary only
   // along n (a bias) and a row's Philox words die after their group, and the
@@ -304,7 +318,8 @@ LogicalResult EpilogueBuilder::build() {
         Value value = yielded[i];
         unsigned mask = op.getResultDimsAt(i).getMask();
         if ((!(mask & DimsAttr::kM) && h != 0) ||
-            (!(mask & DimsAttr::kN) && group != 0))
+            (!(mask & DimsAttr::kN) && group != 0) ||
+            (statistics && statistics->isMerged(i)))
           continue;
         if (llvm::any_of(patterns, [&](const auto &pattern) {
               return succeeded(pattern->buildOutput(i, value, group, h, *this));
@@ -328,8 +343,17 @@ LogicalResult EpilogueBuilder::build() {
           slots.push_back(at(value, h, c));
         storeGroup(slots, values.outputs[i], type, mask, h, group);
       }
+      if (statistics)
+        for (auto [k, reduce] : llvm::enumerate(statistics->getReductions()))
+          rowPartials[k][h] =
+              accumulateRowPartial(reduce, group, h, rowPartials[k][h], *this);
     }
   }
+  if (statistics)
+    for (auto [k, reduce] : llvm::enumerate(statistics->getReductions()))
+      for (int64_t h = 0; h < numRowSlots(); ++h)
+        storeRowPartial(reduce, values.rowPartials[k], h, rowPartials[k][h],
+                        *this);
   return failure(unlowered);
 }
 
@@ -395,6 +419,7 @@ LogicalResult mlir::coda::lowerTileEpilogue(RewriterBase &rewriter,
   values.beta = op.getBeta();
   llvm::append_range(values.inputs, op.getInputs());
   llvm::append_range(values.outputs, op.getOutputs());
+  llvm::append_range(values.rowPartials, op.getRowPartials());
   values.exchange = op.getExchange();
   values.ordinal = op.getOrdinal();
   // Interior tiles (all but the last row and column of tiles, for aligned

@@ -29,6 +29,7 @@
 #include "KernelPlan.h"
 
 #include "coda/Dialect/Coda/IR/EpilogueDims.h"
+#include "coda/Dialect/Coda/Utils/RowStatistics.h"
 
 #include <memory>
 
@@ -64,6 +65,16 @@ using EpiloguePatterns = SmallVector<std::unique_ptr<EpiloguePattern>>;
 void populateDropoutPatterns(EpiloguePatterns &patterns);
 /// coda.row_reduce and coda.col_reduce (ReductionPatterns.cpp).
 void populateReductionPatterns(EpiloguePatterns &patterns);
+/// Under row partials (ReductionPatterns.cpp): `partial` (null at the first
+/// column group) combined with the thread's slots of column group `group` at
+/// row slot h of `reduce`'s input.
+Value accumulateRowPartial(RowReduceOp reduce, int64_t group, int64_t h,
+                           Value partial, EpilogueBuilder &builder);
+/// Combines the thread's `partial` of row slot h with its quad's, and writes
+/// the result, the tile's partial result of the row, into `scratch`
+/// (KernelABI's RowPartials: at [batch][column tile][row]).
+void storeRowPartial(RowReduceOp reduce, Value scratch, int64_t h,
+                     Value partial, EpilogueBuilder &builder);
 /// coda.partner and coda.coord (PositionPatterns.cpp).
 void populatePositionPatterns(EpiloguePatterns &patterns);
 /// coda.activation, coda.activation_derivative and every scalar arith and
@@ -248,6 +259,9 @@ private:
   const EpiloguePatterns &patterns;
   /// Whether an op had no pattern (build then fails).
   bool unlowered = false;
+  /// Under row partials: the epilogue's row statistics, whose outputs the
+  /// merge kernel writes.
+  std::optional<RowStatistics> statistics;
   /// The row reductions that exchange partial results across a cluster
   /// along N, and how many have.
   SmallVector<RowReduceOp> rowExchanges;

@@ -36,37 +36,44 @@ struct CodaGridConstantTensorMaps final
     Builder b(&getContext());
     auto byval =
         TypeAttr::get(LLVM::LLVMArrayType::get(b.getI8Type(), kTensorMapBytes));
-    WalkResult result =
-        getOperation().walk([&](gpu::GPUModuleOp module) {
-          auto attr =
-              module->getAttrOfType<DictionaryAttr>(KernelABI::kAttrName);
-          if (!attr)
-            return WalkResult::advance();
-          std::optional<KernelABI> abi = KernelABI::fromAttr(attr);
-          if (!abi) {
-            module.emitError()
-                << "has a malformed '" << KernelABI::kAttrName << "' attribute";
-            return WalkResult::interrupt();
-          }
-          auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(abi->kernel);
-          if (!kernel || kernel.getNumArguments() != abi->params.size()) {
-            module.emitError()
-                << "has no llvm.func kernel '" << abi->kernel << "' with "
-                << abi->params.size()
-                << " parameters: run this pass after convert-gpu-to-nvvm";
-            return WalkResult::interrupt();
-          }
-          for (auto [i, param] : llvm::enumerate(abi->params)) {
-            if (param.kind != KernelParamKind::TensorMap)
-              continue;
-            kernel.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(), byval);
-            kernel.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
-                              b.getUnitAttr());
-            kernel.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                              b.getI64IntegerAttr(kTensorMapAlign));
-          }
-          return WalkResult::advance();
-        });
+    WalkResult result = getOperation().walk([&](gpu::GPUModuleOp module) {
+      auto attr = module->getAttrOfType<DictionaryAttr>(KernelABI::kAttrName);
+      if (!attr)
+        return WalkResult::advance();
+      std::optional<KernelABI> abi = KernelABI::fromAttr(attr);
+      if (!abi) {
+        module.emitError() << "has a malformed '" << KernelABI::kAttrName
+                           << "' attribute";
+        return WalkResult::interrupt();
+      }
+      // The kernel, and the merge kernel of its row statistics, which
+      // takes the same parameters.
+      SmallVector<StringRef, 2> names = {abi->kernel};
+      for (const KernelParam &param : abi->params)
+        if (param.kind == KernelParamKind::RowPartials &&
+            !llvm::is_contained(names, param.merge))
+          names.push_back(param.merge);
+      for (StringRef name : names) {
+        auto kernel = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+        if (!kernel || kernel.getNumArguments() != abi->params.size()) {
+          module.emitError()
+              << "has no llvm.func kernel '" << name << "' with "
+              << abi->params.size()
+              << " parameters: run this pass after convert-gpu-to-nvvm";
+          return WalkResult::interrupt();
+        }
+        for (auto [i, param] : llvm::enumerate(abi->params)) {
+          if (param.kind != KernelParamKind::TensorMap)
+            continue;
+          kernel.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(), byval);
+          kernel.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                            b.getUnitAttr());
+          kernel.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                            b.getI64IntegerAttr(kTensorMapAlign));
+        }
+      }
+      return WalkResult::advance();
+    });
     if (result.wasInterrupted())
       signalPassFailure();
   }

@@ -4,14 +4,15 @@
 // errors, that the GEMM can run that way: the target, the tile options, the
 // shared-memory budget, the operand layouts wgmma can read, the 16-byte row
 // alignment TMA needs (when sizes are static) and the epilogue reductions
-// (row reductions within the tiles of one cluster, column reductions into
-// f32 outputs).
+// (row reductions within the tiles of one cluster unless they are row
+// statistics, column reductions into f32 outputs).
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelPlan.h"
 
 #include "coda/Dialect/Coda/IR/EpilogueDims.h"
+#include "coda/Dialect/Coda/Utils/RowStatistics.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -90,13 +91,16 @@ NVVM::WGMMATypes KernelPlan::getMmaType() const {
 
 /// Fills in the choices `tile` leaves open for a GEMM whose N is `n`
 /// (dynamic or static). The defaults: cooperative 128 x 256 tiles (ping-pong
-/// 128 x 128 or 64 x 256), 128 columns for row reductions over N <= 128 or
-/// over a dynamic N (a row reduction keeps its row's values live), and for
-/// a static N wider than 256, 128 columns in clusters along N spanning the
-/// row (256 columns past the portable cluster size); as many stages as
+/// 128 x 128 or 64 x 256), 128 columns for row reductions over a static
+/// N <= 128, and for row reductions exchanged across tiles (`rowExchange`:
+/// those that are not row statistics) over a dynamic N (a row reduction
+/// keeps its row's values live); for those over a static N wider than 256,
+/// 128 columns in clusters along N spanning the row (256 columns past the
+/// portable cluster size); as many stages as
 /// shared memory holds, up to kMaxDefaultStages; tiles walked in groups of
 /// 8 row blocks.
-static TileConfig chooseTile(TileConfig tile, bool rowReduction, int64_t n) {
+static TileConfig chooseTile(TileConfig tile, bool rowReduction,
+                             bool rowExchange, int64_t n) {
   constexpr int64_t kMaxDefaultStages = 8;
   // Measured against 4, 16 and 32 on the benchmark's shapes
   // (docs/performance.md): 4 is slower, the others within 1-2%.
@@ -110,14 +114,16 @@ static TileConfig chooseTile(TileConfig tile, bool rowReduction, int64_t n) {
     // The widest tile whose accumulator fits 128 registers per thread.
     int64_t rows = pingpong ? tile.tileM : tile.tileM / 2;
     tile.tileN = rows > 64 ? 128 : 256;
-    if (rowReduction &&
-        (ShapedType::isDynamic(n) || n <= 128 ||
-         (n > 256 && n <= 128 * KernelShape::kPortableClusterSize)))
+    bool narrow = !ShapedType::isDynamic(n) && n <= 128;
+    if ((rowReduction && narrow) ||
+        (rowExchange &&
+         (ShapedType::isDynamic(n) ||
+          (n > 256 && n <= 128 * KernelShape::kPortableClusterSize))))
       tile.tileN = std::min<int64_t>(tile.tileN, 128);
   }
   // Past the widest cluster, build says how wide a row may be.
   if (!tile.clusterN)
-    tile.clusterN = rowReduction && !ShapedType::isDynamic(n)
+    tile.clusterN = rowExchange && !ShapedType::isDynamic(n)
                         ? std::clamp<int64_t>(llvm::divideCeil(n, tile.tileN),
                                               1, KernelShape::kMaxClusterN)
                         : 1;
@@ -146,9 +152,13 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
   bool rowReduction = llvm::any_of(op.getEpilogueBlock(), [](Operation &inner) {
     return isa<RowReduceOp>(inner);
   });
+  // Row statistics need no exchange unless a cluster along N is pinned.
+  bool statistics =
+      rowReduction && RowStatistics::get(op, EpilogueDims(op)).has_value();
   auto bType = cast<RankedTensorType>(op.getB().getType());
   int64_t n = bType.getDimSize(bType.getRank() - (op.getTransposeB() ? 2 : 1));
-  TileConfig tile = chooseTile(config, rowReduction, n);
+  TileConfig tile =
+      chooseTile(config, rowReduction, rowReduction && !statistics, n);
   bool pingpong = *tile.schedule == Schedule::Pingpong;
   if (!llvm::is_contained({64, 128, 192, 256}, tile.tileN))
     return op.emitOpError()
@@ -318,6 +328,9 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
                       return isa<DropoutOp, RowReduceOp, ColReduceOp>(inner);
                     });
   plan.hasRowReduction = rowReduction;
+  // Rows of one tile need no merge.
+  plan.rowPartials = statistics && tile.clusterN == 1 &&
+                     (ShapedType::isDynamic(n) || n > tile.tileN);
   for (auto [i, value] : llvm::enumerate(op.getYield().getValues())) {
     auto reduce = value.getDefiningOp<ColReduceOp>();
     Type type =
@@ -328,14 +341,15 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
              << " must be f32, not " << type;
   }
   int64_t widest = 256 * KernelShape::kMaxClusterN;
-  if (plan.hasRowReduction && !ShapedType::isDynamic(n) && n > plan.getMaxN())
+  if (plan.getMaxN() && !ShapedType::isDynamic(n) && n > plan.getMaxN())
     return op.emitOpError()
            << "cannot fuse a row reduction on the GPU: a whole row must fit "
               "the tiles of one cluster along N, but N = "
            << n << " is more than tile-n x cluster-n = " << tile.tileN << " x "
            << tile.clusterN << "; tile-n can be up to 256 and cluster-n up to "
            << KernelShape::kMaxClusterN << ", rows of up to " << widest
-           << " columns";
+           << " columns (row statistics, whose results no element of the row "
+              "needs, are merged after the GEMM for rows of any width)";
   return plan;
 }
 

@@ -188,8 +188,13 @@ struct KernelPlan {
   int64_t tileK = 0, mmaK = 0;
   OperandPlan a, b;
   /// Whether the epilogue has row reductions (then N must fit the tiles of
-  /// one cluster).
+  /// one cluster, unless they are merged from partial results).
   bool hasRowReduction = false;
+  /// Whether the row reductions are row statistics (RowStatistics) that
+  /// each tile writes its partial results of, which a merge kernel combines
+  /// after the GEMM (KernelABI's `row_partials`): without a cluster along N,
+  /// for rows of any width.
+  bool rowPartials = false;
   /// Whether GELU(tanh), SiLU and sigmoid run on tanh.approx.f32
   /// (coda-to-gpu's fast-activations).
   bool fastActivations = false;
@@ -243,9 +248,9 @@ struct KernelPlan {
   /// Blocks per cluster.
   int64_t getClusterSize() const { return tile.clusterM * tile.clusterN; }
   /// The widest N the kernel computes: its row reductions combine the tiles
-  /// of one cluster (0: any N).
+  /// of one cluster, unless they are merged after it (0: any N).
   int64_t getMaxN() const {
-    return hasRowReduction ? tile.tileN * tile.clusterN : 0;
+    return hasRowReduction && !rowPartials ? tile.tileN * tile.clusterN : 0;
   }
   /// The wgmma element type of A and B.
   NVVM::WGMMATypes getMmaType() const;
@@ -300,7 +305,34 @@ struct KernelValues {
   /// (!llvm.ptr<3>, RowExchangeLayout) and the tiles the block computed
   /// before this one.
   Value exchange, ordinal;
+  /// Under row partials (KernelPlan::rowPartials): the f32 scratch of each
+  /// row reduction (KernelABI's RowPartials), in the region's order.
+  SmallVector<Value> rowPartials;
 };
+
+/// Binds each argument of `entry`, the entry block of a kernel whose
+/// parameters are `abi`'s, to its role in `values` (CodaToGPU.cpp).
+void bindKernelParams(Block &entry, const KernelABI &abi, KernelValues &values);
+
+/// Builds, at `b`'s insertion point in a gpu.module, the merge kernel `name`
+/// of a column reduction of `kind` (KernelABI's Partials): block (x, y)
+/// combines columns 32x .. 32x + 31 of the `rows` partial results of output
+/// batch y; warp w combines rows w, w + 8, ... in order, then warp 0 the 8
+/// warps' results in warp order, and writes the output. The order depends on
+/// the sizes only, so the result is the same from run to run
+/// (MergeKernels.cpp).
+void buildColumnMergeKernel(OpBuilder &b, Location loc, StringRef name,
+                            ReductionKind kind, LLVM::GlobalOp sharedMemory);
+
+/// Builds, at `b`'s insertion point in a gpu.module, the merge kernel `name`
+/// of the row statistics of `plan`'s epilogue (KernelABI's RowPartials), on
+/// the parameters of the GEMM's kernel (`type`, `abi`): thread t of block
+/// (x, y) combines the partial results of row 128x + t of batch y, tile by
+/// tile, divides means by N, runs the epilogue's ops on them (RowStatistics)
+/// and writes the outputs computed from them (MergeKernels.cpp).
+void buildRowMergeKernel(OpBuilder &b, Location loc, const KernelPlan &plan,
+                         const KernelABI &abi, FunctionType type,
+                         StringRef name);
 
 /// Builds the kernel body after the parameters are bound: the mbarriers, the
 /// producer's TMA loop and the consumers' tile loop, whose main loop

@@ -609,7 +609,7 @@ void mlir::coda::buildTileEpilogue(OpBuilder &b, Location loc,
   auto tile = TileEpilogueOp::create(
       b, loc, accumulators, values.batch, values.rowBase, values.colBase,
       values.batchCount, values.m, n, values.c, values.alpha, values.beta,
-      values.inputs, values.outputs, exchange, ordinal,
+      values.inputs, values.outputs, values.rowPartials, exchange, ordinal,
       b.getArrayAttr(typeAttrs(op.getInputs().getTypes())), op.getInputDims(),
       b.getArrayAttr(typeAttrs(op.getResultTypes())), op.getResultDims(),
       op.getC() ? TypeAttr::get(op.getC().getType()) : TypeAttr(),

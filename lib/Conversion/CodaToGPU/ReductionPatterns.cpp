@@ -5,7 +5,10 @@
 // along N (rows wider than a tile: KernelPlan checks N against tile_n x
 // cluster_n), the quad's lane 0 then exchanges that partial result with the
 // cluster's other blocks (RowExchangeLayout) and combines all of them in
-// rank order, the same in every block. coda.col_reduce combines the
+// rank order, the same in every block. Row statistics under row partials
+// are not combined across tiles here: each tile writes its partial result
+// of each row (accumulateRowPartial, storeRowPartial) for the merge kernel
+// (MergeKernels.cpp). coda.col_reduce combines the
 // thread's row slots of a column, then the 8 lanes that hold the warp's other
 // rows of it, and each warp adds its partial result to the f32 output with
 // one atomic (the runtime initializes the output to the reduction's
@@ -246,6 +249,41 @@ struct ColReducePattern final : EpiloguePattern {
 };
 
 } // namespace
+
+Value mlir::coda::accumulateRowPartial(RowReduceOp reduce, int64_t group,
+                                       int64_t h, Value partial,
+                                       EpilogueBuilder &builder) {
+  KernelBuilder &b = builder.getBuilder();
+  ReductionKind kind = reduce.getKind();
+  Value identity = b.f32(getReductionIdentity(kind));
+  for (int64_t c = 8 * group; c < 8 * group + 8; ++c) {
+    Value x = builder.selectInBounds(
+        DimsAttr::kN, h, c, builder.at(reduce.getInput(), h, c), identity);
+    partial = partial ? combine(b, kind, partial, x) : x;
+  }
+  return partial;
+}
+
+void mlir::coda::storeRowPartial(RowReduceOp reduce, Value scratch, int64_t h,
+                                 Value partial, EpilogueBuilder &builder) {
+  KernelBuilder &b = builder.getBuilder();
+  const KernelValues &values = builder.getValues();
+  int64_t tileN = builder.getPlan().getTileN();
+  // The lanes l ^ 1 and l ^ 2 hold the rest of the tile's row.
+  Value total = combineAcrossLanes(b, reduce.getKind(), partial, {1, 2});
+  Value tiles = b.divu(b.add(values.n, b.i32(tileN - 1)), b.i32(tileN));
+  Value tile =
+      b.add(b.mul(values.batch, tiles), b.divu(values.colBase, b.i32(tileN)));
+  Value index = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, b.wide(tile), b.wide(values.m)),
+      b.wide(builder.getRow(h)));
+  Value writes = b.eq(b.andi(values.lane, b.i32(3)), b.i32(0));
+  if (Value inside = builder.inBounds(DimsAttr::kM, h, 0))
+    writes = b.andi(writes, inside);
+  b.ifThen(writes, [&] {
+    LLVM::StoreOp::create(b, total, b.gep(scratch, b.getF32Type(), index));
+  });
+}
 
 void mlir::coda::populateReductionPatterns(EpiloguePatterns &patterns) {
   patterns.push_back(std::make_unique<RowReducePattern>());

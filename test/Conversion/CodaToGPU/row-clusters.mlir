@@ -1,5 +1,6 @@
-// Row reductions over rows wider than a tile: the plan puts the tiles of a
-// row in one cluster along N (128-column tiles up to 8 of them, 256-column
+// Row reductions that the row's elements need (not row statistics, which
+// row-statistics.mlir merges after the GEMM) over rows wider than a tile:
+// the plan puts the tiles of a row in one cluster along N (128-column tiles up to 8 of them, 256-column
 // ones past that), the kernel walks row blocks with the block of rank r on
 // column block r, and each row reduction of the epilogue exchanges its
 // rows' partial results across the cluster: every quad leader stores into
@@ -48,24 +49,26 @@ func.func @layernorm(%x: tensor<?x64xbf16>, %w: tensor<768x64xbf16>, %g: tensor<
 // 3000 columns: 12 tiles of 256.
 // PLAN-LABEL: func.func @wide
 // PLAN: tile_n = 256, {{.*}} cluster_n = 12>
-func.func @wide(%x: tensor<?x64xbf16>, %w: tensor<3000x64xbf16>) -> tensor<?xf32> {
-  %o = coda.gemm %x, %w transpose_b : tensor<?x64xbf16>, tensor<3000x64xbf16> -> (tensor<?xf32> [m]) {
+func.func @wide(%x: tensor<?x64xbf16>, %w: tensor<3000x64xbf16>) -> tensor<?x3000xf32> {
+  %o = coda.gemm %x, %w transpose_b : tensor<?x64xbf16>, tensor<3000x64xbf16> -> (tensor<?x3000xf32> [m, n]) {
   ^bb0(%acc: f32):
     %s = coda.row_reduce sum %acc
-    coda.yield %s : f32
+    %d = arith.subf %acc, %s : f32
+    coda.yield %d : f32
   }
-  return %o : tensor<?xf32>
+  return %o : tensor<?x3000xf32>
 }
 
 // A dynamic N keeps one 128-column tile; the runtime sizes the cluster for
 // each problem.
 // PLAN-LABEL: func.func @dynamic
 // PLAN: tile_n = 128, {{.*}} epilogue_vector_bytes = 16>
-func.func @dynamic(%x: tensor<?x64xbf16>, %w: tensor<?x64xbf16>) -> tensor<?xf32> {
-  %o = coda.gemm %x, %w transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?xf32> [m]) {
+func.func @dynamic(%x: tensor<?x64xbf16>, %w: tensor<?x64xbf16>) -> tensor<?x?xf32> {
+  %o = coda.gemm %x, %w transpose_b : tensor<?x64xbf16>, tensor<?x64xbf16> -> (tensor<?x?xf32> [m, n]) {
   ^bb0(%acc: f32):
     %s = coda.row_reduce max %acc
-    coda.yield %s : f32
+    %d = arith.subf %acc, %s : f32
+    coda.yield %d : f32
   }
-  return %o : tensor<?xf32>
+  return %o : tensor<?x?xf32>
 }

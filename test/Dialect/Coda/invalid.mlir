@@ -526,6 +526,20 @@ func.func @tile_epilogue_exchange(%acc: !acc, %i: i32, %p: !llvm.ptr<1>, %s: !ll
 
 !acc = !llvm.struct<(f32, f32)>
 #plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+func.func @tile_epilogue_row_partials(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
+  // expected-error @+1 {{'coda.tile_epilogue' op has 2 row_partials, but they must be one per row reduction of the epilogue (1 here) under a plan without a cluster along N (its cluster_n is 1)}}
+  coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) outs(%p : !llvm.ptr<1>) row_partials(%p, %p : !llvm.ptr<1>, !llvm.ptr<1>) attributes {input_dims = [], input_types = [], output_types = [tensor<?xf32>], plan = #plan, result_dims = [#coda.dims<[m]>]} : !acc {
+  ^bb0(%a: f32):
+    %r = coda.row_reduce sum %a
+    coda.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+!acc = !llvm.struct<(f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
 func.func @tile_epilogue_region(%acc: !acc, %i: i32, %p: !llvm.ptr<1>) {
   coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) outs(%p : !llvm.ptr<1>) attributes {input_dims = [], input_types = [], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
   ^bb0(%a: f32):

@@ -9,8 +9,9 @@
 # numpy; coda-run --check poisons the outputs with NaN and compares them with
 # the CPU reference. Then: a cluster wider than the row (blocks past the last
 # column), results identical bit for bit from run to run, the error past the
-# widest row, and the derived backward of residual + LayerNorm at GPT-2's
-# width against fp64 autograd.
+# widest row, row statistics merged after the GEMM at any width, and the
+# derived backward of residual + LayerNorm at GPT-2's width against fp64
+# autograd.
 
 import os
 import sys
@@ -110,6 +111,51 @@ error = run_program(LAYERNORM, arrays, ["output", "mean", "rstd"], device="cuda"
                     expect_failure=True)
 print(error.strip().splitlines()[-1])
 assert "holds at most 4096 columns per row" in error, error
+
+# Row statistics (no element of the row needs them) at any width: each tile
+# writes its partial results and a merge kernel combines them in tile order
+# and computes the outputs from them. An RMSNorm's rstd beside its residual
+# sum, a log-sum-exp shifted by an input along m, and a row maximum in bf16,
+# over 1 to 257 tiles (N up to 65536 and GPT-2's vocabulary, 50257), ragged
+# M, bf16 and f16; bit for bit the same from run to run.
+STATS = program("stats", """
+EPILOGUE stats(residual: bf16[M, N], shift: f32[M])
+    -> (h: bf16[M, N], rstd: f32[M], lse: f32[M], top: bf16[M]) {
+  h = input + residual;
+  rstd = rsqrt(row_mean(h * h) + 1e-6);
+  lse = log(row_sum(exp(input - shift))) + shift;
+  top = row_max(input);
+}
+""")
+
+
+def statistics(m, n, k, dtype="bf16"):
+    arrays = {"a": random(rng, m, k), "b": random(rng, n, k) / np.float32(np.sqrt(k)),
+              "residual": random(rng, m, n), "shift": random(rng, m)}
+    what = f"{m}x{n}x{k} {dtype}"
+    outs = run_program(STATS, arrays, ["h", "rstd", "lse", "top"], device="cuda",
+                       extra=["--check", "--dtype", dtype])
+    acc = gemm(arrays, dtype)
+    h = acc + ref.round_bf16(arrays["residual"])
+    shift = arrays["shift"].astype(np.float64)[:, None]
+    ref.check(f"statistics h {what}", outs["h"], h, "bf16")
+    ref.check(f"statistics rstd {what}", outs["rstd"],
+              1 / np.sqrt((h ** 2).mean(axis=1) + 1e-6), "f32")
+    ref.check(f"statistics lse {what}", outs["lse"],
+              (np.log(np.exp(acc - shift).sum(axis=1, keepdims=True)) + shift)[:, 0], "f32")
+    ref.check(f"statistics max {what}", outs["top"], acc.max(axis=1), "bf16")
+    return arrays, outs
+
+
+for m, n, k, dtype in ((333, 200, 64, "bf16"), (1000, 1000, 136, "bf16"),
+                       (257, 3000, 72, "f16"), (130, 8192, 64, "bf16"),
+                       (77, 50257, 64, "bf16"), (64, 65536, 64, "bf16")):
+    statistics(m, n, k, dtype)
+arrays, first = statistics(300, 5000, 64)
+again = run_program(STATS, arrays, ["h", "rstd", "lse", "top"], device="cuda")
+for name in first:
+    assert np.array_equal(first[name], again[name]), f"statistics {name} differs between runs"
+print("deterministic: the statistics identical across runs")
 
 # The derived backward of residual + LayerNorm (row reductions again, in the
 # epilogue gradient's kernel) at GPT-2's width, against fp64 autograd.

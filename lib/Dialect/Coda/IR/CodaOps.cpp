@@ -622,7 +622,23 @@ LogicalResult TileEpilogueOp::verify() {
   return success();
 }
 
-LogicalResult TileEpilogueOp::verifyRegions() { return verifyEpilogue(*this); }
+LogicalResult TileEpilogueOp::verifyRegions() {
+  if (failed(verifyEpilogue(*this)))
+    return failure();
+  auto reductions = getEpilogueBlock().getOps<RowReduceOp>();
+  int64_t count = std::distance(reductions.begin(), reductions.end());
+  if (!getRowPartials().empty() &&
+      (static_cast<int64_t>(getRowPartials().size()) != count ||
+       getPlan().getClusterN() != 1))
+    return emitOpError() << "has " << getRowPartials().size()
+                         << " row_partials, but they must be one per row "
+                            "reduction of the epilogue ("
+                         << count
+                         << " here) under a plan without a cluster along N "
+                            "(its cluster_n is "
+                         << getPlan().getClusterN() << ")";
+  return success();
+}
 
 namespace {
 /// Removes epilogue inputs the epilogue never reads.

@@ -161,7 +161,11 @@ def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
     then an mbarrier per slot; lane 0 of each quad of every consumer warp
     of the cluster takes part in each exchange) and `ordinal` counts the tiles the block has
     computed before this one, which says which slot and phase each exchange
-    uses.
+    uses. When the plan merges the epilogue's row reductions from partial
+    results (row statistics, without a cluster along N), `row_partials` are
+    their f32 scratch, one per row reduction in the region's order, into
+    which the tile writes its partial result of each row at [batch][column
+    tile][row]; the outputs computed from them are left to the merge kernel.
 
     `coda-lower-tile-epilogues` lowers it, pattern by pattern, to the code
     that computes every output element the consumer's threads hold and
@@ -176,6 +180,7 @@ def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
     Optional<F32>:$beta,
     Variadic<AnyType>:$inputs,
     Variadic<AnyType>:$outputs,
+    Variadic<AnyType>:$row_partials,
     Optional<AnyType>:$exchange,
     Optional<I32>:$ordinal,
     TypeArrayAttr:$input_types,
@@ -195,6 +200,7 @@ def Coda_TileEpilogueOp : Coda_Op<"tile_epilogue", [
     (`alpha` `(` $alpha^ `)`)? (`beta` `(` $beta^ `)`)?
     (`ins` `(` $inputs^ `:` type($inputs) `)`)?
     `outs` `(` $outputs `:` type($outputs) `)`
+    (`row_partials` `(` $row_partials^ `:` type($row_partials) `)`)?
     (`exchange` `(` $exchange^ `:` type($exchange) `,` $ordinal `)`)?
     attr-dict-with-keyword `:` type($accumulators) $epilogue
   }];

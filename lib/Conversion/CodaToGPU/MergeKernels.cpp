@@ -1,0 +1,200 @@
+//===- MergeKernels.cpp - the kernels that merge partial results ----------===//
+//
+// The kernels that run after a GEMM's kernel to combine the partial results
+// its tiles wrote, in an order that depends on the sizes only, so that the
+// results are the same from run to run: a deterministic column reduction's
+// (KernelABI's Partials), and a kernel's row statistics (RowPartials), whose
+// merge then computes the outputs that depend on them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EpilogueLowering.h"
+#include "KernelPlan.h"
+
+#include "coda/Dialect/Coda/Utils/EpilogueMath.h"
+#include "coda/Dialect/Coda/Utils/RowStatistics.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::coda;
+
+void mlir::coda::buildColumnMergeKernel(OpBuilder &b, Location loc,
+                                        StringRef name, ReductionKind kind,
+                                        LLVM::GlobalOp sharedMemory) {
+  MLIRContext *ctx = b.getContext();
+  Type globalPtr = LLVM::LLVMPointerType::get(ctx, 1);
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto kernel = gpu::GPUFuncOp::create(
+      b, loc, name, b.getFunctionType({globalPtr, globalPtr, i32, i32}, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  constexpr int64_t threads = KernelABI::kMergeThreads;
+  constexpr int64_t columns = KernelABI::kMergeColumns;
+  constexpr int64_t warps = threads / 32;
+  static_assert(threads == 32 * warps && columns == 32,
+                "a merge block is 8 warps of one column per lane");
+  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&kernel.front());
+  KernelBuilder kb(loc, b);
+  Value partials = kernel.getArgument(0), output = kernel.getArgument(1);
+  Value rows = kernel.getArgument(2), n = kernel.getArgument(3);
+  Value thread = kb.index32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x));
+  Value lane = kb.remu(thread, kb.i32(32));
+  Value warp = kb.divu(thread, kb.i32(32));
+  Value col =
+      kb.add(kb.mul(kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::x)),
+                    kb.i32(columns)),
+             lane);
+  Value batch = kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::y));
+  Value inside = kb.ult(col, n);
+  Value identity = kb.f32(getReductionIdentity(kind));
+  auto combine = [&](Value x, Value y) {
+    return buildReductionCombine(kb, loc, kind, x, y);
+  };
+  // Rows warp, warp + 8, ... of the batch, in order (none outside N), read
+  // kLoads at a time so that their loads are in flight together: a row past
+  // the end reads the last row and contributes the identity.
+  constexpr int64_t kLoads = 8;
+  Value firstRow = kb.mul(batch, rows);
+  Value end = arith::SelectOp::create(kb, inside, rows, kb.i32(0));
+  Value last = kb.sub(end, kb.i32(1));
+  auto loop = scf::ForOp::create(kb, warp, end, kb.i32(warps * kLoads),
+                                 ValueRange{identity});
+  {
+    OpBuilder::InsertionGuard inner(kb);
+    kb.setInsertionPointToStart(loop.getBody());
+    SmallVector<std::pair<Value, Value>> loaded;
+    for (int64_t j = 0; j < kLoads; ++j) {
+      Value row = kb.add(loop.getInductionVar(), kb.i32(j * warps));
+      Value valid = kb.cmp(arith::CmpIPredicate::slt, row, end);
+      row = kb.add(firstRow, arith::MinSIOp::create(kb, row, last));
+      Value index = arith::AddIOp::create(
+          kb, arith::MulIOp::create(kb, kb.wide(row), kb.wide(n)),
+          kb.wide(col));
+      loaded.push_back(
+          {valid, LLVM::LoadOp::create(kb, f32, kb.gep(partials, f32, index))});
+    }
+    Value total = loop.getRegionIterArg(0);
+    for (auto [valid, x] : loaded)
+      total = combine(total, arith::SelectOp::create(kb, valid, x, identity));
+    scf::YieldOp::create(kb, total);
+  }
+  Value shared = LLVM::AddressOfOp::create(kb, sharedMemory);
+  LLVM::StoreOp::create(
+      kb, loop.getResult(0),
+      kb.gep(shared, f32, kb.add(kb.mul(warp, kb.i32(columns)), lane)));
+  gpu::BarrierOp::create(kb);
+  kb.ifThen(kb.andi(kb.eq(warp, kb.i32(0)), inside), [&] {
+    Value total;
+    for (int64_t w = 0; w < warps; ++w) {
+      Value x = LLVM::LoadOp::create(
+          kb, f32, kb.gep(shared, f32, kb.add(kb.i32(w * columns), lane)));
+      total = total ? combine(total, x) : x;
+    }
+    Value index = arith::AddIOp::create(
+        kb, arith::MulIOp::create(kb, kb.wide(batch), kb.wide(n)),
+        kb.wide(col));
+    LLVM::StoreOp::create(kb, total, kb.gep(output, f32, index));
+  });
+  gpu::ReturnOp::create(kb);
+}
+
+
+void mlir::coda::buildRowMergeKernel(OpBuilder &b, Location loc,
+                                     const KernelPlan &plan,
+                                     const KernelABI &abi, FunctionType type,
+                                     StringRef name) {
+  GemmOp op = plan.op;
+  EpilogueDims dims(op);
+  std::optional<RowStatistics> statistics = RowStatistics::get(op, dims);
+  assert(statistics && "row partials of an epilogue without row statistics");
+  auto kernel = gpu::GPUFuncOp::create(b, loc, name, type);
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  constexpr int64_t threads = KernelABI::kRowMergeThreads;
+  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&kernel.front());
+  KernelBuilder kb(loc, b);
+  KernelValues values;
+  bindKernelParams(kernel.front(), abi, values);
+  Type f32 = kb.getF32Type();
+  Value row = kb.add(
+      kb.mul(kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::x)),
+             kb.i32(threads)),
+      kb.index32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x)));
+  Value batch = kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::y));
+  kb.ifThen(kb.ult(row, values.m), [&] {
+    // Each reduction's partial results of the row, [batch][tile][row]: the
+    // first tile's, then one every M elements, combined in tile order.
+    int64_t tileN = plan.tile.tileN;
+    Value tiles = kb.divu(kb.add(values.n, kb.i32(tileN - 1)), kb.i32(tileN));
+    Value first = arith::AddIOp::create(
+        kb,
+        arith::MulIOp::create(kb, kb.wide(kb.mul(batch, tiles)),
+                              kb.wide(values.m)),
+        kb.wide(row));
+    IRMapping mapping;
+    for (auto [reduce, scratch] :
+         llvm::zip_equal(statistics->getReductions(), values.rowPartials)) {
+      RowReduceOp reduction = reduce;
+      ReductionKind kind = reduction.getKind();
+      auto loop =
+          scf::ForOp::create(kb, kb.i32(0), tiles, kb.i32(1),
+                             ValueRange{kb.f32(getReductionIdentity(kind))});
+      {
+        OpBuilder::InsertionGuard inner(kb);
+        kb.setInsertionPointToStart(loop.getBody());
+        Value index = arith::AddIOp::create(
+            kb, first,
+            arith::MulIOp::create(kb, kb.wide(loop.getInductionVar()),
+                                  kb.wide(values.m)));
+        Value x = LLVM::LoadOp::create(kb, f32, kb.gep(scratch, f32, index));
+        scf::YieldOp::create(kb, buildReductionCombine(
+                                     kb, loc, kind, loop.getRegionIterArg(0), x));
+      }
+      Value total = loop.getResult(0);
+      if (reductionDividesByCount(kind))
+        total = arith::DivFOp::create(
+            kb, total, arith::UIToFPOp::create(kb, f32, values.n));
+      mapping.map(reduction.getResult(), total);
+    }
+    // The epilogue's ops on the statistics, their inputs read at the row.
+    Value column = kb.i32(0);
+    for (Operation *inner : statistics->getMergeOps()) {
+      for (Value operand : inner->getOperands()) {
+        auto arg = dyn_cast<BlockArgument>(operand);
+        if (!arg || mapping.contains(arg))
+          continue;
+        unsigned i = arg.getArgNumber() - 1;
+        Value input = values.inputs[i];
+        if (auto tensor = dyn_cast<RankedTensorType>(op.getInputs()[i].getType())) {
+          Type elementType = tensor.getElementType();
+          Value index = getLinearIndex(kb, values, dims.getMask(arg), batch,
+                                       row, column);
+          input = LLVM::LoadOp::create(kb, elementType,
+                                       kb.gep(input, elementType, index));
+          if (elementType != f32)
+            input = arith::ExtFOp::create(kb, f32, input);
+        }
+        mapping.map(arg, input);
+      }
+      kb.clone(*inner, mapping);
+    }
+    for (auto [i, value] : llvm::enumerate(op.getYield().getValues())) {
+      if (!statistics->isMerged(i))
+        continue;
+      Type elementType = getElementType(op.getResult(i).getType());
+      Value x = mapping.lookup(value);
+      if (x.getType() != elementType)
+        x = arith::TruncFOp::create(kb, elementType, x);
+      Value index = getLinearIndex(kb, values, op.getResultDimsAt(i).getMask(),
+                                   batch, row, column);
+      LLVM::StoreOp::create(kb, x, kb.gep(values.outputs[i], elementType, index));
+    }
+  });
+  gpu::ReturnOp::create(kb);
+}
