@@ -11,6 +11,9 @@ One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed:
     eager         F.linear(x, W, b) + r, then F.layer_norm
     compile       torch.compile of eager
     coda          one coda kernel (a cluster of blocks spans each row)
+    coda_stats    coda's kernel writing h, mean and rstd only (LayerNorm's
+                  statistics for the next GEMM to apply: per-tile means and
+                  squared deviations, Chan-merged after it)
     peer_quack    cuBLAS GEMM with the bias and residual (addmm), then
                   quack's layernorm_fwd
   out-proj + residual + RMSNorm at 4096 (LLaMA-7B), writing h and RMSNorm(h):
@@ -68,6 +71,15 @@ EPILOGUE residual_rmsnorm(residual: bf16[M, N], gamma: f32[N])
   output = h * rstd * gamma;
 }
 """
+LAYERNORM_STATS = """
+EPILOGUE residual_layernorm_stats(bias: f32[N], residual: bf16[M, N])
+    -> (h: bf16[M, N], mean: f32[M], rstd: f32[M]) {
+  h = input + bias + residual;
+  mean = row_mean(h);
+  d = h - mean;
+  rstd = rsqrt(row_mean(d * d) + 1e-5);
+}
+"""
 GEMM = "EPILOGUE gemm { output = input; }"
 RMS_STATS = """
 EPILOGUE residual_rms_stats(residual: bf16[M, N]) -> (h: bf16[M, N], rstd: f32[M]) {
@@ -101,7 +113,8 @@ def main():
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d"), "m": m, "rows": {}}
     programs = {name: coda.Program(source) for name, source in
-                (("layernorm", LAYERNORM), ("rmsnorm", RMSNORM), ("gemm", GEMM),
+                (("layernorm", LAYERNORM), ("layernorm_stats", LAYERNORM_STATS),
+                 ("rmsnorm", RMSNORM), ("gemm", GEMM),
                  ("rms_stats", RMS_STATS), ("row_scaled", ROW_SCALED))}
     quack = load_peers(args.peers).get("peer_quack_norm")
     bf16 = dict(device=dev, dtype=torch.bfloat16)
@@ -116,6 +129,8 @@ def main():
         got = programs["layernorm"](x, w, bias=b, residual=r, gamma=gamma, beta=beta)
         res[f"layernorm{width}_error"] = rel(got["output"], want)
         res[f"layernorm{width}_h_error"] = rel(got["h"], want_h)
+        stats = programs["layernorm_stats"](x, w, bias=b, residual=r)
+        res[f"layernorm{width}_rstd_error"] = rel(stats["rstd"], got["rstd"])
         compiled = torch.compile(layernorm_eager)
         row = {
             "gemm": bench(lambda: F.linear(x, w)),
@@ -124,6 +139,7 @@ def main():
             "coda_gemm": bench(lambda: programs["gemm"](x, w)),
             "coda": bench(lambda: programs["layernorm"](x, w, bias=b, residual=r,
                                                         gamma=gamma, beta=beta)),
+            "coda_stats": bench(lambda: programs["layernorm_stats"](x, w, bias=b, residual=r)),
         }
         if quack:
             def peer():

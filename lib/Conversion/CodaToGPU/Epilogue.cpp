@@ -280,6 +280,35 @@ Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
   return acc;
 }
 
+void EpilogueBuilder::storeRowPartials(
+    ArrayRef<SmallVector<Value>> rowPartials) {
+  using Centering = RowStatistics::Centering;
+  ArrayRef<RowReduceOp> reductions = statistics->getReductions();
+  for (int64_t h = 0; h < numRowSlots(); ++h) {
+    // Each reduction's tile result; a shift's is also what its centered
+    // reduction's values are centered on: the tile's mean (of the columns
+    // inside the output), which the tile writes, or its maximum.
+    SmallVector<Value> tileShift(reductions.size());
+    for (auto [k, reduce] : llvm::enumerate(reductions)) {
+      int64_t shift = statistics->getShift(k);
+      Value total;
+      if (shift < 0) {
+        total = combineRowAcrossQuad(RowReduceOp(reduce).getKind(),
+                                     rowPartials[k][h], *this);
+        int64_t centered = statistics->getCenteredOn(k);
+        if (centered >= 0 &&
+            statistics->getCentering(centered) == Centering::Square)
+          total = arith::DivFOp::create(b, total, countTileColumns(*this));
+        tileShift[k] = total;
+      } else {
+        total = sumCenteredRow(reductions[shift], statistics->getCentering(k),
+                               tileShift[shift], h, *this);
+      }
+      storeRowPartial(values.rowPartials[k], h, total, *this);
+    }
+  }
+}
+
 Value EpilogueBuilder::takeRowExchange() {
   int64_t count = rowExchanges.size();
   return b.add(b.mul(values.ordinal, b.i32(count)), b.i32(rowExchangesTaken++));
@@ -345,15 +374,13 @@ LogicalResult EpilogueBuilder::build() {
       }
       if (statistics)
         for (auto [k, reduce] : llvm::enumerate(statistics->getReductions()))
-          rowPartials[k][h] =
-              accumulateRowPartial(reduce, group, h, rowPartials[k][h], *this);
+          if (statistics->getShift(k) < 0)
+            rowPartials[k][h] = accumulateRowPartial(reduce, group, h,
+                                                     rowPartials[k][h], *this);
     }
   }
   if (statistics)
-    for (auto [k, reduce] : llvm::enumerate(statistics->getReductions()))
-      for (int64_t h = 0; h < numRowSlots(); ++h)
-        storeRowPartial(reduce, values.rowPartials[k], h, rowPartials[k][h],
-                        *this);
+    storeRowPartials(rowPartials);
   return failure(unlowered);
 }
 

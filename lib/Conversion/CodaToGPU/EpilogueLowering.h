@@ -70,11 +70,23 @@ void populateReductionPatterns(EpiloguePatterns &patterns);
 /// row slot h of `reduce`'s input.
 Value accumulateRowPartial(RowReduceOp reduce, int64_t group, int64_t h,
                            Value partial, EpilogueBuilder &builder);
-/// Combines the thread's `partial` of row slot h with its quad's, and writes
-/// the result, the tile's partial result of the row, into `scratch`
-/// (KernelABI's RowPartials: at [batch][column tile][row]).
-void storeRowPartial(RowReduceOp reduce, Value scratch, int64_t h,
-                     Value partial, EpilogueBuilder &builder);
+/// The tile's partial result of a row: the thread's `partial` of a reduction
+/// of `kind` combined with its quad's.
+Value combineRowAcrossQuad(ReductionKind kind, Value partial,
+                           EpilogueBuilder &builder);
+/// The tile's sum over row slot h of centering(x - shift), for x the input
+/// of `shiftReduce` (a centered reduction's values, RowStatistics), combined
+/// across the quad.
+Value sumCenteredRow(RowReduceOp shiftReduce,
+                     RowStatistics::Centering centering, Value shift, int64_t h,
+                     EpilogueBuilder &builder);
+/// The number of the tile's columns inside the output, as f32.
+Value countTileColumns(EpilogueBuilder &builder);
+/// Writes `total`, the tile's partial result of row slot h, into `scratch`
+/// (KernelABI's RowPartials: at [batch][column tile][row]), from lane 0 of
+/// the quad, for rows inside M.
+void storeRowPartial(Value scratch, int64_t h, Value total,
+                     EpilogueBuilder &builder);
 /// coda.partner and coda.coord (PositionPatterns.cpp).
 void populatePositionPatterns(EpiloguePatterns &patterns);
 /// coda.activation, coda.activation_derivative and every scalar arith and
@@ -158,6 +170,11 @@ private:
   /// columns it writes after the quad transpose) at row slot h.
   Value chunkAddress(Value pointer, Type elementType, int64_t h, int64_t group);
   Value computeAccumulator(int64_t h, int64_t c);
+  /// Under row partials: writes the tile's partial result of each row
+  /// reduction at each row slot, from the thread's `rowPartials` (by
+  /// reduction, then row slot; null for centered reductions, whose values
+  /// are centered on the tile's own shift here).
+  void storeRowPartials(ArrayRef<SmallVector<Value>> rowPartials);
 
   // Loads and stores (EpilogueMemory.cpp).
 

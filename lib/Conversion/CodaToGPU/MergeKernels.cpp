@@ -15,6 +15,7 @@
 #include "coda/Dialect/Coda/Utils/RowStatistics.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
@@ -102,7 +103,6 @@ void mlir::coda::buildColumnMergeKernel(OpBuilder &b, Location loc,
   gpu::ReturnOp::create(kb);
 }
 
-
 void mlir::coda::buildRowMergeKernel(OpBuilder &b, Location loc,
                                      const KernelPlan &plan,
                                      const KernelABI &abi, FunctionType type,
@@ -122,10 +122,10 @@ void mlir::coda::buildRowMergeKernel(OpBuilder &b, Location loc,
   KernelValues values;
   bindKernelParams(kernel.front(), abi, values);
   Type f32 = kb.getF32Type();
-  Value row = kb.add(
-      kb.mul(kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::x)),
-             kb.i32(threads)),
-      kb.index32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x)));
+  Value row =
+      kb.add(kb.mul(kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::x)),
+                    kb.i32(threads)),
+             kb.index32(gpu::ThreadIdOp::create(kb, gpu::Dimension::x)));
   Value batch = kb.index32(gpu::BlockIdOp::create(kb, gpu::Dimension::y));
   kb.ifThen(kb.ult(row, values.m), [&] {
     // Each reduction's partial results of the row, [batch][tile][row]: the
@@ -137,30 +137,108 @@ void mlir::coda::buildRowMergeKernel(OpBuilder &b, Location loc,
         arith::MulIOp::create(kb, kb.wide(kb.mul(batch, tiles)),
                               kb.wide(values.m)),
         kb.wide(row));
+    auto load = [&](Value scratch, Value tile) {
+      Value index = arith::AddIOp::create(
+          kb, first,
+          arith::MulIOp::create(kb, kb.wide(tile), kb.wide(values.m)));
+      return LLVM::LoadOp::create(kb, f32, kb.gep(scratch, f32, index))
+          .getResult();
+    };
+    // Tile t's columns inside the output.
+    auto columns = [&](Value tile) {
+      Value left = kb.sub(values.n, kb.mul(tile, kb.i32(tileN)));
+      return arith::UIToFPOp::create(
+          kb, f32, arith::MinUIOp::create(kb, kb.i32(tileN), left));
+    };
+    // Builds a loop over tiles [from, tiles) carrying `init`, whose body
+    // gives the next values from the current ones and the tile.
+    auto overTiles =
+        [&](Value from, ValueRange init,
+            function_ref<SmallVector<Value>(ValueRange, Value)> body) {
+          auto loop = scf::ForOp::create(kb, from, tiles, kb.i32(1), init);
+          OpBuilder::InsertionGuard inner(kb);
+          kb.setInsertionPointToStart(loop.getBody());
+          scf::YieldOp::create(
+              kb, body(loop.getRegionIterArgs(), loop.getInductionVar()));
+          return loop.getResults();
+        };
+    Value count = arith::UIToFPOp::create(kb, f32, values.n);
+    ArrayRef<RowReduceOp> reductions = statistics->getReductions();
     IRMapping mapping;
-    for (auto [reduce, scratch] :
-         llvm::zip_equal(statistics->getReductions(), values.rowPartials)) {
+    for (auto [k, reduce] : llvm::enumerate(reductions)) {
       RowReduceOp reduction = reduce;
       ReductionKind kind = reduction.getKind();
-      auto loop =
-          scf::ForOp::create(kb, kb.i32(0), tiles, kb.i32(1),
-                             ValueRange{kb.f32(getReductionIdentity(kind))});
-      {
-        OpBuilder::InsertionGuard inner(kb);
-        kb.setInsertionPointToStart(loop.getBody());
-        Value index = arith::AddIOp::create(
-            kb, first,
-            arith::MulIOp::create(kb, kb.wide(loop.getInductionVar()),
-                                  kb.wide(values.m)));
-        Value x = LLVM::LoadOp::create(kb, f32, kb.gep(scratch, f32, index));
-        scf::YieldOp::create(kb, buildReductionCombine(
-                                     kb, loc, kind, loop.getRegionIterArg(0), x));
+      Value scratch = values.rowPartials[k];
+      int64_t centeredOn = statistics->getCenteredOn(k);
+      if (statistics->getShift(k) >= 0)
+        continue; // merged with its shift below
+      if (centeredOn < 0) {
+        Value total =
+            overTiles(kb.i32(0), kb.f32(getReductionIdentity(kind)),
+                      [&](ValueRange carried, Value tile) {
+                        return SmallVector<Value>{buildReductionCombine(
+                            kb, loc, kind, carried[0], load(scratch, tile))};
+                      })[0];
+        if (reductionDividesByCount(kind))
+          total = arith::DivFOp::create(kb, total, count);
+        mapping.map(reduction.getResult(), total);
+        continue;
       }
-      Value total = loop.getResult(0);
-      if (reductionDividesByCount(kind))
-        total = arith::DivFOp::create(
-            kb, total, arith::UIToFPOp::create(kb, f32, values.n));
-      mapping.map(reduction.getResult(), total);
+      RowReduceOp centered = reductions[centeredOn];
+      Value pairs = values.rowPartials[centeredOn];
+      if (statistics->getCentering(centeredOn) ==
+          RowStatistics::Centering::Square) {
+        // Chan's merge of (columns, mean, sum of squared deviations), tile
+        // by tile.
+        Value zero = kb.f32(0.0);
+        ValueRange merged = overTiles(
+            kb.i32(0), {zero, zero, zero}, [&](ValueRange carried, Value tile) {
+              Value n = carried[0], mean = carried[1], m2 = carried[2];
+              Value c = columns(tile);
+              Value total = arith::AddFOp::create(kb, n, c);
+              Value delta =
+                  arith::SubFOp::create(kb, load(scratch, tile), mean);
+              Value share = arith::DivFOp::create(kb, c, total);
+              Value weight = arith::MulFOp::create(kb, n, share);
+              Value spread = arith::MulFOp::create(
+                  kb, arith::MulFOp::create(kb, delta, delta), weight);
+              return SmallVector<Value>{
+                  total,
+                  arith::AddFOp::create(
+                      kb, mean, arith::MulFOp::create(kb, delta, share)),
+                  arith::AddFOp::create(
+                      kb, m2,
+                      arith::AddFOp::create(kb, load(pairs, tile), spread))};
+            });
+        Value m2 = merged[2];
+        if (reductionDividesByCount(centered.getKind()))
+          m2 = arith::DivFOp::create(kb, m2, count);
+        mapping.map(reduction.getResult(), merged[1]);
+        mapping.map(centered.getResult(), m2);
+        continue;
+      }
+      // A softmax's running maximum and its sum of exponentials, rescaled
+      // to each new maximum, from the first tile's.
+      Value zeroTile = kb.i32(0);
+      ValueRange merged = overTiles(
+          kb.i32(1), {load(scratch, zeroTile), load(pairs, zeroTile)},
+          [&](ValueRange carried, Value tile) {
+            Value top = load(scratch, tile);
+            Value highest = buildReductionCombine(kb, loc, ReductionKind::Max,
+                                                  carried[0], top);
+            auto rescale = [&](Value sum, Value max) {
+              return arith::MulFOp::create(
+                  kb, sum,
+                  math::ExpOp::create(kb,
+                                      arith::SubFOp::create(kb, max, highest)));
+            };
+            Value sum = rescale(carried[1], carried[0]);
+            Value tileSum = rescale(load(pairs, tile), top);
+            return SmallVector<Value>{highest,
+                                      arith::AddFOp::create(kb, sum, tileSum)};
+          });
+      mapping.map(reduction.getResult(), merged[0]);
+      mapping.map(centered.getResult(), merged[1]);
     }
     // The epilogue's ops on the statistics, their inputs read at the row.
     Value column = kb.i32(0);
@@ -171,10 +249,11 @@ void mlir::coda::buildRowMergeKernel(OpBuilder &b, Location loc,
           continue;
         unsigned i = arg.getArgNumber() - 1;
         Value input = values.inputs[i];
-        if (auto tensor = dyn_cast<RankedTensorType>(op.getInputs()[i].getType())) {
+        if (auto tensor =
+                dyn_cast<RankedTensorType>(op.getInputs()[i].getType())) {
           Type elementType = tensor.getElementType();
-          Value index = getLinearIndex(kb, values, dims.getMask(arg), batch,
-                                       row, column);
+          Value index =
+              getLinearIndex(kb, values, dims.getMask(arg), batch, row, column);
           input = LLVM::LoadOp::create(kb, elementType,
                                        kb.gep(input, elementType, index));
           if (elementType != f32)
@@ -193,7 +272,8 @@ void mlir::coda::buildRowMergeKernel(OpBuilder &b, Location loc,
         x = arith::TruncFOp::create(kb, elementType, x);
       Value index = getLinearIndex(kb, values, op.getResultDimsAt(i).getMask(),
                                    batch, row, column);
-      LLVM::StoreOp::create(kb, x, kb.gep(values.outputs[i], elementType, index));
+      LLVM::StoreOp::create(kb, x,
+                            kb.gep(values.outputs[i], elementType, index));
     }
   });
   gpu::ReturnOp::create(kb);

@@ -7,8 +7,9 @@
 // cluster's other blocks (RowExchangeLayout) and combines all of them in
 // rank order, the same in every block. Row statistics under row partials
 // are not combined across tiles here: each tile writes its partial result
-// of each row (accumulateRowPartial, storeRowPartial) for the merge kernel
-// (MergeKernels.cpp). coda.col_reduce combines the
+// of each row (accumulateRowPartial, storeRowPartial; a centered one, its
+// values centered on the tile's own shift: sumCenteredRow) for the merge
+// kernel (MergeKernels.cpp). coda.col_reduce combines the
 // thread's row slots of a column, then the 8 lanes that hold the warp's other
 // rows of it, and each warp adds its partial result to the f32 output with
 // one atomic (the runtime initializes the output to the reduction's
@@ -25,6 +26,7 @@
 #include "coda/Dialect/Coda/Utils/EpilogueMath.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -264,13 +266,43 @@ Value mlir::coda::accumulateRowPartial(RowReduceOp reduce, int64_t group,
   return partial;
 }
 
-void mlir::coda::storeRowPartial(RowReduceOp reduce, Value scratch, int64_t h,
-                                 Value partial, EpilogueBuilder &builder) {
+Value mlir::coda::combineRowAcrossQuad(ReductionKind kind, Value partial,
+                                       EpilogueBuilder &builder) {
+  // The lanes l ^ 1 and l ^ 2 hold the rest of the tile's row.
+  return combineAcrossLanes(builder.getBuilder(), kind, partial, {1, 2});
+}
+
+Value mlir::coda::sumCenteredRow(RowReduceOp shiftReduce,
+                                 RowStatistics::Centering centering,
+                                 Value shift, int64_t h,
+                                 EpilogueBuilder &builder) {
+  KernelBuilder &b = builder.getBuilder();
+  Value total;
+  for (int64_t c = 0; c < builder.numColSlots(); ++c) {
+    Value d = arith::SubFOp::create(b, builder.at(shiftReduce.getInput(), h, c),
+                                    shift);
+    Value x = centering == RowStatistics::Centering::Square
+                  ? Value(arith::MulFOp::create(b, d, d))
+                  : Value(math::ExpOp::create(b, d));
+    x = builder.selectInBounds(DimsAttr::kN, h, c, x, b.f32(0.0));
+    total = total ? arith::AddFOp::create(b, total, x) : x;
+  }
+  return combineRowAcrossQuad(ReductionKind::Sum, total, builder);
+}
+
+Value mlir::coda::countTileColumns(EpilogueBuilder &builder) {
+  KernelBuilder &b = builder.getBuilder();
+  const KernelValues &values = builder.getValues();
+  Value columns = arith::MinUIOp::create(b, b.i32(builder.getPlan().getTileN()),
+                                         b.sub(values.n, values.colBase));
+  return arith::UIToFPOp::create(b, b.getF32Type(), columns);
+}
+
+void mlir::coda::storeRowPartial(Value scratch, int64_t h, Value total,
+                                 EpilogueBuilder &builder) {
   KernelBuilder &b = builder.getBuilder();
   const KernelValues &values = builder.getValues();
   int64_t tileN = builder.getPlan().getTileN();
-  // The lanes l ^ 1 and l ^ 2 hold the rest of the tile's row.
-  Value total = combineAcrossLanes(b, reduce.getKind(), partial, {1, 2});
   Value tiles = b.divu(b.add(values.n, b.i32(tileN - 1)), b.i32(tileN));
   Value tile =
       b.add(b.mul(values.batch, tiles), b.divu(values.colBase, b.i32(tileN)));

@@ -115,25 +115,35 @@ assert "holds at most 4096 columns per row" in error, error
 # Row statistics (no element of the row needs them) at any width: each tile
 # writes its partial results and a merge kernel combines them in tile order
 # and computes the outputs from them. An RMSNorm's rstd beside its residual
-# sum, a log-sum-exp shifted by an input along m, and a row maximum in bf16,
-# over 1 to 257 tiles (N up to 65536 and GPT-2's vocabulary, 50257), ragged
-# M, bf16 and f16; bit for bit the same from run to run.
+# sum, a log-sum-exp shifted by an input along m, a row maximum in bf16, and
+# two reductions centered on an earlier one, which each tile centers on its
+# own mean or maximum: a LayerNorm's mean and rstd (Chan's merge of the
+# tiles' means and sums of squared deviations) and a log-sum-exp shifted by
+# the row's maximum (the tiles' sums rescaled to the running maximum). Over 1
+# to 257 tiles (N up to 65536 and GPT-2's vocabulary, 50257), ragged M, bf16
+# and f16; bit for bit the same from run to run.
 STATS = program("stats", """
 EPILOGUE stats(residual: bf16[M, N], shift: f32[M])
-    -> (h: bf16[M, N], rstd: f32[M], lse: f32[M], top: bf16[M]) {
+    -> (h: bf16[M, N], rstd: f32[M], lse: f32[M], top: bf16[M], mean: f32[M],
+        lnrstd: f32[M], maxlse: f32[M]) {
   h = input + residual;
   rstd = rsqrt(row_mean(h * h) + 1e-6);
   lse = log(row_sum(exp(input - shift))) + shift;
   top = row_max(input);
+  mean = row_mean(h);
+  d = h - mean;
+  lnrstd = rsqrt(row_mean(d * d) + 1e-5);
+  maxlse = row_max(input) + log(row_sum(exp(input - row_max(input))));
 }
 """)
+STATS_OUTPUTS = ["h", "rstd", "lse", "top", "mean", "lnrstd", "maxlse"]
 
 
 def statistics(m, n, k, dtype="bf16"):
     arrays = {"a": random(rng, m, k), "b": random(rng, n, k) / np.float32(np.sqrt(k)),
               "residual": random(rng, m, n), "shift": random(rng, m)}
     what = f"{m}x{n}x{k} {dtype}"
-    outs = run_program(STATS, arrays, ["h", "rstd", "lse", "top"], device="cuda",
+    outs = run_program(STATS, arrays, STATS_OUTPUTS, device="cuda",
                        extra=["--check", "--dtype", dtype])
     acc = gemm(arrays, dtype)
     h = acc + ref.round_bf16(arrays["residual"])
@@ -144,6 +154,13 @@ def statistics(m, n, k, dtype="bf16"):
     ref.check(f"statistics lse {what}", outs["lse"],
               (np.log(np.exp(acc - shift).sum(axis=1, keepdims=True)) + shift)[:, 0], "f32")
     ref.check(f"statistics max {what}", outs["top"], acc.max(axis=1), "bf16")
+    mean = h.mean(axis=1)
+    ref.check(f"statistics layernorm mean {what}", outs["mean"], mean, "f32")
+    ref.check(f"statistics layernorm rstd {what}", outs["lnrstd"],
+              1 / np.sqrt(((h - mean[:, None]) ** 2).mean(axis=1) + 1e-5), "f32")
+    top = acc.max(axis=1, keepdims=True)
+    ref.check(f"statistics max-shifted lse {what}", outs["maxlse"],
+              (top + np.log(np.exp(acc - top).sum(axis=1, keepdims=True)))[:, 0], "f32")
     return arrays, outs
 
 
@@ -152,7 +169,7 @@ for m, n, k, dtype in ((333, 200, 64, "bf16"), (1000, 1000, 136, "bf16"),
                        (77, 50257, 64, "bf16"), (64, 65536, 64, "bf16")):
     statistics(m, n, k, dtype)
 arrays, first = statistics(300, 5000, 64)
-again = run_program(STATS, arrays, ["h", "rstd", "lse", "top"], device="cuda")
+again = run_program(STATS, arrays, STATS_OUTPUTS, device="cuda")
 for name in first:
     assert np.array_equal(first[name], again[name]), f"statistics {name} differs between runs"
 print("deterministic: the statistics identical across runs")
