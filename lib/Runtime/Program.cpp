@@ -143,13 +143,13 @@ std::string GpuProgram::getProgramKey() const {
 }
 
 KernelShape GpuProgram::chooseShape(const ProblemShape &problem) const {
-  // The tile rule chooses the shape unless the tile or the schedule is
-  // pinned; pinned stages, cluster size and tile order carry over to its
-  // choice.
+  // The tile rule chooses the shape unless the tile, the schedule or a
+  // cluster along N (row statistics exchanged, not merged) is pinned; pinned
+  // stages, cluster size along M and tile order carry over to its choice.
   const KernelShape &pinned = options.shape;
   if (constraint == TileConstraint::RowCluster)
     return chooseRowClusterShape(pinned, problem.n);
-  if (pinned.tileM || pinned.tileN || pinned.schedule ||
+  if (pinned.tileM || pinned.tileN || pinned.schedule || pinned.clusterN ||
       constraint == TileConstraint::CompilerTile)
     return pinned;
   KernelShape shape =

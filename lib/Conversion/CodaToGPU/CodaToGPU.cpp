@@ -64,8 +64,8 @@ std::string getRowMergeName(StringRef kernel) {
 }
 
 /// Appends the kernel parameters of `plan` to `abi`, in ABI order (A, B, C,
-/// alpha, beta, epilogue inputs, outputs, then M, N, K and the batch count),
-/// and returns their types.
+/// alpha, beta, epilogue inputs, outputs, the row reductions' scratch under
+/// row partials, then M, N, K and the batch count), and returns their types.
 SmallVector<Type> addParams(const KernelPlan &plan, KernelABI &abi) {
   GemmOp op = plan.op;
   MLIRContext *ctx = op.getContext();

@@ -418,6 +418,14 @@ SmallVector<Value> mlir::coda::hideFromHoisting(KernelBuilder &b,
 LogicalResult mlir::coda::lowerTileEpilogue(RewriterBase &rewriter,
                                             TileEpilogueOp op,
                                             const EpiloguePatterns &patterns) {
+  if (!op.getRowPartials().empty() &&
+      !RowStatistics::get(op, EpilogueDims(op)))
+    return op.emitOpError()
+           << "has row_partials, but its row reductions are not row "
+              "statistics (whose results reach only outputs along [m], "
+              "through scalar arith and math ops): they cannot be merged "
+              "after the GEMM; drop row_partials and run them in a cluster "
+              "along N";
   OpBuilder::InsertionGuard guard(rewriter);
   KernelBuilder b(op.getLoc(), rewriter);
   KernelValues values;

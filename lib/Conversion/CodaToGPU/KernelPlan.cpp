@@ -349,7 +349,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
            << tile.clusterN << "; tile-n can be up to 256 and cluster-n up to "
            << KernelShape::kMaxClusterN << ", rows of up to " << widest
            << " columns (row statistics, whose results no element of the row "
-              "needs, are merged after the GEMM for rows of any width)";
+              "needs, are merged after the GEMM for rows of any width unless "
+              "cluster-n is pinned)";
   return plan;
 }
 

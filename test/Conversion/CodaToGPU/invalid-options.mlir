@@ -36,7 +36,7 @@
 // GROUP-ODD: error: 'coda.gemm' op group-rows must be a multiple of cluster-m (2) between 1 and 1024, got 3
 // GROUP-BIG: error: 'coda.gemm' op group-rows must be a multiple of cluster-m (1) between 1 and 1024, got 2048
 // GROUP-NEG: error: 'coda.gemm' op group-rows must be a multiple of cluster-m (1) between 1 and 1024, got -1
-// ROWS: error: 'coda.gemm' op cannot fuse a row reduction on the GPU: a whole row must fit the tiles of one cluster along N, but N = 200 is more than tile-n x cluster-n = 128 x 1; tile-n can be up to 256 and cluster-n up to 16, rows of up to 4096 columns (row statistics, whose results no element of the row needs, are merged after the GEMM for rows of any width)
+// ROWS: error: 'coda.gemm' op cannot fuse a row reduction on the GPU: a whole row must fit the tiles of one cluster along N, but N = 200 is more than tile-n x cluster-n = 128 x 1; tile-n can be up to 256 and cluster-n up to 16, rows of up to 4096 columns (row statistics, whose results no element of the row needs, are merged after the GEMM for rows of any width unless cluster-n is pinned)
 // CLUSTER-N: error: 'coda.gemm' op cluster-n must be between 1 and 16, got 17
 // CLUSTER-N-UNUSED: error: 'coda.gemm' op cluster-n = 2 spans a row with a cluster of blocks for row reductions, but this epilogue has none; use cluster-n = 1
 // CLUSTER-BOTH: error: 'coda.gemm' op cluster-n = 2 and cluster-m = 2 cannot be combined: a cluster spans either a row or a column of tiles

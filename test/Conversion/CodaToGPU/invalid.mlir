@@ -24,7 +24,7 @@ func.func @col_reduce_bf16(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>) -> te
 // -----
 
 func.func @wide_row_reduce(%a: tensor<?x64xbf16>, %b: tensor<4104x64xbf16>) -> tensor<?x4104xf32> {
-  // expected-error @+1 {{cannot fuse a row reduction on the GPU: a whole row must fit the tiles of one cluster along N, but N = 4104 is more than tile-n x cluster-n = 256 x 16; tile-n can be up to 256 and cluster-n up to 16, rows of up to 4096 columns (row statistics, whose results no element of the row needs, are merged after the GEMM for rows of any width)}}
+  // expected-error @+1 {{cannot fuse a row reduction on the GPU: a whole row must fit the tiles of one cluster along N, but N = 4104 is more than tile-n x cluster-n = 256 x 16; tile-n can be up to 256 and cluster-n up to 16, rows of up to 4096 columns (row statistics, whose results no element of the row needs, are merged after the GEMM for rows of any width unless cluster-n is pinned)}}
   %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<4104x64xbf16> -> (tensor<?x4104xf32> [m, n]) {
   ^bb0(%acc: f32):
     %s = coda.row_reduce max %acc

@@ -47,6 +47,25 @@ func.func @outside(%acc: !acc, %i: i32, %out: !llvm.ptr<1>) {
 
 // -----
 
+// row_partials on an epilogue whose row reduction the row's elements need
+// (x minus its row max, an output along n): not row statistics.
+!acc = !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+#plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 64, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>
+gpu.module @kernels {
+  gpu.func @not_statistics(%acc: !acc, %i: i32, %out: !llvm.ptr<1>, %scratch: !llvm.ptr<1>) kernel {
+    // expected-error @+1 {{'coda.tile_epilogue' op has row_partials, but its row reductions are not row statistics (whose results reach only outputs along [m], through scalar arith and math ops): they cannot be merged after the GEMM; drop row_partials and run them in a cluster along N}}
+    coda.tile_epilogue %acc at(%i, %i, %i) of(%i, %i, %i) outs(%out : !llvm.ptr<1>) row_partials(%scratch : !llvm.ptr<1>) attributes {input_dims = [], input_types = [], output_types = [tensor<?x64xf32>], plan = #plan, result_dims = [#coda.dims<[m, n]>]} : !acc {
+    ^bb0(%a: f32):
+      %m = coda.row_reduce max %a
+      %d = arith.subf %a, %m : f32
+      coda.yield %d : f32
+    }
+    gpu.return
+  }
+}
+
+// -----
+
 // ReductionPatterns: a row max over the quad (lanes l ^ 1, l ^ 2) written to
 // a [m] output, and a column sum over the warp's rows (lanes l ^ 4, 8, 16)
 // added to its [n] output with one atomic per column and warp.

@@ -93,7 +93,7 @@ std::optional<RowStatistics> RowStatistics::get(EpilogueOpInterface op,
         continue;
       }
       // A reduction of a value uniform along the row, or of another
-      // statistic, is left to the tiles.
+      // statistic, is not a row statistic.
       if (derived.contains(reduce.getInput()) ||
           !(dims.getMask(reduce.getInput()) & kAlongN))
         return std::nullopt;
@@ -108,8 +108,10 @@ std::optional<RowStatistics> RowStatistics::get(EpilogueOpInterface op,
     for (Value operand : inner.getOperands()) {
       if (derived.contains(operand))
         continue;
+      // Inputs read at the row: float values (not a dropout seed).
       if (auto arg = dyn_cast<BlockArgument>(operand)) {
-        if (arg == op.getAccumulator() || (dims.getMask(arg) & kAlongN))
+        if (arg == op.getAccumulator() || (dims.getMask(arg) & kAlongN) ||
+            !isa<FloatType>(arg.getType()))
           return std::nullopt;
         continue;
       }
