@@ -418,8 +418,7 @@ SmallVector<Value> mlir::coda::hideFromHoisting(KernelBuilder &b,
 LogicalResult mlir::coda::lowerTileEpilogue(RewriterBase &rewriter,
                                             TileEpilogueOp op,
                                             const EpiloguePatterns &patterns) {
-  if (!op.getRowPartials().empty() &&
-      !RowStatistics::get(op, EpilogueDims(op)))
+  if (!op.getRowPartials().empty() && !RowStatistics::get(op, EpilogueDims(op)))
     return op.emitOpError()
            << "has row_partials, but its row reductions are not row "
               "statistics (whose results reach only outputs along [m], "
