@@ -82,6 +82,26 @@ Value mlir::coda::getLinearIndex(KernelBuilder &b, const KernelValues &values,
   return index;
 }
 
+Value mlir::coda::countColumnTiles(KernelBuilder &b, const KernelValues &values,
+                                   int64_t tileN) {
+  return b.divu(b.add(values.n, b.i32(tileN - 1)), b.i32(tileN));
+}
+
+Value mlir::coda::getRowPartialIndex(KernelBuilder &b,
+                                     const KernelValues &values, Value tiles,
+                                     Value batch, Value tile, Value row) {
+  Value rows = arith::MulIOp::create(
+      b, b.wide(b.add(b.mul(batch, tiles), tile)), b.wide(values.m));
+  return arith::AddIOp::create(b, rows, b.wide(row));
+}
+
+Value mlir::coda::countTileColumns(KernelBuilder &b, const KernelValues &values,
+                                   int64_t tileN, Value first) {
+  Value columns =
+      arith::MinUIOp::create(b, b.i32(tileN), b.sub(values.n, first));
+  return arith::UIToFPOp::create(b, b.getF32Type(), columns);
+}
+
 /// Whether the integer `x` (i32 or i64) is a multiple of `k` (a power of 2).
 static Value isMultipleOf(KernelBuilder &b, Value x, int64_t k) {
   auto constant = [&](int64_t value) {
@@ -124,14 +144,14 @@ Value EpilogueBuilder::isInterior(KernelBuilder &b, TileEpilogueOp op,
 EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, TileEpilogueOp op,
                                  const KernelValues &values,
                                  ValueRange accumulators, bool interior,
-                                 const EpiloguePatterns &patterns)
+                                 const EpiloguePatterns &patterns,
+                                 const RowStatistics *statistics)
     : b(b), op(op), plan(op.getPlan()), values(values),
       accumulators(accumulators.begin(), accumulators.end()), dims(op),
-      interior(interior), halfN(op.getAccumulatorHalfN()), patterns(patterns) {
+      interior(interior), halfN(op.getAccumulatorHalfN()), patterns(patterns),
+      statistics(statistics) {
   if (plan.getBiasInput() >= 0)
     biasAdd = *op.getAccumulator().user_begin();
-  if (!op.getRowPartials().empty())
-    statistics = RowStatistics::get(op, dims);
   if (plan.getClusterN() > 1)
     for (auto reduce : op.getEpilogueBlock().getOps<RowReduceOp>())
       if (dims.getMask(reduce.getInput()) & DimsAttr::kN)
@@ -298,7 +318,9 @@ void EpilogueBuilder::storeRowPartials(
         int64_t centered = statistics->getCenteredOn(k);
         if (centered >= 0 &&
             statistics->getCentering(centered) == Centering::Square)
-          total = arith::DivFOp::create(b, total, countTileColumns(*this));
+          total = arith::DivFOp::create(
+              b, total,
+              countTileColumns(b, values, plan.getTileN(), values.colBase));
         tileShift[k] = total;
       } else {
         total = sumCenteredRow(reductions[shift], statistics->getCentering(k),
@@ -418,7 +440,10 @@ SmallVector<Value> mlir::coda::hideFromHoisting(KernelBuilder &b,
 LogicalResult mlir::coda::lowerTileEpilogue(RewriterBase &rewriter,
                                             TileEpilogueOp op,
                                             const EpiloguePatterns &patterns) {
-  if (!op.getRowPartials().empty() && !RowStatistics::get(op, EpilogueDims(op)))
+  std::optional<RowStatistics> statistics;
+  if (!op.getRowPartials().empty())
+    statistics = RowStatistics::get(op, EpilogueDims(op));
+  if (!op.getRowPartials().empty() && !statistics)
     return op.emitOpError()
            << "has row_partials, but its row reductions are not row "
               "statistics (whose results reach only outputs along [m], "
@@ -461,14 +486,15 @@ LogicalResult mlir::coda::lowerTileEpilogue(RewriterBase &rewriter,
   auto ifOp = scf::IfOp::create(b, EpilogueBuilder::isInterior(b, op, values),
                                 /*withElseRegion=*/true);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  const RowStatistics *merged = statistics ? &*statistics : nullptr;
   if (failed(EpilogueBuilder(b, op, values, op.getAccumulators(),
-                             /*interior=*/true, patterns)
+                             /*interior=*/true, patterns, merged)
                  .build()))
     return failure();
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
   if (failed(EpilogueBuilder(b, op, values,
                              hideFromHoisting(b, op.getAccumulators()),
-                             /*interior=*/false, patterns)
+                             /*interior=*/false, patterns, merged)
                  .build()))
     return failure();
   rewriter.eraseOp(op);

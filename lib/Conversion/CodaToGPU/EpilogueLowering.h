@@ -80,8 +80,6 @@ Value combineRowAcrossQuad(ReductionKind kind, Value partial,
 Value sumCenteredRow(RowReduceOp shiftReduce,
                      RowStatistics::Centering centering, Value shift, int64_t h,
                      EpilogueBuilder &builder);
-/// The number of the tile's columns inside the output, as f32.
-Value countTileColumns(EpilogueBuilder &builder);
 /// Writes `total`, the tile's partial result of row slot h, into `scratch`
 /// (KernelABI's RowPartials: at [batch][column tile][row]), from lane 0 of
 /// the quad, for rows inside M.
@@ -100,9 +98,12 @@ public:
   /// `interior`: the caller has checked that the consumer's rows and the
   /// tile's columns are inside the output, N is a multiple of 8 and every
   /// tensor is 16-byte aligned (isInterior); then no access needs a check.
+  /// `statistics`: under row partials, the epilogue's row statistics (null
+  /// otherwise).
   EpilogueBuilder(KernelBuilder &b, TileEpilogueOp op,
                   const KernelValues &values, ValueRange accumulators,
-                  bool interior, const EpiloguePatterns &patterns);
+                  bool interior, const EpiloguePatterns &patterns,
+                  const RowStatistics *statistics);
 
   /// Whether the calling consumer's part of the tile is interior (see the
   /// constructor).
@@ -278,7 +279,7 @@ private:
   bool unlowered = false;
   /// Under row partials: the epilogue's row statistics, whose outputs the
   /// merge kernel writes.
-  std::optional<RowStatistics> statistics;
+  const RowStatistics *statistics;
   /// The row reductions that exchange partial results across a cluster
   /// along N, and how many have.
   SmallVector<RowReduceOp> rowExchanges;
@@ -344,6 +345,21 @@ SmallVector<EpilogueTensor> getTensors(EpilogueOpInterface op,
 /// (`row` may be null when it does not span m).
 Value getLinearIndex(KernelBuilder &b, const KernelValues &values,
                      unsigned mask, Value batch, Value row, Value col);
+
+/// The column tiles of a row, ceil(N / tileN) (i32).
+Value countColumnTiles(KernelBuilder &b, const KernelValues &values,
+                       int64_t tileN);
+
+/// The element offset, in a RowPartials scratch ([batch][column tile][row],
+/// `tiles` column tiles), of column tile `tile`'s partial result of `row` of
+/// `batch` (all i32); the kernel writes it and the row merge reads it.
+Value getRowPartialIndex(KernelBuilder &b, const KernelValues &values,
+                         Value tiles, Value batch, Value tile, Value row);
+
+/// The columns inside the output of the tileN-wide tile that starts at
+/// column `first` (i32), as f32: tileN but in the last column tile.
+Value countTileColumns(KernelBuilder &b, const KernelValues &values,
+                       int64_t tileN, Value first);
 
 /// Replaces `op` by the code that runs its epilogue on every accumulator
 /// element the calling thread holds and stores the outputs, with `patterns`;

@@ -131,24 +131,15 @@ void mlir::coda::buildRowMergeKernel(OpBuilder &b, Location loc,
     // Each reduction's partial results of the row, [batch][tile][row]: the
     // first tile's, then one every M elements, combined in tile order.
     int64_t tileN = plan.tile.tileN;
-    Value tiles = kb.divu(kb.add(values.n, kb.i32(tileN - 1)), kb.i32(tileN));
-    Value first = arith::AddIOp::create(
-        kb,
-        arith::MulIOp::create(kb, kb.wide(kb.mul(batch, tiles)),
-                              kb.wide(values.m)),
-        kb.wide(row));
+    Value tiles = countColumnTiles(kb, values, tileN);
     auto load = [&](Value scratch, Value tile) {
-      Value index = arith::AddIOp::create(
-          kb, first,
-          arith::MulIOp::create(kb, kb.wide(tile), kb.wide(values.m)));
+      Value index = getRowPartialIndex(kb, values, tiles, batch, tile, row);
       return LLVM::LoadOp::create(kb, f32, kb.gep(scratch, f32, index))
           .getResult();
     };
     // Tile t's columns inside the output.
     auto columns = [&](Value tile) {
-      Value left = kb.sub(values.n, kb.mul(tile, kb.i32(tileN)));
-      return arith::UIToFPOp::create(
-          kb, f32, arith::MinUIOp::create(kb, kb.i32(tileN), left));
+      return countTileColumns(kb, values, tileN, kb.mul(tile, kb.i32(tileN)));
     };
     // Builds a loop over tiles [from, tiles) carrying `init`, whose body
     // gives the next values from the current ones and the tile.

@@ -290,25 +290,14 @@ Value mlir::coda::sumCenteredRow(RowReduceOp shiftReduce,
   return combineRowAcrossQuad(ReductionKind::Sum, total, builder);
 }
 
-Value mlir::coda::countTileColumns(EpilogueBuilder &builder) {
-  KernelBuilder &b = builder.getBuilder();
-  const KernelValues &values = builder.getValues();
-  Value columns = arith::MinUIOp::create(b, b.i32(builder.getPlan().getTileN()),
-                                         b.sub(values.n, values.colBase));
-  return arith::UIToFPOp::create(b, b.getF32Type(), columns);
-}
-
 void mlir::coda::storeRowPartial(Value scratch, int64_t h, Value total,
                                  EpilogueBuilder &builder) {
   KernelBuilder &b = builder.getBuilder();
   const KernelValues &values = builder.getValues();
   int64_t tileN = builder.getPlan().getTileN();
-  Value tiles = b.divu(b.add(values.n, b.i32(tileN - 1)), b.i32(tileN));
-  Value tile =
-      b.add(b.mul(values.batch, tiles), b.divu(values.colBase, b.i32(tileN)));
-  Value index = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, b.wide(tile), b.wide(values.m)),
-      b.wide(builder.getRow(h)));
+  Value index = getRowPartialIndex(
+      b, values, countColumnTiles(b, values, tileN), values.batch,
+      b.divu(values.colBase, b.i32(tileN)), builder.getRow(h));
   Value writes = b.eq(b.andi(values.lane, b.i32(3)), b.i32(0));
   if (Value inside = builder.inBounds(DimsAttr::kM, h, 0))
     writes = b.andi(writes, inside);
