@@ -87,6 +87,11 @@ int mlir::coda::fail(llvm::Error error) {
   return fail(llvm::toString(std::move(error)));
 }
 
+int mlir::coda::failWithoutCuda() {
+  return fail("this coda-run was built without the CUDA headers: "
+              "--device cuda is not available");
+}
+
 double mlir::coda::secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();

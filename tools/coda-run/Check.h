@@ -24,6 +24,9 @@ namespace mlir::coda {
 int fail(const llvm::Twine &message);
 int fail(llvm::Error error);
 
+/// Fails `--device cuda` in a coda-run built without the CUDA headers.
+int failWithoutCuda();
+
 /// The seconds since `start`.
 double secondsSince(std::chrono::steady_clock::time_point start);
 

@@ -96,10 +96,9 @@ int mlir::coda::runEntry(ModuleOp module, const EntryRequest &request) {
     runSeconds = secondsSince(start);
   } else {
 #ifdef CODA_HAVE_CUDA
-    auto runtime = GpuRuntime::create(0);
+    auto runtime = createDeviceRuntime();
     if (!runtime)
-      return fail("--device cuda: " + llvm::toString(runtime.takeError()) +
-                  " (--device cpu runs the programs on the CPU reference)");
+      return fail(runtime.takeError());
     GpuProgramLauncher launcher(**runtime, (*host)->getProgramModule(),
                                 programs, request.gpuOptions,
                                 request.programPath);
@@ -116,8 +115,7 @@ int mlir::coda::runEntry(ModuleOp module, const EntryRequest &request) {
       referenceResults = std::move(*checked);
     }
 #else
-    return fail("this coda-run was built without the CUDA headers: "
-                "--device cuda is not available");
+    return failWithoutCuda();
 #endif
   }
 

@@ -7,6 +7,15 @@
 using namespace mlir;
 using namespace mlir::coda;
 
+llvm::Expected<std::unique_ptr<GpuRuntime>> mlir::coda::createDeviceRuntime() {
+  auto runtime = GpuRuntime::create(0);
+  if (!runtime)
+    return llvm::createStringError(
+        "--device cuda: " + llvm::toString(runtime.takeError()) +
+        " (--device cpu runs the CPU reference)");
+  return runtime;
+}
+
 llvm::Expected<HostRunResult>
 mlir::coda::runOnHost(GpuRuntime &runtime, GpuProgram &program,
                       ArrayRef<ArgumentValue> arguments,

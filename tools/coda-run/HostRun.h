@@ -25,6 +25,10 @@ struct HostRunResult {
   std::optional<double> medianMs;
 };
 
+/// The GPU runtime of device 0 for `--device cuda`, or an error that says
+/// why not and that `--device cpu` runs the CPU reference instead.
+llvm::Expected<std::unique_ptr<GpuRuntime>> createDeviceRuntime();
+
 /// Runs `program` on host data: copies the arguments to the device, fills
 /// the outputs with NaN (so that an element the kernel fails to write cannot
 /// pass a check), launches, waits, and copies the outputs back. With

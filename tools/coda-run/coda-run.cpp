@@ -323,10 +323,9 @@ int main(int argc, char **argv) {
                            runSeconds);
   } else {
 #ifdef CODA_HAVE_CUDA
-    auto runtime = GpuRuntime::create(0);
+    auto runtime = createDeviceRuntime();
     if (!runtime)
-      return fail("--device cuda: " + llvm::toString(runtime.takeError()) +
-                  " (--device cpu runs the CPU reference)");
+      return fail(runtime.takeError());
     // The runtime compiles from text; locations keep pointing into the file.
     std::string source;
     llvm::raw_string_ostream os(source);
@@ -375,8 +374,7 @@ int main(int argc, char **argv) {
       if (llvm::Error error = runReference())
         return fail(std::move(error));
 #else
-    return fail("this coda-run was built without the CUDA headers: "
-                "--device cuda is not available");
+    return failWithoutCuda();
 #endif
   }
 
