@@ -59,6 +59,7 @@ static std::vector<Builtin> buildTable() {
   elementwise("clamp", "x, lo, hi", 3, Lowering::Clamp, NodeKind::Maximum);
   elementwise("pow", "x, c", 2, Lowering::Pow, NodeKind::Pow);
   elementwise("dropout", "x, p", 2, Lowering::Dropout, NodeKind::Dropout);
+  elementwise("detach", "x", 1, Lowering::Direct, NodeKind::Detach);
   for (uint32_t i = 0; i <= getMaxEnumValForReductionKind(); ++i) {
     auto kind = static_cast<ReductionKind>(i);
     table.push_back(makeBuiltin("row_" + stringifyReductionKind(kind).str(),

@@ -138,6 +138,8 @@ Value ModuleBuilder::buildNode(OpBuilder &body, GemmOp gemm, const Node &node,
     return math::SinOp::create(body, loc, operand(0));
   case Node::Kind::Cos:
     return math::CosOp::create(body, loc, operand(0));
+  case Node::Kind::Detach:
+    return DetachOp::create(body, loc, f32, operand(0));
   case Node::Kind::Activation:
     return ActivationOp::create(body, loc, f32, *node.activation, operand(0));
   case Node::Kind::Dropout: {

@@ -166,17 +166,29 @@ def _run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
     return _call(program, a, b, tensors, names, scalars, scalar_names, seed)
 
 
+def _saved_rows(key, derive, a, outputs):
+    """What of `outputs` (of program `derive` of family `key`) the recomputed
+    backward reads besides the inputs: the row statistics a row loss's saving
+    program writes after the forward's outputs (docs/autodiff.md)."""
+    if derive != "saving":
+        return []
+    return list(outputs[len(_families[key].program("", a.device, a.dtype).outputs):])
+
+
 def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs, grads):
     """The gradients of A, B and the tensor inputs of `run` (`needs` says
     which of A and B), the derived programs run by `call` (`_run` or the
-    custom op)."""
-    if derive:
+    custom op). `saved`: A, B, the seed, the tensor inputs, then what
+    _saved_rows kept."""
+    if derive not in ("", "saving"):
         what = ("the inference form of a program (a module in eval mode)"
                 if derive == "inference" else f"the derived program '{derive}'")
         raise CodaError(f"{what} has no backward")
-    a, b, seed, *tensors = saved
+    a, b, seed, *rest = saved
+    count = len(_split(names))
+    tensors, rows = rest[:count], rest[count:]
     grad_acc, *input_grads = _epilogue_gradient(call, key, a, b, tensors, names, scalars,
-                                                scalar_names, seed, grads)
+                                                scalar_names, seed, rows, grads)
     grad_a = grad_b = None
     if needs[0]:
         grad_a = _as(_operand_gradient(call, key, "grad_a", grad_acc, b, seed), a.dtype)
@@ -185,26 +197,34 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
     return grad_a, grad_b, [_as(g, t.dtype) for g, t in zip(input_grads, tensors)]
 
 
-def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, seed, grads):
+def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, seed, rows,
+                       grads):
     """[grad_acc, the gradient of each tensor input] of family `key`'s
     forward on A, B and the epilogue inputs, given the gradients `grads` of
-    its outputs: its derived program `backward` (the GEMM recomputed), or,
-    when the derivation found every one of its outputs to be a gradient
-    given or that gradient's column sum (an epilogue affine in the
-    accumulator with unit slope: a bias, a residual), those tensors, with
-    no kernel launched."""
+    its outputs (and `rows`, a row loss's saved row statistics): its derived
+    program `backward` (the GEMM recomputed), or, when the derivation found
+    every one of its outputs to be a gradient given or that gradient's column
+    sum (an epilogue affine in the accumulator with unit slope: a bias, a
+    residual), those tensors, with no kernel launched."""
     forward = _families[key].program("", a.device, a.dtype)
+    backward = _families[key].program("backward", a.device, a.dtype)
+    declared, _, _ = _signature(backward)
     # An input's gradient in the input's own type, which the caller converts
     # it to (one reduction kernel for a bias).
     types = {"grad_" + name: t.dtype for name, t in zip(_split(names), tensors)}
-    grad_names, grad_tensors = [], []
+    extra_names, extra_tensors = [], []
+    if rows:
+        saving = _families[key].program("saving", a.device, a.dtype)
+        extra_names = [output["name"] for output in saving.outputs[len(forward.outputs):]]
+        extra_tensors = list(rows)
+    # The gradients of the outputs the backward takes ([m, n] outputs, a row
+    # loss's [m] outputs).
     for (shape, dtype), output, grad in zip(_outputs(forward, a, b), forward.outputs, grads):
-        if output["dims"] == 3:
-            grad_names.append("grad_" + output["name"])
-            grad_tensors.append(grad if grad is not None else a.new_zeros(shape, dtype=dtype))
-    names = [*_split(names), *grad_names]
-    tensors = tensors + grad_tensors
-    backward = _families[key].program("backward", a.device, a.dtype)
+        if "grad_" + output["name"] in declared:
+            extra_names.append("grad_" + output["name"])
+            extra_tensors.append(grad if grad is not None else a.new_zeros(shape, dtype=dtype))
+    names = [*_split(names), *extra_names]
+    tensors = tensors + extra_tensors
     given = _given_outputs(backward, a, dict(zip(names, tensors)), types)
     if given is not None:
         return given
@@ -254,7 +274,7 @@ def _(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
 
 def _run_op_setup_context(ctx, inputs, output):
     key, derive, a, b, tensors, names, scalars, scalar_names, seed = inputs
-    ctx.save_for_backward(a, b, seed, *tensors)
+    ctx.save_for_backward(a, b, seed, *tensors, *_saved_rows(key, derive, a, output))
     ctx.meta = key, derive, names, scalars, scalar_names
 
 
@@ -277,8 +297,9 @@ class _Run(torch.autograd.Function):
     def forward(ctx, meta, a, b, seed, *tensors):
         key, derive, names, scalars, scalar_names = meta
         ctx.meta = meta
-        ctx.save_for_backward(a, b, seed, *tensors)
-        return tuple(_run(key, derive, a, b, list(tensors), names, scalars, scalar_names, seed))
+        outputs = _run(key, derive, a, b, list(tensors), names, scalars, scalar_names, seed)
+        ctx.save_for_backward(a, b, seed, *tensors, *_saved_rows(key, derive, a, outputs))
+        return tuple(outputs)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -288,10 +309,12 @@ class _Run(torch.autograd.Function):
 
 
 def run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
-    """Runs program `derive` ("" for the forward) of family `key` on A, B
-    and the epilogue inputs `tensors` (named by the comma-separated `names`)
-    and scalars; returns its outputs in order, differentiable through the
-    derived backward. `seed`: an int64 tensor of one element on A's device."""
+    """Runs program `derive` ("" for the forward; "saving" for a row loss,
+    whose backward reads the row statistics it also writes) of family `key`
+    on A, B and the epilogue inputs `tensors` (named by the comma-separated
+    `names`) and scalars; returns its outputs in order, differentiable
+    through the derived backward. `seed`: an int64 tensor of one element on
+    A's device."""
     if torch.compiler.is_compiling():
         return _run_op(key, derive, a, b, tensors, names, scalars, scalar_names, seed)
     meta = key, derive, names, list(scalars), scalar_names
@@ -342,7 +365,7 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y, input_gradient=N
     grad_y = _as(grad_y, h.dtype).contiguous()
     tensors, names = down_inputs(b2, residual)
     grad_acc2, *input_grads = _epilogue_gradient(call, down, h, w2, tensors, ",".join(names),
-                                                 [], "", output_seed, [grad_y])
+                                                 [], "", output_seed, [], [grad_y])
     grads = dict(zip(names, input_grads))
     grad_b2 = _as(grads["bias"], b2.dtype) if needs[4] else None
     grad_residual = _as(grads["residual"], residual.dtype) if needs[5] else None

@@ -11,6 +11,8 @@ derived backward programs (coda.autograd).
 - ``GatedMLP(in_features, hidden_features)``: LLaMA's MLP, down(silu(gate(x))
   * up(x)), the gate and up projections one GEMM with the gated activation
   in its epilogue, its gradient on the down projection's dgrad GEMM;
+- ``linear_cross_entropy(x, weight, target)``: an LM head's cross-entropy
+  without its logits, the loss's row statistics in the GEMM's epilogue;
 - ``ResidualNormMLP(in_features, width, hidden_features, norm=...)``: the
   second half of a pre-norm Transformer block, the attention output
   projection, its residual and LayerNorm or RMSNorm in one kernel, then an
@@ -129,6 +131,50 @@ def _no_seed(x):
     if seed is None:
         seed = _no_seeds[x.device] = torch.zeros((), dtype=torch.int64, device=x.device)
     return seed
+
+
+_CROSS_ENTROPY = """
+EPILOGUE cross_entropy(target: f32[M]) -> (lse: f32[M], picked: f32[M]) {
+  shift = detach(row_max(input));
+  lse = shift + log(row_sum(exp(input - shift)));
+  picked = row_sum(input * max(0, 1 - abs(col() - detach(target))));
+}
+"""
+_cross_entropy = []
+
+
+def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean"):
+    """F.cross_entropy(x @ weight.T, target) without the logits: one GEMM
+    whose epilogue reduces each row of logits to its log-sum-exp (shifted by
+    the row's maximum) and the target's logit, merged across the tiles of a
+    row at any vocabulary size; the loss is their difference. Backward: the
+    GEMM recomputed, its epilogue writing the logits' gradient
+    (softmax - onehot, from the forward's row maximum and sum), then the
+    gradients of x and weight as GEMMs; all derived by coda from the
+    forward program. x [..., K], weight [V, K] (an LM head), target [...]
+    class indices; rows whose target is `ignore_index` count for nothing.
+    `reduction`: "mean" (over the rows that count), "sum" or "none". The
+    loss is in float32 (float64 for float64 operands), as Hugging Face's
+    models compute it from float32 logits."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    if not _cross_entropy:
+        _cross_entropy.append(ProgramFamily(_CROSS_ENTROPY))
+    if target.shape != x.shape[:-1]:
+        raise ValueError(f"target has shape {tuple(target.shape)}; expected x's without its "
+                         f"last dim, {tuple(x.shape[:-1])}")
+    x2 = x.reshape(-1, x.shape[-1]).contiguous()
+    target = target.reshape(-1)
+    counts = target != ignore_index
+    # A class index as f32 (exact below 2^24); -1 matches no column.
+    classes = torch.where(counts, target, -1).to(torch.float32)
+    lse, picked, *_ = run(_cross_entropy[0].key, "saving", x2, weight, [classes], "target", [],
+                          "", _no_seed(x))
+    losses = torch.where(counts, lse - picked, 0.0)
+    if reduction == "none":
+        return losses.reshape(x.shape[:-1])
+    total = losses.sum()
+    return total if reduction == "sum" else total / counts.sum()
 
 
 class OutProjection(Linear):

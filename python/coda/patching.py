@@ -37,6 +37,12 @@ Recognized, by their structure (the modules and attributes they hold):
   (coda.nn.OutProjection), then the LayerNorm; and the same modules of the
   models that copy BERT's (``RobertaIntermediate``, ``RobertaOutput``, ...:
   a class name of the model's prefix and these suffixes);
+- a Hugging Face causal language model (``...ForCausalLM``,
+  ``...LMHeadModel``: ``lm_head``, an nn.Linear without a bias, over its
+  base model): in training with labels, the loss from the last hidden
+  states by coda.nn.linear_cross_entropy, the head's GEMM with the loss's
+  row statistics in its epilogue, the logits never written (the output's
+  ``logits`` is None then);
 - a nanoGPT-style block: ``ln_1``, ``attn``, ``ln_2`` and ``mlp``, its
   forward ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``, with ``attn``
   holding ``c_attn``, ``c_proj`` (nn.Linear), ``resid_dropout`` and
@@ -406,6 +412,78 @@ def _patch_dense(module, parts):
     return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
 
 
+def _causal_lm_parts(module):
+    """(base model, lm_head) of a Hugging Face causal language model (a
+    class named ...ForCausalLM or ...LMHeadModel with an nn.Linear lm_head
+    without a bias and its base model under `base_model_prefix`), a string
+    saying why it is left as it is, or None when it is none."""
+    kind = type(module).__name__
+    if not (kind.endswith("ForCausalLM") or kind.endswith("LMHeadModel")):
+        return None
+    head = getattr(module, "lm_head", None)
+    base = getattr(module, getattr(module, "base_model_prefix", ""), None)
+    if not isinstance(head, nn.Linear) or not isinstance(base, nn.Module):
+        return None
+    if head.bias is not None:
+        return "an LM head with a bias"
+    if getattr(getattr(module, "config", None), "final_logit_softcapping", None):
+        return "logits soft-capped before the loss"
+    return base, head
+
+
+def _output_type(module):
+    """The output class of a Hugging Face model's forward (its return
+    annotation), or transformers' CausalLMOutputWithPast."""
+    import typing
+
+    try:
+        hint = typing.get_type_hints(type(module).forward).get("return")
+    except Exception:
+        hint = None
+    if hint is None:
+        from transformers.modeling_outputs import CausalLMOutputWithPast
+
+        hint = CausalLMOutputWithPast
+    return hint
+
+
+def _patch_causal_lm(module, base, head):
+    """In training with labels, the loss from the base model's hidden states
+    by coda.nn.linear_cross_entropy: the head's GEMM with the loss's row
+    statistics in its epilogue, no logits (the output's `logits` is None,
+    as Liger's fused loss leaves it); otherwise the model's own forward. The
+    labels shifted and the mean taken as Hugging Face's ForCausalLMLoss does
+    (a sum over `num_items_in_batch` when given)."""
+    original = module.forward
+    output_type = _output_type(module)
+
+    def forward(*args, labels=None, logits_to_keep=0, **kwargs):
+        if labels is None or not module.training or not (
+                isinstance(logits_to_keep, int) and logits_to_keep == 0):
+            return original(*args, labels=labels, logits_to_keep=logits_to_keep, **kwargs)
+        ignore_index = kwargs.pop("ignore_index", -100)
+        shift_labels = kwargs.pop("shift_labels", None)
+        items = kwargs.get("num_items_in_batch")
+        outputs = base(*args, **kwargs)
+        hidden = outputs[0]
+        if shift_labels is None:
+            shift_labels = F.pad(labels, (0, 1), value=ignore_index)[..., 1:]
+        shift_labels = shift_labels.to(hidden.device)
+        if items is None:
+            loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
+                                                ignore_index=ignore_index)
+        else:
+            loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
+                                                ignore_index=ignore_index, reduction="sum")
+            loss = loss / (items.to(loss.device) if torch.is_tensor(items) else items)
+        fields = getattr(output_type, "__dataclass_fields__", {})
+        rest = {k: v for k, v in outputs.items() if k in fields and k != "last_hidden_state"}
+        return output_type(loss=loss, logits=None, **rest)
+
+    module.forward = forward
+    return "the loss from the hidden states in the LM head's GEMM (no logits) in training"
+
+
 def _odd_linear(module):
     """(module,) for an nn.Linear of a width not a multiple of 8, else None."""
     if isinstance(module, nn.Linear) and (module.in_features % 8 or module.out_features % 8):
@@ -417,6 +495,7 @@ def _odd_linear(module):
 # the parts it patches (a tuple), why it leaves the module (a string) or
 # None, and the function that patches the parts and describes what it did.
 _RECOGNIZERS = (
+    (_causal_lm_parts, lambda module, parts: _patch_causal_lm(module, *parts)),
     (_decoder_parts, lambda module, parts: _patch_decoder(module, *parts)),
     (_gated_parts, lambda module, parts: _patch_gated(module, *parts)),
     (_dense_parts, _patch_dense),

@@ -265,7 +265,7 @@ void Generator::addOp(OpBuilder &body, Value seed) {
     break;
   case 6: {
     Value x = pick();
-    switch (in.ConsumeIntegralInRange<int>(0, 8)) {
+    switch (in.ConsumeIntegralInRange<int>(0, 9)) {
     case 0:
       result = math::ExpOp::create(body, loc, x);
       break;
@@ -289,6 +289,9 @@ void Generator::addOp(OpBuilder &body, Value seed) {
       break;
     case 7:
       result = math::CosOp::create(body, loc, x);
+      break;
+    case 8:
+      result = DetachOp::create(body, loc, body.getF32Type(), x);
       break;
     default:
       result = arith::NegFOp::create(body, loc, x);

@@ -46,6 +46,8 @@ struct Node {
     Abs,
     Sin,
     Cos,
+    /// The operand, through which no gradient flows.
+    Detach,
     /// `activation` of the operand.
     Activation,
     /// Dropout of the operand with probability `constant`, stream `index`.

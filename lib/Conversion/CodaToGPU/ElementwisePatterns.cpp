@@ -137,10 +137,24 @@ struct ScalarMathPattern final : EpiloguePattern {
   }
 };
 
+/// coda.detach: the value itself (it only stops the backward's derivation).
+struct DetachPattern final : EpiloguePattern {
+  LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
+                           EpilogueBuilder &builder) const override {
+    auto detach = dyn_cast<DetachOp>(op);
+    if (!detach)
+      return failure();
+    builder.define(detach.getResult(), h, c,
+                   builder.at(detach.getInput(), h, c));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::coda::populateElementwisePatterns(EpiloguePatterns &patterns) {
   patterns.push_back(std::make_unique<ActivationPattern>());
   patterns.push_back(std::make_unique<TrigonometryPattern>());
   patterns.push_back(std::make_unique<ScalarMathPattern>());
+  patterns.push_back(std::make_unique<DetachPattern>());
 }

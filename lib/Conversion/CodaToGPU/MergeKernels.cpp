@@ -252,7 +252,10 @@ void mlir::coda::buildRowMergeKernel(OpBuilder &b, Location loc,
         }
         mapping.map(arg, input);
       }
-      kb.clone(*inner, mapping);
+      if (auto detach = dyn_cast<DetachOp>(inner))
+        mapping.map(detach.getResult(), mapping.lookup(detach.getInput()));
+      else
+        kb.clone(*inner, mapping);
     }
     for (auto [i, value] : llvm::enumerate(op.getYield().getValues())) {
       if (!statistics->isMerged(i))

@@ -436,6 +436,11 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
     values[coord.getResult()] = lowerCoord(coord.getDim());
     return;
   }
+  // Detached only for the backward's derivation: the value itself.
+  if (auto detach = dyn_cast<DetachOp>(inner)) {
+    values[detach.getResult()] = operands[0];
+    return;
+  }
 
   unsigned mask = dims->getMask(inner.getResult(0));
   // Builds the scalar computation of `inner` on `args` (its operands' values

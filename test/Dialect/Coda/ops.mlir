@@ -142,3 +142,19 @@ func.func @positions(%a: tensor<4x8x16xbf16>, %b: tensor<16x32xbf16>) -> (tensor
   }
   return %0#0, %0#1 : tensor<4x8x16xbf16>, tensor<4x8x32xf32>
 }
+
+// A value the backward's derivation does not differentiate through.
+// CHECK-LABEL: func.func @detached
+// CHECK:         coda.detach %{{.*}}
+func.func @detached(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8xf32> {
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8xf32> [m]) {
+  ^bb0(%acc: f32):
+    %max = coda.row_reduce max %acc
+    %shift = coda.detach %max
+    %d = arith.subf %acc, %shift : f32
+    %e = math.exp %d : f32
+    %sum = coda.row_reduce sum %e
+    coda.yield %sum : f32
+  }
+  return %0 : tensor<8xf32>
+}

@@ -44,10 +44,18 @@ def check_training(label, eager, fused, tokens):
     for model in (eager, fused):
         model.train()
         model.zero_grad(set_to_none=True)
-        loss = model(tokens, labels=tokens).loss
-        loss.backward()
-        losses.append(loss.detach())
+        output = model(tokens, labels=tokens)
+        output.loss.backward()
+        losses.append(output.loss.detach())
     close(f"{label} loss", losses[1], losses[0])
+    # A causal LM's patched loss leaves the logits unwritten in training; in
+    # evaluation the model's own forward gives them.
+    if type(fused).__name__.endswith(("ForCausalLM", "LMHeadModel")):
+        assert output.logits is None, f"{label}: logits computed in training"
+        fused.eval()
+        logits = fused(tokens, labels=tokens).logits
+        assert logits.shape == (*tokens.shape, fused.config.vocab_size), logits.shape
+        fused.train()
     for (name, p_eager), (_, p_fused) in zip(eager.named_parameters(), fused.named_parameters()):
         if p_eager.grad is not None:
             close(f"{label} grad {name}", p_fused.grad, p_eager.grad)
@@ -60,7 +68,8 @@ eager = GPT2LMHeadModel(config)
 fused = copy.deepcopy(eager)
 report = coda.patch(fused)
 print(report)
-# CHECK: coda.patch: 3 modules on coda kernels
+# CHECK: coda.patch: 4 modules on coda kernels
+# CHECK-NEXT: <model>: the loss from the hidden states in the LM head's GEMM (no logits) in training
 # CHECK-NEXT: transformer.h.0.mlp: MLP (gelu) as coda's fused MLP
 # CHECK-NEXT: transformer.h.1.mlp: MLP (gelu) as coda's fused MLP
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
@@ -129,7 +138,8 @@ with torch.no_grad():
         layer.post_attention_layernorm.weight.uniform_(0.5, 1.5)
 llama_fused = copy.deepcopy(llama)
 print(coda.patch(llama_fused))
-# CHECK: coda.patch: 3 modules on coda kernels
+# CHECK: coda.patch: 4 modules on coda kernels
+# CHECK-NEXT: <model>: the loss from the hidden states in the LM head's GEMM (no logits) in training
 # CHECK-NEXT: model.layers.0: decoder layer: attention output projection + residual + RMSNorm in one kernel, gated MLP (silu) + residual as coda's fused gated MLP
 # CHECK-NEXT: model.layers.1: decoder layer:
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
@@ -144,7 +154,7 @@ version, transformers.__version__ = transformers.__version__, "4.46.0"
 report = coda.patch(LlamaForCausalLM(llama_config))
 transformers.__version__ = version
 print(report.skipped[0][1])
-print(report.replaced[0][1])
+print(report.replaced[1][1])
 # CHECK: a decoder layer of transformers 4.46.0, whose layers return tuples (the patched layer returns a tensor, as transformers 5 does)
 # CHECK: gated MLP (silu) as coda's fused gated MLP
 

@@ -14,26 +14,21 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+sys.path.insert(0, os.path.join(sys.argv[1], "test", "lib"))
 import torch
+import torch_checks as checks
 
 import coda.nn
 from coda.autograd import draw_seed
 from coda.dropout import dropout_mask, dropout_threshold
 
-# Poisoned outputs: torch.empty fills what it allocates with NaN.
-torch.use_deterministic_algorithms(True, warn_only=True)
-torch.utils.deterministic.fill_uninitialized_memory = True
+checks.poison_allocations()
 failures = []
 cuda = torch.device("cuda")
 
 
 def report(what, got, want, tolerance=2e-2):
-    got, want = got.double(), want.double()
-    error = ((got - want).norm() / want.norm()).item()
-    finite = bool(torch.isfinite(got).all())
-    print(f"{what}: relative error {error:.2e}{'' if finite else ' (not finite)'}")
-    if not (finite and error < tolerance):
-        failures.append(what)
+    checks.report(failures, what, got, want, tolerance)
 
 
 def mask(seed, rows, cols, p):

@@ -5,9 +5,9 @@
 // passes adjoints to its operands at the same element; a row reduction, whose
 // result at (b, m, n) depends on the whole row, passes each element the row
 // reduction of its adjoint; coda.partner passes its adjoint to the partner
-// column, a coordinate has none. An activation's derivative is the op
-// coda.activation_derivative, which every target builds through EpilogueMath
-// from the same primitives as the activation.
+// column, a coordinate and a detached value have none. An activation's
+// derivative is the op coda.activation_derivative, which every target builds
+// through EpilogueMath from the same primitives as the activation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,7 +108,7 @@ using DifferentiableOps =
            arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, arith::SelectOp,
            math::ExpOp, math::LogOp, math::SqrtOp, math::RsqrtOp, math::TanhOp,
            math::AbsFOp, math::PowFOp, math::SinOp, math::CosOp, ActivationOp,
-           DropoutOp, RowReduceOp, PartnerOp, CoordOp>;
+           DropoutOp, RowReduceOp, PartnerOp, CoordOp, DetachOp>;
 } // namespace
 
 FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
@@ -224,6 +224,7 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
                           .getResult())};
           })
           .Case([&](CoordOp) { return SmallVector<Value>{}; })
+          .Case([&](DetachOp) { return SmallVector<Value>{Value()}; })
           .Case([&](RowReduceOp reduce) {
             return SmallVector<Value>{rowReduceAdjoint(
                 b, loc, a, reduce.getKind(), reduce.getInput(), result(), g)};

@@ -125,16 +125,43 @@ void finishEpilogue(GemmOp gemm, ArrayRef<Value> values) {
       op->erase();
 }
 
+/// The adjoint of one value: per element, and, for a value uniform along the
+/// row, the row's total (the gradient of an `[m]` output: already summed over
+/// the row, so that no row reduction adds it up again).
+struct Adjoint {
+  Value element;
+  Value row;
+};
+
+/// A gradient to seed: the forward value, its gradient, and whether that is a
+/// row's total (an `[m]` output's) rather than one per element.
+struct Seed {
+  Value value;
+  Value gradient;
+  bool row;
+};
+
+/// `g` at the row's first column, 0 elsewhere: a row's total as one
+/// element's adjoint, for the reductions that share it among the row's
+/// elements unevenly or by their count (a mean, a maximum).
+Value atFirstColumn(OpBuilder &b, Location loc, Value g) {
+  Value column = CoordOp::create(b, loc, g.getType(), OutputDim::N);
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  Value first =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, column, zero);
+  return arith::SelectOp::create(b, loc, first, g, zero);
+}
+
 /// Clones the forward epilogue into the block `b` builds in, with the
 /// forward's accumulator and inputs mapped by `mapping`, and derives the
-/// adjoints of the accumulator and of the inputs from `seeds` (forward value,
-/// its gradient). The ops of `saved` (a forward row reduction and the
-/// argument that holds its value, saved by the forward) are cloned for their
-/// derivative only: the ops after them read the saved value. Returns the
-/// adjoint of the accumulator, then of each input (null for none).
-FailureOr<SmallVector<Value>>
+/// adjoints of the accumulator and of the inputs from `seeds`. The ops of
+/// `saved` (a forward row reduction and the argument that holds its value,
+/// saved by the forward) are cloned for their derivative only: the ops after
+/// them read the saved value. Returns the adjoint of the accumulator, then of
+/// each input (null for none).
+FailureOr<SmallVector<Adjoint>>
 buildEpilogueGradient(OpBuilder &b, GemmOp forward, IRMapping &mapping,
-                      ArrayRef<std::pair<Value, Value>> seeds,
+                      ArrayRef<Seed> seeds,
                       const DenseMap<Operation *, Value> &saved) {
   SmallVector<Operation *> cloned;
   // A cloned op whose value is read from a saved argument: its adjoint
@@ -148,53 +175,87 @@ buildEpilogueGradient(OpBuilder &b, GemmOp forward, IRMapping &mapping,
     }
   }
 
-  DenseMap<Value, Value> adjoints;
-  auto accumulate = [&](Value value, Value contribution) {
+  DenseMap<Value, Value> adjoints, rowAdjoints;
+  auto accumulate = [&](DenseMap<Value, Value> &map, Value value,
+                        Value contribution) {
     if (!contribution || !isa<FloatType>(value.getType()))
       return;
-    Value &slot = adjoints[value];
+    Value &slot = map[value];
     slot = slot ? arith::AddFOp::create(b, value.getLoc(), slot, contribution)
                       .getResult()
                 : contribution;
   };
-  for (auto [value, gradient] : seeds)
-    accumulate(mapping.lookup(value), gradient);
-  for (Operation *op : llvm::reverse(cloned)) {
-    if (op->getNumResults() != 1)
-      continue;
-    Value value = valueOf.lookup(op);
-    Value adjoint = adjoints.lookup(value ? value : op->getResult(0));
-    if (!adjoint || op->getNumOperands() == 0)
-      continue;
+  for (const Seed &seed : seeds)
+    accumulate(seed.row ? rowAdjoints : adjoints, mapping.lookup(seed.value),
+               seed.gradient);
+  auto propagate = [&](DenseMap<Value, Value> &map, Operation *op,
+                       Value adjoint) -> LogicalResult {
     FailureOr<SmallVector<Value>> contributions = buildAdjoint(b, op, adjoint);
     if (failed(contributions))
       return failure();
     for (auto [operand, contribution] :
          llvm::zip(op->getOperands(), *contributions))
-      accumulate(operand, contribution);
+      accumulate(map, operand, contribution);
+    return success();
+  };
+  for (Operation *op : llvm::reverse(cloned)) {
+    if (op->getNumResults() != 1 || op->getNumOperands() == 0)
+      continue;
+    Value value = valueOf.lookup(op);
+    Value key = value ? value : op->getResult(0);
+    Value adjoint = adjoints.lookup(key);
+    // A row's total passes through the ops on row values as it is; a row
+    // sum hands it to each element of the row.
+    if (Value total = rowAdjoints.lookup(key)) {
+      auto reduce = dyn_cast<RowReduceOp>(op);
+      if (!reduce) {
+        if (failed(propagate(rowAdjoints, op, total)))
+          return failure();
+      } else if (reduce.getKind() == ReductionKind::Sum) {
+        accumulate(adjoints, reduce.getInput(), total);
+      } else {
+        Value first = atFirstColumn(b, op->getLoc(), total);
+        adjoint = adjoint
+                      ? arith::AddFOp::create(b, op->getLoc(), adjoint, first)
+                            .getResult()
+                      : first;
+      }
+    }
+    if (adjoint && failed(propagate(adjoints, op, adjoint)))
+      return failure();
   }
 
-  SmallVector<Value> result{
-      adjoints.lookup(mapping.lookup(forward.getAccumulator()))};
+  auto adjointOf = [&](Value forwardValue) {
+    Value value = mapping.lookup(forwardValue);
+    return Adjoint{adjoints.lookup(value), rowAdjoints.lookup(value)};
+  };
+  SmallVector<Adjoint> result{adjointOf(forward.getAccumulator())};
   for (unsigned i = 0, e = forward.getInputs().size(); i < e; ++i)
-    result.push_back(adjoints.lookup(mapping.lookup(forward.getInputArg(i))));
+    result.push_back(adjointOf(forward.getInputArg(i)));
   return result;
 }
 
 /// The value an input's gradient output takes from the input's adjoint at
-/// each element: summed over the dims the input does not span.
-Value reduceToInput(OpBuilder &b, Location loc, Value adjoint, unsigned dims) {
-  if (!adjoint)
+/// each element: summed over the dims the input does not span, plus the
+/// row's total (which only reaches inputs uniform along the row).
+Value reduceToInput(OpBuilder &b, Location loc, Adjoint adjoint,
+                    unsigned dims) {
+  Value value = adjoint.element;
+  if (value && !(dims & DimsAttr::kN))
+    value = RowReduceOp::create(
+        b, loc, value.getType(),
+        ReductionKindAttr::get(b.getContext(), ReductionKind::Sum), value);
+  if (value && !(dims & DimsAttr::kM))
+    value = ColReduceOp::create(
+        b, loc, value.getType(),
+        ReductionKindAttr::get(b.getContext(), ReductionKind::Sum), value);
+  if (adjoint.row)
+    value = value
+                ? arith::AddFOp::create(b, loc, value, adjoint.row).getResult()
+                : adjoint.row;
+  if (!value)
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
-  if (!(dims & DimsAttr::kN))
-    adjoint = RowReduceOp::create(
-        b, loc, adjoint.getType(),
-        ReductionKindAttr::get(b.getContext(), ReductionKind::Sum), adjoint);
-  if (!(dims & DimsAttr::kM))
-    adjoint = ColReduceOp::create(
-        b, loc, adjoint.getType(),
-        ReductionKindAttr::get(b.getContext(), ReductionKind::Sum), adjoint);
-  return adjoint;
+  return value;
 }
 
 FailureOr<Forward> analyze(func::FuncOp func) {
@@ -226,11 +287,26 @@ FailureOr<Forward> analyze(func::FuncOp func) {
   return forward;
 }
 
-/// The `[m, n]` and `[m, n/2]` outputs, whose gradients the backward takes.
+/// Whether every output of the program spans `[m]` or `[n]`: a loss over
+/// rows (a cross-entropy's log-sum-exp and picked logit), whose `[m]`
+/// outputs take gradients. Beside an `[m, n]` output, `[m]` and `[n]`
+/// outputs are the statistics and gradients a training step reads and take
+/// none.
+bool isRowLoss(Forward &forward) {
+  return llvm::none_of(forward.signature.outputs,
+                       [](const ProgramOutput &output) {
+                         return (output.dims & ~DimsAttr::kHalfN) == kSpace;
+                       });
+}
+
+/// The outputs whose gradients the backward takes: the `[m, n]` and
+/// `[m, n/2]` ones, or a row loss's `[m]` ones.
 SmallVector<unsigned> differentiableOutputs(Forward &forward) {
+  bool rowLoss = isRowLoss(forward);
   SmallVector<unsigned> outputs;
   for (auto [i, output] : llvm::enumerate(forward.signature.outputs))
-    if ((output.dims & ~DimsAttr::kHalfN) == kSpace)
+    if ((output.dims & ~DimsAttr::kHalfN) == kSpace ||
+        (rowLoss && output.dims == DimsAttr::kM))
       outputs.push_back(i);
   return outputs;
 }
@@ -292,17 +368,18 @@ LogicalResult fillEpilogueGradient(Forward &forward, GemmOp gemm,
   unsigned numInputs = forward.gemm.getInputs().size();
   for (unsigned i = 0; i < numInputs; ++i)
     mapping.map(forward.gemm.getInputArg(i), block.getArgument(firstInput + i));
-  SmallVector<std::pair<Value, Value>> seedValues;
+  SmallVector<Seed> seedValues;
   for (auto [output, gradient] : seeds)
     seedValues.push_back(
-        {forward.gemm.getYield().getValues()[output], gradient});
-  FailureOr<SmallVector<Value>> adjoints =
+        {forward.gemm.getYield().getValues()[output], gradient,
+         forward.signature.outputs[output].dims == DimsAttr::kM});
+  FailureOr<SmallVector<Adjoint>> adjoints =
       buildEpilogueGradient(b, forward.gemm, mapping, seedValues, saved);
   if (failed(adjoints))
     return failure();
   SmallVector<Value> yielded{
-      (*adjoints)[0]
-          ? (*adjoints)[0]
+      (*adjoints)[0].element
+          ? (*adjoints)[0].element
           : arith::ConstantOp::create(b, gemm.getLoc(), b.getF32FloatAttr(0.0))
                 .getResult()};
   for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs()))
@@ -318,69 +395,8 @@ std::string derivedName(Forward &forward, StringRef suffix) {
   return getDerivedName(forward.func, suffix);
 }
 
-FailureOr<func::FuncOp> buildRecomputeBackward(Forward &forward) {
-  GemmOp fwd = forward.gemm;
-  MLIRContext *context = forward.func.getContext();
-  SmallVector<Slot> args{{forward.aType, ""}, {forward.bType, ""}};
-  if (fwd.getAlpha())
-    args.push_back({fwd.getAlpha().getType(), ""});
-  unsigned firstInputArg = args.size();
-  SmallVector<Slot> inputSlots;
-  SmallVector<DimsAttr> inputDims;
-  appendInputs(forward, inputSlots, inputDims);
-  SmallVector<unsigned> outputs = differentiableOutputs(forward);
-  if (const ProgramOutput *half = findHalfOutput(forward, outputs))
-    return fwd.emitOpError()
-           << "cannot be differentiated with the GEMM recomputed: output '"
-           << half->name
-           << "' spans [m, n/2] (the even columns), whose gradient arrives "
-              "N / 2 wide; derive with a saved accumulator "
-              "(accumulator=saved), whose backward runs on the next layer's "
-              "dgrad GEMM with an accumulator [m, n/2]";
-  for (unsigned output : outputs) {
-    const ProgramOutput &info = forward.signature.outputs[output];
-    inputSlots.push_back({info.type, "grad_" + info.name});
-    inputDims.push_back(DimsAttr::get(context, kSpace));
-  }
-  args.append(inputSlots);
-  SmallVector<Slot> results;
-  SmallVector<DimsAttr> resultDims;
-  appendGradientResults(forward, results, resultDims);
-
-  if (failed(checkUniqueNames(forward, BackwardNames::kBackward, args,
-                              "arguments")) ||
-      failed(checkUniqueNames(forward, BackwardNames::kBackward, results,
-                              "results")))
-    return failure();
-  GemmOp gemm;
-  func::FuncOp func =
-      createProgram(forward, derivedName(forward, BackwardNames::kBackward),
-                    args, results, [&](OpBuilder &b, ValueRange values) {
-                      SmallVector<Type> types;
-                      for (const Slot &slot : results)
-                        types.push_back(slot.type);
-                      gemm = GemmOp::create(
-                          b, fwd.getLoc(), types, resultDims, values[0],
-                          values[1], fwd.getTransposeA(), fwd.getTransposeB(),
-                          Value(), fwd.getAlpha() ? values[2] : Value(),
-                          Value(), values.drop_front(firstInputArg), inputDims);
-                      return gemm;
-                    });
-  Block &block = gemm.getEpilogueBlock();
-  unsigned numInputs = fwd.getInputs().size();
-  SmallVector<std::pair<unsigned, Value>> seeds;
-  for (auto [i, output] : llvm::enumerate(outputs))
-    seeds.push_back({output, block.getArgument(1 + numInputs + i)});
-  if (failed(fillEpilogueGradient(forward, gemm, gemm.getAccumulator(), 1,
-                                  seeds, DenseMap<Operation *, Value>()))) {
-    func.erase();
-    return failure();
-  }
-  return func;
-}
-
-/// The forward's row reductions whose values the `[m, n]` outputs `outputs`
-/// depend on, in block order: their epilogue gradient reads them.
+/// The forward's row reductions whose values the outputs `outputs` depend
+/// on, in block order: their epilogue gradient reads them.
 SmallVector<Operation *> neededRowReductions(Forward &forward,
                                              ArrayRef<unsigned> outputs) {
   llvm::SmallPtrSet<Operation *, 16> reached;
@@ -402,35 +418,25 @@ SmallVector<Operation *> neededRowReductions(Forward &forward,
   return reductions;
 }
 
-FailureOr<std::pair<func::FuncOp, func::FuncOp>>
-buildSavedBackward(Forward &forward, NextWeightLayout next) {
+/// The `[m]` f32 slots `saved_row<i>` of the row reductions `reductions`.
+SmallVector<Slot> getSavedRowSlots(Forward &forward,
+                                   ArrayRef<Operation *> reductions) {
+  SmallVector<Slot> slots;
+  for (unsigned i = 0, e = reductions.size(); i < e; ++i)
+    slots.push_back(
+        {RankedTensorType::get({forward.m},
+                               Float32Type::get(forward.func.getContext())),
+         BackwardNames::kSavedRow + std::to_string(i)});
+  return slots;
+}
+
+/// `@f_saving`: the forward, then its accumulator in the operand type
+/// (`withAccumulator`) and the values of the row reductions `rowReductions`.
+FailureOr<func::FuncOp> buildSavingProgram(Forward &forward,
+                                           ArrayRef<Operation *> rowReductions,
+                                           bool withAccumulator) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
-  SmallVector<unsigned> outputs = differentiableOutputs(forward);
-  if (outputs.empty())
-    return fwd.emitOpError() << "cannot be differentiated with a saved "
-                                "accumulator: it has no [m, n] output whose "
-                                "gradient a GEMM could produce";
-  // The gradient of an [m, n/2] output is the GEMM's, N / 2 wide, at the
-  // even columns of an accumulator [m, n/2]; that of every other output an
-  // [m, n] input.
-  auto half = llvm::find_if(outputs, [&](unsigned output) {
-    return forward.signature.outputs[output].dims & DimsAttr::kHalfN;
-  });
-  bool halfN = half != outputs.end();
-  if (halfN) {
-    std::rotate(outputs.begin(), half, half + 1);
-    if (const ProgramOutput *second =
-            findHalfOutput(forward, ArrayRef(outputs).drop_front()))
-      return fwd.emitOpError()
-             << "cannot be differentiated: outputs '"
-             << forward.signature.outputs[outputs.front()].name << "' and '"
-             << second->name
-             << "' both span [m, n/2]; the backward's GEMM gives the gradient "
-                "of one of them";
-  }
-
-  // @f_saving: the forward, and its accumulator in the operand type.
   SmallVector<Slot> args;
   for (auto [i, arg] : llvm::enumerate(forward.signature.arguments))
     args.push_back({arg.type, forward.func.getArgAttr(i, "coda.name")
@@ -442,17 +448,12 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
     results.push_back({output.type, output.name});
     resultDims.push_back(fwd.getResultDimsAt(i));
   }
-  results.push_back(
-      {forward.spaceType(forward.elementType), BackwardNames::kSavedAcc});
-  resultDims.push_back(DimsAttr::get(context, kSpace));
-  SmallVector<Operation *> rowReductions =
-      neededRowReductions(forward, outputs);
-  SmallVector<Slot> savedRows;
-  for (unsigned i = 0, e = rowReductions.size(); i < e; ++i)
-    savedRows.push_back(
-        {RankedTensorType::get({forward.m}, Float32Type::get(context)),
-         BackwardNames::kSavedRow + std::to_string(i)});
-  for (const Slot &slot : savedRows) {
+  if (withAccumulator) {
+    results.push_back(
+        {forward.spaceType(forward.elementType), BackwardNames::kSavedAcc});
+    resultDims.push_back(DimsAttr::get(context, kSpace));
+  }
+  for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
     results.push_back(slot);
     resultDims.push_back(DimsAttr::get(context, DimsAttr::kM));
   }
@@ -481,21 +482,148 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
             Value(), lookup(fwd.getAlpha()), Value(), inputs, inputDims);
         return savingGemm;
       });
-  {
-    Block &block = savingGemm.getEpilogueBlock();
-    OpBuilder b = OpBuilder::atBlockEnd(&block);
-    IRMapping mapping;
-    mapping.map(fwd.getEpilogueBlock().getArguments(), block.getArguments());
-    for (Operation &op : fwd.getEpilogueBlock().without_terminator())
-      b.clone(op, mapping);
-    SmallVector<Value> values;
-    for (Value v : fwd.getYield().getValues())
-      values.push_back(mapping.lookup(v));
+  Block &block = savingGemm.getEpilogueBlock();
+  OpBuilder b = OpBuilder::atBlockEnd(&block);
+  IRMapping mapping;
+  mapping.map(fwd.getEpilogueBlock().getArguments(), block.getArguments());
+  for (Operation &op : fwd.getEpilogueBlock().without_terminator())
+    b.clone(op, mapping);
+  SmallVector<Value> values;
+  for (Value v : fwd.getYield().getValues())
+    values.push_back(mapping.lookup(v));
+  if (withAccumulator)
     values.push_back(savingGemm.getAccumulator());
-    for (Operation *reduction : rowReductions)
-      values.push_back(mapping.lookup(reduction->getResult(0)));
-    finishEpilogue(savingGemm, values);
+  for (Operation *reduction : rowReductions)
+    values.push_back(mapping.lookup(reduction->getResult(0)));
+  finishEpilogue(savingGemm, values);
+  return saving;
+}
+
+/// `@f_backward`, on the forward GEMM recomputed; for a row loss whose
+/// gradient reads the forward's row reductions, also `@f_saving`, the
+/// forward that writes their values (`saved_row<i>`), which the backward
+/// reads instead of reducing its rows again. Returns the saving program
+/// (or null) and the backward.
+FailureOr<std::pair<func::FuncOp, func::FuncOp>>
+buildRecomputeBackward(Forward &forward) {
+  GemmOp fwd = forward.gemm;
+  MLIRContext *context = forward.func.getContext();
+  SmallVector<Slot> args{{forward.aType, ""}, {forward.bType, ""}};
+  if (fwd.getAlpha())
+    args.push_back({fwd.getAlpha().getType(), ""});
+  unsigned firstInputArg = args.size();
+  SmallVector<Slot> inputSlots;
+  SmallVector<DimsAttr> inputDims;
+  appendInputs(forward, inputSlots, inputDims);
+  SmallVector<unsigned> outputs = differentiableOutputs(forward);
+  if (const ProgramOutput *half = findHalfOutput(forward, outputs))
+    return fwd.emitOpError()
+           << "cannot be differentiated with the GEMM recomputed: output '"
+           << half->name
+           << "' spans [m, n/2] (the even columns), whose gradient arrives "
+              "N / 2 wide; derive with a saved accumulator "
+              "(accumulator=saved), whose backward runs on the next layer's "
+              "dgrad GEMM with an accumulator [m, n/2]";
+  SmallVector<Operation *> rowReductions;
+  if (isRowLoss(forward))
+    rowReductions = neededRowReductions(forward, outputs);
+  for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
+    inputSlots.push_back(slot);
+    inputDims.push_back(DimsAttr::get(context, DimsAttr::kM));
   }
+  for (unsigned output : outputs) {
+    const ProgramOutput &info = forward.signature.outputs[output];
+    inputSlots.push_back({info.type, "grad_" + info.name});
+    inputDims.push_back(DimsAttr::get(context, info.dims));
+  }
+  args.append(inputSlots);
+  SmallVector<Slot> results;
+  SmallVector<DimsAttr> resultDims;
+  appendGradientResults(forward, results, resultDims);
+
+  if (failed(checkUniqueNames(forward, BackwardNames::kBackward, args,
+                              "arguments")) ||
+      failed(checkUniqueNames(forward, BackwardNames::kBackward, results,
+                              "results")))
+    return failure();
+  func::FuncOp saving;
+  if (!rowReductions.empty()) {
+    FailureOr<func::FuncOp> built =
+        buildSavingProgram(forward, rowReductions, /*withAccumulator=*/false);
+    if (failed(built))
+      return failure();
+    saving = *built;
+  }
+  GemmOp gemm;
+  func::FuncOp func =
+      createProgram(forward, derivedName(forward, BackwardNames::kBackward),
+                    args, results, [&](OpBuilder &b, ValueRange values) {
+                      SmallVector<Type> types;
+                      for (const Slot &slot : results)
+                        types.push_back(slot.type);
+                      gemm = GemmOp::create(
+                          b, fwd.getLoc(), types, resultDims, values[0],
+                          values[1], fwd.getTransposeA(), fwd.getTransposeB(),
+                          Value(), fwd.getAlpha() ? values[2] : Value(),
+                          Value(), values.drop_front(firstInputArg), inputDims);
+                      return gemm;
+                    });
+  Block &block = gemm.getEpilogueBlock();
+  unsigned numInputs = fwd.getInputs().size();
+  DenseMap<Operation *, Value> saved;
+  for (auto [i, reduction] : llvm::enumerate(rowReductions))
+    saved[reduction] = block.getArgument(1 + numInputs + i);
+  unsigned firstGrad = 1 + numInputs + rowReductions.size();
+  SmallVector<std::pair<unsigned, Value>> seeds;
+  for (auto [i, output] : llvm::enumerate(outputs))
+    seeds.push_back({output, block.getArgument(firstGrad + i)});
+  if (failed(fillEpilogueGradient(forward, gemm, gemm.getAccumulator(), 1,
+                                  seeds, saved))) {
+    func.erase();
+    if (saving)
+      saving.erase();
+    return failure();
+  }
+  return std::make_pair(saving, func);
+}
+
+FailureOr<std::pair<func::FuncOp, func::FuncOp>>
+buildSavedBackward(Forward &forward, NextWeightLayout next) {
+  GemmOp fwd = forward.gemm;
+  MLIRContext *context = forward.func.getContext();
+  SmallVector<unsigned> outputs = differentiableOutputs(forward);
+  if (isRowLoss(forward))
+    return fwd.emitOpError()
+           << "cannot be differentiated with a saved accumulator: it has no "
+              "[m, n] output whose gradient a GEMM could produce; a loss over "
+              "rows (only [m] and [n] outputs) recomputes its GEMM "
+              "(accumulator=recompute)";
+  // The gradient of an [m, n/2] output is the GEMM's, N / 2 wide, at the
+  // even columns of an accumulator [m, n/2]; that of every other output an
+  // [m, n] input.
+  auto half = llvm::find_if(outputs, [&](unsigned output) {
+    return forward.signature.outputs[output].dims & DimsAttr::kHalfN;
+  });
+  bool halfN = half != outputs.end();
+  if (halfN) {
+    std::rotate(outputs.begin(), half, half + 1);
+    if (const ProgramOutput *second =
+            findHalfOutput(forward, ArrayRef(outputs).drop_front()))
+      return fwd.emitOpError()
+             << "cannot be differentiated: outputs '"
+             << forward.signature.outputs[outputs.front()].name << "' and '"
+             << second->name
+             << "' both span [m, n/2]; the backward's GEMM gives the gradient "
+                "of one of them";
+  }
+
+  SmallVector<Operation *> rowReductions =
+      neededRowReductions(forward, outputs);
+  FailureOr<func::FuncOp> saving =
+      buildSavingProgram(forward, rowReductions, /*withAccumulator=*/true);
+  if (failed(saving))
+    return failure();
+  SmallVector<Slot> savedRows = getSavedRowSlots(forward, rowReductions);
 
   // @f_backward_saved: on the accumulator of A [M, K] * B [K, N] (B stored
   // [N, K] for @f_backward_saved_nk), the gradient of the first [m, n]
@@ -534,7 +662,7 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
   appendGradientResults(forward, bwdResults, bwdResultDims);
   if (failed(checkUniqueNames(forward, name, bwdArgs, "arguments")) ||
       failed(checkUniqueNames(forward, name, bwdResults, "results"))) {
-    saving.erase();
+    saving->erase();
     return failure();
   }
   GemmOp gemm;
@@ -563,10 +691,10 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
     seeds.push_back({output, block.getArgument(firstGrad + i)});
   if (failed(fillEpilogueGradient(forward, gemm, savedAcc, 1, seeds, saved))) {
     backward.erase();
-    saving.erase();
+    saving->erase();
     return failure();
   }
-  return std::make_pair(saving, backward);
+  return std::make_pair(*saving, backward);
 }
 
 /// An operand of a GEMM: a tensor and whether the GEMM reads its transpose.
@@ -605,6 +733,18 @@ func::FuncOp buildOperandGradient(Forward &forward, StringRef name,
       });
 }
 
+/// Fails, saying so, when the module already holds `@f_<suffix>`.
+LogicalResult checkNotDerived(func::FuncOp func, StringRef suffix) {
+  std::string name = getDerivedName(func, suffix);
+  if (SymbolTable::lookupNearestSymbolFrom(
+          func, StringAttr::get(func.getContext(), name)))
+    return func.emitError()
+           << "cannot derive '@" << name << "' from '@" << func.getName()
+           << "': the module already has a symbol of that name (derive "
+              "each program once)";
+  return success();
+}
+
 /// Checks that `func` is a forward program whose derived programs `suffixes`
 /// are not in its module yet, and analyzes it.
 FailureOr<Forward> prepare(func::FuncOp func, ArrayRef<StringRef> suffixes) {
@@ -613,15 +753,9 @@ FailureOr<Forward> prepare(func::FuncOp func, ArrayRef<StringRef> suffixes) {
            << "'@" << func.getName()
            << "' is itself a derived program: derive from its forward "
            << func->getAttr(BackwardNames::kDerivedFrom);
-  for (StringRef suffix : suffixes) {
-    std::string name = getDerivedName(func, suffix);
-    if (SymbolTable::lookupNearestSymbolFrom(
-            func, StringAttr::get(func.getContext(), name)))
-      return func.emitError()
-             << "cannot derive '@" << name << "' from '@" << func.getName()
-             << "': the module already has a symbol of that name (derive "
-                "each program once)";
-  }
+  for (StringRef suffix : suffixes)
+    if (failed(checkNotDerived(func, suffix)))
+      return failure();
   return analyze(func);
 }
 
@@ -666,12 +800,16 @@ FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
   if (failed(analyzed))
     return failure();
   Forward &forward = *analyzed;
+  // A row loss's recomputed backward may come with a saving program.
+  if (source == AccumulatorSource::Recompute && isRowLoss(forward) &&
+      failed(checkNotDerived(func, BackwardNames::kSaving)))
+    return failure();
   BackwardPrograms programs;
   if (source == AccumulatorSource::Recompute) {
-    FailureOr<func::FuncOp> backward = buildRecomputeBackward(forward);
-    if (failed(backward))
+    auto recomputed = buildRecomputeBackward(forward);
+    if (failed(recomputed))
       return failure();
-    programs.backward = *backward;
+    std::tie(programs.saving, programs.backward) = *recomputed;
   } else {
     auto saved = buildSavedBackward(forward, next);
     if (failed(saved))
@@ -701,6 +839,13 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
                                << "'; expected backward, saving, "
                                   "backward_saved, backward_saved_nk, "
                                   "grad_a, grad_b or inference";
+  // A row loss's saving program is its recomputed backward's.
+  if (derived == BackwardNames::kSaving) {
+    FailureOr<Forward> analyzed = analyze(forward);
+    if (failed(analyzed))
+      return failure();
+    saved = !isRowLoss(*analyzed);
+  }
   std::string chosen = getDerivedName(forward, derived);
   // The operand gradients need nothing of the epilogue (which the epilogue
   // gradient may not support).
@@ -723,5 +868,10 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
        {programs->saving, programs->backward, programs->gradA, programs->gradB})
     if (func && func.getName() != chosen)
       func.erase();
+  if (derived == BackwardNames::kSaving && !programs->saving)
+    return forward.emitError()
+           << "'@" << forward.getName()
+           << "' has no saving program: its backward recomputes the GEMM and "
+              "reads no row statistics of the forward; run the forward itself";
   return chosen;
 }

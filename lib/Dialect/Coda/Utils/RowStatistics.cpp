@@ -40,7 +40,11 @@ std::optional<CenteredReduction> matchCentered(RowReduceOp reduce) {
   auto sub = d.getDefiningOp<arith::SubFOp>();
   if (!sub || !llvm::all_of(d.getUsers(), [&](Operation *u) { return u == f; }))
     return std::nullopt;
-  auto shift = sub.getRhs().getDefiningOp<RowReduceOp>();
+  // The shift, detached or not (a gradient's concern only).
+  Value shiftValue = sub.getRhs();
+  if (auto detach = shiftValue.getDefiningOp<DetachOp>())
+    shiftValue = detach.getInput();
+  auto shift = shiftValue.getDefiningOp<RowReduceOp>();
   if (!shift || shift.getInput() != sub.getLhs())
     return std::nullopt;
   // A variance's mean, then a mean or sum of squares; a softmax's maximum,
@@ -103,7 +107,8 @@ std::optional<RowStatistics> RowStatistics::get(EpilogueOpInterface op,
     if (llvm::none_of(inner.getOperands(),
                       [&](Value v) { return derived.contains(v); }))
       continue;
-    if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()))
+    if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()) &&
+        !isa<DetachOp>(inner))
       return std::nullopt;
     for (Value operand : inner.getOperands()) {
       if (derived.contains(operand))

@@ -385,6 +385,28 @@ def Coda_CoordOp : Coda_EpilogueOp<"coord", [Pure]> {
   let assemblyFormat = "custom<Kind>($dim) attr-dict";
 }
 
+def Coda_DetachOp : Coda_EpilogueOp<"detach", [Pure]> {
+  let summary = "a value that gradients do not flow through";
+  let description = [{
+    `input` itself in the forward program; in the backward that
+    `coda-derive-backward` derives, a constant: no gradient flows from the
+    result to `input` (PyTorch's `detach`, JAX's `stop_gradient`). Its use is
+    a shift that the result does not depend on, such as the maximum a
+    log-sum-exp subtracts for its range (`m + log(row_sum(exp(x - m)))` with
+    `m` detached has the exact gradient `exp(x - lse)` and needs no row
+    reduction of the gradient), and an input that takes no gradient (a class
+    index).
+
+    ```mlir
+    %m = coda.row_reduce max %acc
+    %shift = coda.detach %m
+    ```
+  }];
+  let arguments = (ins F32:$input);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$input attr-dict";
+}
+
 class Coda_ReduceOp<string mnemonic> : Coda_EpilogueOp<mnemonic, [Pure]> {
   let arguments = (ins Coda_ReductionKindAttr:$kind, F32:$input);
   let results = (outs F32:$result);

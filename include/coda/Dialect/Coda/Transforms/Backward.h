@@ -16,9 +16,13 @@
 //
 // Dropout's backward regenerates the forward mask from the same seed and
 // stream; row reductions get their exact backward (row reductions again).
-// Outputs that span `[m]` or `[n]` (row statistics, column sums) take no
-// gradient: they are the statistics and gradients a training step reads,
-// not values a loss depends on.
+// Beside an `[m, n]` output, outputs that span `[m]` or `[n]` (row
+// statistics, column sums) take no gradient: they are the statistics and
+// gradients a training step reads. A program whose outputs all span `[m]` or
+// `[n]` is a loss over rows (a cross-entropy's log-sum-exp and class logit):
+// its `[m]` outputs take gradients, each row's total, and its recomputed
+// backward reads the forward's row reductions from `@f_saving` instead of
+// reducing its rows again. `coda.detach` stops a gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,7 +90,9 @@ std::string getDerivedName(func::FuncOp forward, StringRef suffix);
 
 /// The programs derived from one forward program `@f`, inserted after it.
 struct BackwardPrograms {
-  /// Saved: `@f_saving`.
+  /// Saved: `@f_saving`. Recompute, for a loss over rows whose gradient
+  /// reads the forward's row reductions: `@f_saving`, the forward that also
+  /// writes them (`saved_row<i>`, no accumulator); else null.
   func::FuncOp saving;
   /// `@f_backward` (Recompute) or `@f_backward_saved` (Saved): the outputs
   /// `grad_acc` (`[m, n]`, the operand type), then `grad_<input>` for every

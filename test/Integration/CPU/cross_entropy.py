@@ -1,0 +1,96 @@
+# REQUIRES: torch
+# RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src
+#
+# coda.nn.linear_cross_entropy on the CPU reference: an LM head's
+# cross-entropy from a row loss (log-sum-exp and the class's logit as row
+# statistics of the GEMM) whose backward coda derives: gradcheck in float64
+# over ragged shapes with ignored rows, the loss and gradients in float32
+# against F.cross_entropy(x W^T), every reduction, a batch of sequences, and
+# the errors a user sees.
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+import torch
+import torch.nn.functional as F
+
+import coda.nn
+from coda import CodaError
+from coda.autograd import ProgramFamily, run
+
+failures = []
+
+
+def expect(what, ok):
+    print(f"{what}: {'ok' if ok else 'FAILED'}")
+    if not ok:
+        failures.append(what)
+
+
+def close(what, got, want, tolerance):
+    error = ((got.double() - want.double()).norm() / want.double().norm()).item()
+    expect(f"{what} (relative error {error:.1e})", error < tolerance)
+
+
+torch.manual_seed(0)
+for m, k, v, ignored in ((1, 3, 2, 0), (37, 24, 53, 2), (20, 9, 130, 19)):
+    x = torch.randn(m, k, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(v, k, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(0, v, (m,))
+    target[:ignored] = -100
+    for reduction in ("mean", "sum", "none"):
+        got = coda.nn.linear_cross_entropy(x, w, target, reduction=reduction)
+        want = F.cross_entropy(x @ w.T, target, reduction=reduction)
+        expect(f"{m}x{k} -> {v} {reduction}: float64 loss",
+               got.dtype == torch.float64 and torch.allclose(got, want, rtol=1e-12, atol=1e-12))
+        expect(f"{m}x{k} -> {v} {reduction}: gradcheck",
+               torch.autograd.gradcheck(
+                   lambda x, w: coda.nn.linear_cross_entropy(x, w, target, reduction=reduction),
+                   (x, w)))
+
+# float32, a batch of sequences, a custom ignore_index.
+x = torch.randn(2, 5, 16, requires_grad=True)
+w = torch.randn(40, 16, requires_grad=True)
+target = torch.randint(0, 40, (2, 5))
+target[1, 4] = 7
+loss = coda.nn.linear_cross_entropy(x, w, target, ignore_index=7)
+loss.backward()
+x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
+want = F.cross_entropy((x2 @ w2.T).reshape(-1, 40), target.reshape(-1), ignore_index=7)
+want.backward()
+expect("float32 loss", loss.dtype == torch.float32 and abs(loss.item() - want.item()) < 1e-5)
+close("float32 grad x", x.grad, x2.grad, 1e-5)
+close("float32 grad weight", w.grad, w2.grad, 1e-5)
+per_row = coda.nn.linear_cross_entropy(x, w, target, ignore_index=7, reduction="none")
+want = F.cross_entropy((x2 @ w2.T).reshape(-1, 40), target.reshape(-1), ignore_index=7,
+                       reduction="none")
+expect("per-row loss has the target's shape, 0 where ignored",
+       per_row.shape == target.shape and per_row[1, 4].item() == 0.0
+       and torch.allclose(per_row.reshape(-1), want, rtol=1e-5, atol=1e-5))
+
+# The errors a user sees.
+try:
+    coda.nn.linear_cross_entropy(x, w, target, reduction="max")
+    expect("an unknown reduction is refused", False)
+except ValueError as error:
+    expect("an unknown reduction is refused", "reduction must be" in str(error))
+try:
+    coda.nn.linear_cross_entropy(x, w, target.reshape(-1))
+    expect("a target of the wrong shape is refused", False)
+except ValueError as error:
+    expect("a target of the wrong shape is refused", "expected x's without its last" in str(error))
+# A loss over rows that reads no row statistic has no saving program.
+plain = ProgramFamily("EPILOGUE rows(t: f32[M]) -> (out: f32[M]) {\n  out = t * 2;\n}\n")
+try:
+    run(plain.key, "saving", torch.randn(3, 4), torch.randn(5, 4), [torch.randn(3)], "t", [], "",
+        torch.zeros((), dtype=torch.int64))
+    expect("a row loss without row statistics has no saving program", False)
+except CodaError as error:
+    expect("a row loss without row statistics has no saving program",
+           "has no saving program" in str(error))
+
+if failures:
+    print("FAILED:", ", ".join(failures))
+    sys.exit(1)
+print("all passed")
