@@ -493,14 +493,16 @@ def _odd_linear(module):
 
 # What coda.patch recognizes in a module, in order: a function that returns
 # the parts it patches (a tuple), why it leaves the module (a string) or
-# None, and the function that patches the parts and describes what it did.
+# None; the function that patches the parts and describes what it did; and
+# whether that covers the module's descendants (a causal LM's loss leaves its
+# layers to their own patches).
 _RECOGNIZERS = (
-    (_causal_lm_parts, lambda module, parts: _patch_causal_lm(module, *parts)),
-    (_decoder_parts, lambda module, parts: _patch_decoder(module, *parts)),
-    (_gated_parts, lambda module, parts: _patch_gated(module, *parts)),
-    (_dense_parts, _patch_dense),
-    (_odd_linear, lambda module, parts: _patch_linear(module)),
-    (_mlp_parts, _patch_mlp),
+    (_causal_lm_parts, lambda module, parts: _patch_causal_lm(module, *parts), False),
+    (_decoder_parts, lambda module, parts: _patch_decoder(module, *parts), True),
+    (_gated_parts, lambda module, parts: _patch_gated(module, *parts), True),
+    (_dense_parts, _patch_dense, True),
+    (_odd_linear, lambda module, parts: _patch_linear(module), True),
+    (_mlp_parts, _patch_mlp, True),
 )
 
 
@@ -523,11 +525,12 @@ def patch(model, verbose=False):
                     report.replaced.append((name, what))
                     done.add(name)
                     continue
-        for recognize, apply in _RECOGNIZERS:
+        for recognize, apply, covers in _RECOGNIZERS:
             parts = recognize(module)
             if isinstance(parts, tuple):
                 report.replaced.append((name, apply(module, parts)))
-                done.add(name)
+                if covers:
+                    done.add(name)
                 break
             if isinstance(parts, str):
                 report.skipped.append((name, parts))

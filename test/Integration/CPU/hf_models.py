@@ -146,6 +146,11 @@ print(coda.patch(llama_fused))
 check_training("LLaMA", llama, llama_fused, bert_tokens)
 # CHECK: LLaMA losses and gradients: dropout off
 
+# A causal LM inside another module: its loss and its layers are patched.
+wrapper = torch.nn.ModuleDict({"lm": LlamaForCausalLM(llama_config)})
+print([name for name, _ in coda.patch(wrapper).replaced])
+# CHECK: ['lm', 'lm.model.layers.0', 'lm.model.layers.1', 'lm.lm_head']
+
 # Under transformers 4, whose decoder layers return tuples, the layers are
 # left as they are (their gated MLPs still go on coda).
 import transformers  # noqa: E402
