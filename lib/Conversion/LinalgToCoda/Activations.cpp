@@ -9,9 +9,13 @@
 // every target uses) at probe points spread over the range where the
 // activations differ, plus NaN. It is replaced only if the two agree at every
 // probe within what rounding an f32 constant or reordering a formula explains
-// (a relative 1e-6). Formulas with compares, selects, min/max or abs are only
-// compared with relu, so no piecewise formula can pass for a smooth one, and
-// exactly, also far out and close to 0, where a clamp or a threshold shows.
+// (a relative 1e-6). Formulas with compares, selects, min/max or abs are
+// compared with relu exactly, also far out and close to 0, where a clamp or a
+// threshold shows; with a smooth activation also there and on a dense grid
+// (steps of 0.005 over [-12, 12]), so that only a piecewise approximation of
+// it to f32 precision passes (an erfc expanded into two rational
+// approximations, as StableHLO lowers it), not a formula that departs from it
+// on some interval.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,8 +34,9 @@ using namespace mlir;
 using namespace mlir::coda;
 using namespace mlir::coda::raising;
 
-/// Formulas larger than this are not activations; it bounds the search.
-static constexpr unsigned kMaxFormulaOps = 64;
+/// Formulas larger than this are not activations; it bounds the search (an
+/// erfc expanded into its two rational approximations is about 100 ops).
+static constexpr unsigned kMaxFormulaOps = 128;
 
 /// Where candidate formulas are compared with the activations.
 static ArrayRef<double> probePoints() {
@@ -54,6 +59,20 @@ static ArrayRef<double> piecewiseProbePoints() {
          {3.4028234663852886e38, 1e30, 1e10, 1e5, 1e-3, 1e-7, 1e-20,
           1.1754943508222875e-38, 1.401298464324817e-45})
       p.append({magnitude, -magnitude});
+    return p;
+  }();
+  return points;
+}
+
+/// Where a piecewise formula is compared with a smooth activation besides
+/// the probes: a grid fine enough (steps of 0.005 over [-12, 12]) that a
+/// piece which is not an approximation of the activation to f32 precision
+/// shows between the pieces' bounds.
+static ArrayRef<double> denseProbePoints() {
+  static const SmallVector<double> points = [] {
+    SmallVector<double> p;
+    for (int i = -2400; i <= 2400; ++i)
+      p.push_back(0.005 * i);
     return p;
   }();
   return points;
@@ -280,9 +299,19 @@ recognise(Value y, Value x, const ReferenceActivations &refs) {
   Evaluator probe(x, 0.5, refs);
   (void)probe.evaluate(y);
   bool piecewise = probe.sawPiecewise();
+  auto agreesAt = [&](ArrayRef<double> points, ActivationKind kind,
+                      bool exactly) {
+    return llvm::all_of(points, [&](double point) {
+      std::optional<double> got = Evaluator(x, point, refs).evaluate(y);
+      double want = refs.evaluate(kind, point);
+      return got && (exactly ? *got == want : agree(*got, want));
+    });
+  };
   for (unsigned k = 0; k <= getMaxEnumValForActivationKind(); ++k) {
     auto kind = static_cast<ActivationKind>(k);
-    if ((kind == ActivationKind::Relu) != piecewise)
+    bool relu = kind == ActivationKind::Relu;
+    // A smooth formula is never relu.
+    if (relu && !piecewise)
       continue;
     bool all = llvm::all_of(
         llvm::zip(probePoints(), refs.atProbes(kind)), [&](auto probe) {
@@ -290,12 +319,12 @@ recognise(Value y, Value x, const ReferenceActivations &refs) {
           std::optional<double> got = Evaluator(x, point, refs).evaluate(y);
           return got && agree(*got, want);
         });
-    // Every spelling of relu is exact.
+    // Every spelling of relu is exact; a piecewise approximation of a
+    // smooth activation (an erfc expanded into rational approximations on
+    // either side of a bound) agrees on a dense grid and far out too.
     if (all && piecewise)
-      all = llvm::all_of(piecewiseProbePoints(), [&](double point) {
-        std::optional<double> got = Evaluator(x, point, refs).evaluate(y);
-        return got && *got == refs.evaluate(kind, point);
-      });
+      all = agreesAt(piecewiseProbePoints(), kind, relu) &&
+            (relu || agreesAt(denseProbePoints(), kind, false));
     if (all)
       return kind;
   }

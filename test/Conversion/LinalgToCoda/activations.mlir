@@ -352,3 +352,70 @@ func.func @relu_tiny_threshold(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> ten
   } -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// GELU whose erfc is computed piecewise, 1 - erf(z) below |z| = 2 and
+// erfc(z) above, as an expansion into two approximations on either side of a
+// bound is (StableHLO's chlo.erfc lowering, exported.test). A piecewise
+// formula is compared with a smooth activation on a dense grid besides the
+// probes; this one is the activation to f32 precision everywhere.
+// CHECK-LABEL: func.func @gelu_erfc_piecewise
+// CHECK:         ^bb0(%[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[Y:.*]] = coda.activation gelu_erf %[[ACC]]
+// CHECK-NEXT:      coda.yield %[[Y]] : f32
+func.func @gelu_erfc_piecewise(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %out: f32):
+    %half = arith.constant 5.000000e-01 : f32
+    %one = arith.constant 1.000000e+00 : f32
+    %two = arith.constant 2.000000e+00 : f32
+    %rsqrt2 = arith.constant 0.707106769 : f32
+    %n = arith.negf %x : f32
+    %s = arith.mulf %n, %rsqrt2 : f32
+    %abs = math.absf %s : f32
+    %near = arith.cmpf olt, %abs, %two : f32
+    %erf = math.erf %s : f32
+    %low = arith.subf %one, %erf : f32
+    %high = math.erfc %s : f32
+    %c = arith.select %near, %low, %high : f32
+    %h = arith.mulf %x, %half : f32
+    %r = arith.mulf %h, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// A piecewise formula that is GELU on one side of a bound and not on the
+// other (x itself above 1): the grid sees the difference, and the select
+// stays, choosing between x and its GELU part, which is raised.
+// CHECK-LABEL: func.func @gelu_cut_at_one
+// CHECK:         ^bb0(%[[ACC:.*]]: f32):
+// CHECK:           %[[G:.*]] = coda.activation gelu_erf %[[ACC]]
+// CHECK:           %[[R:.*]] = arith.select %{{.*}}, %[[ACC]], %[[G]] : f32
+// CHECK-NEXT:      coda.yield %[[R]] : f32
+func.func @gelu_cut_at_one(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %out: f32):
+    %half = arith.constant 5.000000e-01 : f32
+    %one = arith.constant 1.000000e+00 : f32
+    %rsqrt2 = arith.constant 0.707106769 : f32
+    %s = arith.mulf %x, %rsqrt2 : f32
+    %erf = math.erf %s : f32
+    %p = arith.addf %erf, %one : f32
+    %h = arith.mulf %x, %half : f32
+    %gelu = arith.mulf %h, %p : f32
+    %above = arith.cmpf ogt, %x, %one : f32
+    %r = arith.select %above, %x, %gelu : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
