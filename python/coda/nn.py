@@ -140,7 +140,9 @@ EPILOGUE cross_entropy(target: f32[M]) -> (lse: f32[M], picked: f32[M]) {
   picked = row_sum(input * max(0, 1 - abs(col() - detach(target))));
 }
 """
-_cross_entropy = []
+# Registered at import (nothing compiles until a first call), so that
+# torch.compile traces the op of a family that exists.
+_cross_entropy = ProgramFamily(_CROSS_ENTROPY)
 
 
 def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean"):
@@ -158,8 +160,6 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean")
     models compute it from float32 logits."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    if not _cross_entropy:
-        _cross_entropy.append(ProgramFamily(_CROSS_ENTROPY))
     if target.shape != x.shape[:-1]:
         raise ValueError(f"target has shape {tuple(target.shape)}; expected x's without its "
                          f"last dim, {tuple(x.shape[:-1])}")
@@ -168,7 +168,7 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean")
     counts = target != ignore_index
     # A class index as f32 (exact below 2^24); -1 matches no column.
     classes = torch.where(counts, target, -1).to(torch.float32)
-    lse, picked, *_ = run(_cross_entropy[0].key, "saving", x2, weight, [classes], "target", [],
+    lse, picked, *_ = run(_cross_entropy.key, "saving", x2, weight, [classes], "target", [],
                           "", _no_seed(x))
     losses = torch.where(counts, lse - picked, 0.0)
     if reduction == "none":

@@ -5,8 +5,8 @@
 # cross-entropy from a row loss (log-sum-exp and the class's logit as row
 # statistics of the GEMM) whose backward coda derives: gradcheck in float64
 # over ragged shapes with ignored rows, the loss and gradients in float32
-# against F.cross_entropy(x W^T), every reduction, a batch of sequences, and
-# the errors a user sees.
+# against F.cross_entropy(x W^T), every reduction, a batch of sequences,
+# torch.compile(fullgraph=True), and the errors a user sees.
 
 import os
 import sys
@@ -59,7 +59,8 @@ loss.backward()
 x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
 want = F.cross_entropy((x2 @ w2.T).reshape(-1, 40), target.reshape(-1), ignore_index=7)
 want.backward()
-expect("float32 loss", loss.dtype == torch.float32 and abs(loss.item() - want.item()) < 1e-5)
+want_mean = want.item()
+expect("float32 loss", loss.dtype == torch.float32 and abs(loss.item() - want_mean) < 1e-5)
 close("float32 grad x", x.grad, x2.grad, 1e-5)
 close("float32 grad weight", w.grad, w2.grad, 1e-5)
 per_row = coda.nn.linear_cross_entropy(x, w, target, ignore_index=7, reduction="none")
@@ -68,6 +69,17 @@ want = F.cross_entropy((x2 @ w2.T).reshape(-1, 40), target.reshape(-1), ignore_i
 expect("per-row loss has the target's shape, 0 where ignored",
        per_row.shape == target.shape and per_row[1, 4].item() == 0.0
        and torch.allclose(per_row.reshape(-1), want, rtol=1e-5, atol=1e-5))
+
+# Under torch.compile(fullgraph=True): the custom op traced, forward and
+# backward.
+x3, w3 = x.detach().requires_grad_(), w.detach().requires_grad_()
+compiled = torch.compile(lambda x, w, t: coda.nn.linear_cross_entropy(x, w, t, ignore_index=7),
+                         fullgraph=True)
+loss = compiled(x3, w3, target)
+loss.backward()
+expect("torch.compile loss", abs(loss.item() - want_mean) < 1e-5)
+close("torch.compile grad x", x3.grad, x2.grad, 1e-5)
+close("torch.compile grad weight", w3.grad, w2.grad, 1e-5)
 
 # The errors a user sees.
 try:
