@@ -172,7 +172,10 @@ def _saved_rows(key, derive, a, outputs):
     program writes after the forward's outputs (docs/autodiff.md)."""
     if derive != "saving":
         return []
-    return list(outputs[len(_families[key].program("", a.device, a.dtype).outputs):])
+    family = _families[key]
+    count = len(family.program("", a.device, a.dtype).outputs)
+    names = [output["name"] for output in family.program("saving", a.device, a.dtype).outputs]
+    return [t for t, name in zip(outputs[count:], names[count:]) if name.startswith("saved_row")]
 
 
 def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs, grads):
@@ -180,11 +183,16 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
     which of A and B), the derived programs run by `call` (`_run` or the
     custom op). `saved`: A, B, the seed, the tensor inputs, then what
     _saved_rows kept."""
-    if derive not in ("", "saving"):
+    a, b, seed, *rest = saved
+    # A row loss trains through its saving program; any other derived
+    # program (a saved accumulator's saving program, whose backward rides on
+    # the next layer's dgrad GEMM) has no backward here.
+    if derive not in ("", "saving") or (derive == "saving" and not any(
+            name.startswith("saved_row")
+            for name in _signature(_families[key].program("backward", a.device, a.dtype))[0])):
         what = ("the inference form of a program (a module in eval mode)"
                 if derive == "inference" else f"the derived program '{derive}'")
         raise CodaError(f"{what} has no backward")
-    a, b, seed, *rest = saved
     count = len(_split(names))
     tensors, rows = rest[:count], rest[count:]
     grad_acc, *input_grads = _epilogue_gradient(call, key, a, b, tensors, names, scalars,
@@ -217,6 +225,9 @@ def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, s
         saving = _families[key].program("saving", a.device, a.dtype)
         extra_names = [output["name"] for output in saving.outputs[len(forward.outputs):]]
         extra_tensors = list(rows)
+    elif any(name.startswith("saved_row") for name in declared):
+        raise CodaError("the backward of a loss over rows reads the row statistics its saving "
+                        "program writes: run the program 'saving', not the forward, to train it")
     # The gradients of the outputs the backward takes ([m, n] outputs, a row
     # loss's [m] outputs).
     for (shape, dtype), output, grad in zip(_outputs(forward, a, b), forward.outputs, grads):

@@ -157,15 +157,22 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean")
     class indices; rows whose target is `ignore_index` count for nothing.
     `reduction`: "mean" (over the rows that count), "sum" or "none". The
     loss is in float32 (float64 for float64 operands), as Hugging Face's
-    models compute it from float32 logits."""
+    models compute it from float32 logits; float32 CUDA operands run on the
+    tensor cores as tf32, as coda's programs of f32 operands do."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if target.shape != x.shape[:-1]:
         raise ValueError(f"target has shape {tuple(target.shape)}; expected x's without its "
                          f"last dim, {tuple(x.shape[:-1])}")
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
-    target = target.reshape(-1)
+    target = target.reshape(-1).to(x.device)
     counts = target != ignore_index
+    # As F.cross_entropy, a class out of range is an error (checked in eager
+    # mode: under torch.compile it would stop the graph).
+    if not torch.compiler.is_compiling() and bool(
+            (counts & ((target < 0) | (target >= weight.shape[0]))).any()):
+        raise ValueError(f"target has a class outside [0, {weight.shape[0]}) that is not "
+                         f"ignore_index ({ignore_index})")
     # A class index as f32 (exact below 2^24); -1 matches no column.
     classes = torch.where(counts, target, -1).to(torch.float32)
     lse, picked, *_ = run(_cross_entropy.key, "saving", x2, weight, [classes], "target", [],

@@ -37,8 +37,9 @@ Recognized, by their structure (the modules and attributes they hold):
   (coda.nn.OutProjection), then the LayerNorm; and the same modules of the
   models that copy BERT's (``RobertaIntermediate``, ``RobertaOutput``, ...:
   a class name of the model's prefix and these suffixes);
-- a Hugging Face causal language model (``...ForCausalLM``,
-  ``...LMHeadModel``: ``lm_head``, an nn.Linear without a bias, over its
+- a Hugging Face causal language model whose loss is plain cross-entropy
+  on its logits (``...ForCausalLM``, ``...LMHeadModel`` of LLaMA, Mistral,
+  Qwen2, Qwen3 or GPT-2: ``lm_head``, an nn.Linear without a bias, over its
   base model): in training with labels, the loss from the last hidden
   states by coda.nn.linear_cross_entropy, the head's GEMM with the loss's
   row statistics in its epilogue, the logits never written (the output's
@@ -412,35 +413,49 @@ def _patch_dense(module, parts):
     return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
 
 
+# The Hugging Face model types whose causal LM computes its loss as
+# ForCausalLMLoss(lm_head(last hidden state), labels) and nothing else (no
+# logit scaling, soft-capping or auxiliary loss).
+_PLAIN_CAUSAL_LMS = ("llama", "mistral", "qwen2", "qwen3", "gpt2")
+
+
 def _causal_lm_parts(module):
-    """(base model, lm_head) of a Hugging Face causal language model (a
-    class named ...ForCausalLM or ...LMHeadModel with an nn.Linear lm_head
-    without a bias and its base model under `base_model_prefix`), a string
+    """(base model, lm_head) of a Hugging Face causal language model whose
+    loss is plain cross-entropy on lm_head(hidden states) (a transformers
+    class named ...ForCausalLM or ...LMHeadModel of a model type in
+    _PLAIN_CAUSAL_LMS, with an nn.Linear lm_head without a bias), a string
     saying why it is left as it is, or None when it is none."""
     kind = type(module).__name__
-    if not (kind.endswith("ForCausalLM") or kind.endswith("LMHeadModel")):
+    if not (kind.endswith("ForCausalLM") or kind.endswith("LMHeadModel")) or \
+            not type(module).__module__.startswith("transformers."):
         return None
+    config = getattr(module, "config", None)
     head = getattr(module, "lm_head", None)
     base = getattr(module, getattr(module, "base_model_prefix", ""), None)
-    if not isinstance(head, nn.Linear) or not isinstance(base, nn.Module):
+    if type(head) is not nn.Linear or not isinstance(base, nn.Module):
         return None
+    model_type = getattr(config, "model_type", None)
+    if model_type not in _PLAIN_CAUSAL_LMS:
+        return f"model type '{model_type}', whose loss may not be plain cross-entropy on its logits"
     if head.bias is not None:
         return "an LM head with a bias"
-    if getattr(getattr(module, "config", None), "final_logit_softcapping", None):
-        return "logits soft-capped before the loss"
+    if getattr(config, "output_router_logits", False):
+        return "a router's auxiliary loss added to the loss"
     return base, head
 
 
 def _output_type(module):
     """The output class of a Hugging Face model's forward (its return
-    annotation), or transformers' CausalLMOutputWithPast."""
+    annotation when that is one class), or transformers'
+    CausalLMOutputWithPast."""
+    import dataclasses
     import typing
 
     try:
         hint = typing.get_type_hints(type(module).forward).get("return")
     except Exception:
         hint = None
-    if hint is None:
+    if not (isinstance(hint, type) and dataclasses.is_dataclass(hint)):
         from transformers.modeling_outputs import CausalLMOutputWithPast
 
         hint = CausalLMOutputWithPast
@@ -451,16 +466,20 @@ def _patch_causal_lm(module, base, head):
     """In training with labels, the loss from the base model's hidden states
     by coda.nn.linear_cross_entropy: the head's GEMM with the loss's row
     statistics in its epilogue, no logits (the output's `logits` is None,
-    as Liger's fused loss leaves it); otherwise the model's own forward. The
-    labels shifted and the mean taken as Hugging Face's ForCausalLMLoss does
-    (a sum over `num_items_in_batch` when given)."""
+    as Liger's fused loss leaves it); otherwise (and when the caller asks for
+    a tuple or for some logits only) the model's own forward. The labels
+    shifted and the mean taken as Hugging Face's ForCausalLMLoss does (a sum
+    over `num_items_in_batch` when given)."""
     original = module.forward
     output_type = _output_type(module)
 
-    def forward(*args, labels=None, logits_to_keep=0, **kwargs):
-        if labels is None or not module.training or not (
-                isinstance(logits_to_keep, int) and logits_to_keep == 0):
-            return original(*args, labels=labels, logits_to_keep=logits_to_keep, **kwargs)
+    def forward(*args, labels=None, **kwargs):
+        keep = kwargs.get("logits_to_keep", 0)
+        as_tuple = kwargs.get("return_dict", getattr(module.config, "use_return_dict", True))
+        if labels is None or not module.training or as_tuple is False or not (
+                isinstance(keep, int) and keep == 0):
+            return original(*args, labels=labels, **kwargs)
+        kwargs.pop("logits_to_keep", None)
         ignore_index = kwargs.pop("ignore_index", -100)
         shift_labels = kwargs.pop("shift_labels", None)
         items = kwargs.get("num_items_in_batch")

@@ -92,6 +92,33 @@ try:
     expect("a target of the wrong shape is refused", False)
 except ValueError as error:
     expect("a target of the wrong shape is refused", "expected x's without its last" in str(error))
+try:
+    coda.nn.linear_cross_entropy(x, w, torch.full((2, 5), 40))
+    expect("a class out of range is refused", False)
+except ValueError as error:
+    expect("a class out of range is refused", "outside [0, 40)" in str(error))
+# Trained through its forward rather than its saving program, a loss over
+# rows says what to run; the saving program of a saved accumulator has no
+# backward of its own.
+family = coda.nn._cross_entropy
+x4, w4 = torch.randn(3, 16, requires_grad=True), torch.randn(40, 16, requires_grad=True)
+lse, picked = run(family.key, "", x4, w4, [torch.zeros(3)], "target", [], "",
+                  torch.zeros((), dtype=torch.int64))
+try:
+    (lse - picked).sum().backward()
+    expect("a loss over rows trained through its forward is refused", False)
+except CodaError as error:
+    expect("a loss over rows trained through its forward is refused",
+           "run the program 'saving'" in str(error))
+gelu = ProgramFamily("EPILOGUE up(bias: f32[N]) {\n  output = gelu(input + bias);\n}\n")
+h, _ = run(gelu.key, "saving", x4, w4, [torch.zeros(40)], "bias", [], "",
+           torch.zeros((), dtype=torch.int64))
+try:
+    h.sum().backward()
+    expect("a saved accumulator's saving program has no backward here", False)
+except CodaError as error:
+    expect("a saved accumulator's saving program has no backward here",
+           "has no backward" in str(error))
 # A loss over rows that reads no row statistic has no saving program.
 plain = ProgramFamily("EPILOGUE rows(t: f32[M]) -> (out: f32[M]) {\n  out = t * 2;\n}\n")
 try:

@@ -146,6 +146,16 @@ print(coda.patch(llama_fused))
 check_training("LLaMA", llama, llama_fused, bert_tokens)
 # CHECK: LLaMA losses and gradients: dropout off
 
+# A causal LM of a type whose loss may not be plain cross-entropy on its
+# logits keeps its own loss.
+from transformers import OPTConfig, OPTForCausalLM  # noqa: E402
+
+opt = OPTForCausalLM(OPTConfig(vocab_size=101, hidden_size=32, num_hidden_layers=1, ffn_dim=64,
+                               num_attention_heads=2, max_position_embeddings=32,
+                               word_embed_proj_dim=32))
+print(coda.patch(opt).skipped[0])
+# CHECK: ('', "model type 'opt', whose loss may not be plain cross-entropy on its logits")
+
 # A causal LM inside another module: its loss and its layers are patched.
 wrapper = torch.nn.ModuleDict({"lm": LlamaForCausalLM(llama_config)})
 print([name for name, _ in coda.patch(wrapper).replaced])

@@ -2,8 +2,9 @@
 //
 // Builds the programs Backward.h describes. The epilogue gradient clones the
 // forward epilogue (its values are needed by the derivatives), seeds the
-// adjoint of every `[m, n]` output with its gradient, and sweeps the ops in
-// reverse through the table of Adjoints.cpp; what no output needs is erased.
+// adjoint of every `[m, n]` output (a row loss's `[m]` outputs: each row's
+// total) with its gradient, and sweeps the ops in reverse through the table
+// of Adjoints.cpp; what no output needs is erased.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,8 +76,8 @@ LogicalResult checkUniqueNames(Forward &forward, StringRef program,
              << "': two of its " << what << " would be named '" << slot.name
              << "'; rename the forward's input or output that it comes from "
                 "(the derived names are grad_<input>, grad_<output>, "
-             << BackwardNames::kGradAcc << " and " << BackwardNames::kSavedAcc
-             << ")";
+             << BackwardNames::kGradAcc << ", " << BackwardNames::kSavedAcc
+             << " and " << BackwardNames::kSavedRow << "<i>)";
   return success();
 }
 
@@ -354,9 +355,9 @@ void appendGradientResults(Forward &forward, SmallVector<Slot> &slots,
 
 /// Builds the epilogue gradient in `gemm`, whose block holds the forward's
 /// inputs first (from argument `firstInput`), then `saved acc` and the saved
-/// row statistics or not, then the gradients of the `[m, n]` outputs in
-/// `seeded` order. `saved`: the forward's row reductions whose values the
-/// block holds.
+/// row statistics or not, then the gradients of the outputs `seeds` names
+/// (the `[m, n]` ones, or a row loss's `[m]` ones), in order. `saved`: the
+/// forward's row reductions whose values the block holds.
 LogicalResult fillEpilogueGradient(Forward &forward, GemmOp gemm,
                                    Value accumulator, unsigned firstInput,
                                    ArrayRef<std::pair<unsigned, Value>> seeds,
@@ -499,14 +500,28 @@ FailureOr<func::FuncOp> buildSavingProgram(Forward &forward,
   return saving;
 }
 
+/// Of the row reductions `reductions`, whose saved values are `gemm`'s
+/// epilogue arguments from `first` on, those that its epilogue reads.
+SmallVector<Operation *> getReadReductions(GemmOp gemm, unsigned first,
+                                           ArrayRef<Operation *> reductions) {
+  SmallVector<Operation *> read;
+  for (auto [i, reduction] : llvm::enumerate(reductions))
+    if (!gemm.getEpilogueBlock().getArgument(first + i).use_empty())
+      read.push_back(reduction);
+  return read;
+}
+
 /// `@f_backward`, on the forward GEMM recomputed; for a row loss whose
 /// gradient reads the forward's row reductions, also `@f_saving`, the
 /// forward that writes their values (`saved_row<i>`), which the backward
-/// reads instead of reducing its rows again. Returns the saving program
-/// (or null) and the backward.
-FailureOr<std::pair<func::FuncOp, func::FuncOp>>
-buildRecomputeBackward(Forward &forward) {
+/// reads instead of reducing its rows again (of `reductions` when given,
+/// else of those its outputs depend on, then of those the gradient turns out
+/// to read). Returns the saving program (or null) and the backward.
+FailureOr<std::pair<func::FuncOp, func::FuncOp>> buildRecomputeBackward(
+    Forward &forward,
+    std::optional<SmallVector<Operation *>> reductions = std::nullopt) {
   GemmOp fwd = forward.gemm;
+  func::FuncOp previous = forward.last;
   MLIRContext *context = forward.func.getContext();
   SmallVector<Slot> args{{forward.aType, ""}, {forward.bType, ""}};
   if (fwd.getAlpha())
@@ -525,7 +540,9 @@ buildRecomputeBackward(Forward &forward) {
               "(accumulator=saved), whose backward runs on the next layer's "
               "dgrad GEMM with an accumulator [m, n/2]";
   SmallVector<Operation *> rowReductions;
-  if (isRowLoss(forward))
+  if (reductions)
+    rowReductions = *reductions;
+  else if (isRowLoss(forward))
     rowReductions = neededRowReductions(forward, outputs);
   for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
     inputSlots.push_back(slot);
@@ -584,7 +601,16 @@ buildRecomputeBackward(Forward &forward) {
       saving.erase();
     return failure();
   }
-  return std::make_pair(saving, func);
+  // Saved only what the gradient reads (a sum's value, say, it does not).
+  SmallVector<Operation *> read =
+      getReadReductions(gemm, 1 + numInputs, rowReductions);
+  if (read.size() == rowReductions.size())
+    return std::make_pair(saving, func);
+  func.erase();
+  if (saving)
+    saving.erase();
+  forward.last = previous;
+  return buildRecomputeBackward(forward, read);
 }
 
 FailureOr<std::pair<func::FuncOp, func::FuncOp>>
@@ -839,8 +865,10 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
                                << "'; expected backward, saving, "
                                   "backward_saved, backward_saved_nk, "
                                   "grad_a, grad_b or inference";
-  // A row loss's saving program is its recomputed backward's.
-  if (derived == BackwardNames::kSaving) {
+  // A row loss's saving program is its recomputed backward's (a derived
+  // program is refused below, as for any derivation).
+  if (derived == BackwardNames::kSaving &&
+      !forward->hasAttr(BackwardNames::kDerivedFrom)) {
     FailureOr<Forward> analyzed = analyze(forward);
     if (failed(analyzed))
       return failure();
