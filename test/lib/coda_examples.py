@@ -82,6 +82,21 @@ def _rope(arrays, scalars, seed):
     return {"output": x * np.cos(angle) + rotated * arrays["sign"] * np.sin(angle)}
 
 
+def _cross_entropy_inputs(rng, m, n, k):
+    # Classes of every column, and rows that count for nothing (-1).
+    target = rng.integers(-1, n, m).astype(np.float32)
+    return {**_ab(rng, m, n, k), "target": target}, {}
+
+
+def _cross_entropy(arrays, scalars, seed):
+    x = _gemm(arrays)
+    top = x.max(axis=1)
+    lse = top + np.log(np.exp(x - top[:, None]).sum(axis=1))
+    column = np.arange(x.shape[1])[None, :]
+    picked = np.where(column == arrays["target"][:, None], x, 0).sum(axis=1)
+    return {"lse": lse, "picked": picked}
+
+
 EXAMPLES = {
     "paper": Example(lambda rng, m, n, k: ({**_ab(rng, m, n, k), "residual": random(rng, m, n)}, {}),
                      _paper, {"output": "bf16"}),
@@ -110,4 +125,5 @@ EXAMPLES = {
                       lambda a, s, seed: {"output": ref.silu(_gemm(a)[:, 0::2]) * _gemm(a)[:, 1::2]},
                       {"output": "bf16"}),
     "rope": Example(_rope_inputs, _rope, {"output": "bf16"}),
+    "cross_entropy": Example(_cross_entropy_inputs, _cross_entropy, {"lse": "f32", "picked": "f32"}),
 }

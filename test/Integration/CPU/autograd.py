@@ -49,7 +49,9 @@ def expect_error(what, call, error_type, accepts, failure):
 
 def check(name, source, shapes=None, seed=1234):
     """gradcheck of every [m, n] output of `source` w.r.t. A, B and its
-    tensor inputs."""
+    tensor inputs; of a loss over rows (no [m, n] output), of its [m]
+    outputs w.r.t. A and B, through its saving program (its inputs may be
+    detached: a class index takes no gradient)."""
     family = ProgramFamily(source)
     program = family.program("", torch.device("cpu"), torch.float64)
     a = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
@@ -62,11 +64,17 @@ def check(name, source, shapes=None, seed=1234):
             continue
         shape = [size for bit, size in ((2, M), (1, N)) if arg["dims"] & bit]
         names.append(arg["name"])
-        tensors.append(torch.randn(shape, dtype=torch.float64, requires_grad=True))
+        tensors.append(torch.randn(shape, dtype=torch.float64))
     full = [i for i, output in enumerate(program.outputs) if output["dims"] == 3]
+    derive = "" if full else "saving"
+    if full:
+        tensors = [t.requires_grad_() for t in tensors]
+    else:
+        full = [i for i, output in enumerate(program.outputs) if output["dims"] == 2]
+    assert full, f"{name}: no output to check"
 
     def f(a, b, *tensors):
-        outputs = run(family.key, "", a, b, list(tensors), ",".join(names),
+        outputs = run(family.key, derive, a, b, list(tensors), ",".join(names),
                       [0.7] * len(scalar_names), ",".join(scalar_names), torch.tensor(seed))
         return tuple(outputs[i] for i in full)
 
