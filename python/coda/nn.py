@@ -158,12 +158,17 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean")
     `reduction`: "mean" (over the rows that count), "sum" or "none". The
     loss is in float32 (float64 for float64 operands), as Hugging Face's
     models compute it from float32 logits; float32 CUDA operands run on the
-    tensor cores as tf32, as coda's programs of f32 operands do."""
+    tensor cores as tf32, as coda's programs of f32 operands do, and under
+    torch.autocast the operands are cast to its type, as F.linear's."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if target.shape != x.shape[:-1]:
         raise ValueError(f"target has shape {tuple(target.shape)}; expected x's without its "
                          f"last dim, {tuple(x.shape[:-1])}")
+    # Under autocast the head's GEMM runs in the autocast type, as F.linear's.
+    if torch.is_autocast_enabled(x.device.type):
+        dtype = torch.get_autocast_dtype(x.device.type)
+        x, weight = x.to(dtype), weight.to(dtype)
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     target = target.reshape(-1).to(x.device)
     counts = target != ignore_index

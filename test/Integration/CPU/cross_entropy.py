@@ -70,6 +70,17 @@ expect("per-row loss has the target's shape, 0 where ignored",
        per_row.shape == target.shape and per_row[1, 4].item() == 0.0
        and torch.allclose(per_row.reshape(-1), want, rtol=1e-5, atol=1e-5))
 
+# Under torch.autocast the head runs in its type (bf16 here), as F.linear
+# does: the same loss as the autocast eager model's, within bf16 rounding.
+x5, w5 = x.detach().requires_grad_(), w.detach().requires_grad_()
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    loss = coda.nn.linear_cross_entropy(x5, w5, target, ignore_index=7)
+    eager = F.cross_entropy(F.linear(x5, w5).float().reshape(-1, 40), target.reshape(-1),
+                            ignore_index=7)
+loss.backward()
+expect("autocast: the loss of bf16 operands", abs(loss.item() - eager.item()) < 2e-2 * abs(eager.item())
+       and x5.grad.dtype == torch.float32 and w5.grad.dtype == torch.float32)
+
 # Under torch.compile(fullgraph=True): the custom op traced, forward and
 # backward.
 x3, w3 = x.detach().requires_grad_(), w.detach().requires_grad_()
