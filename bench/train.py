@@ -1,11 +1,12 @@
 """The training step of a whole model on the GPU, in one process: eager
 PyTorch, torch.compile, coda (coda.patch) and coda under torch.compile
 (each also with CUDA graphs: torch.compile's mode="reduce-overhead"), on
-the nanoGPT-style GPT of examples/train.py (bfloat16 parameters, AdamW), or
-(--model llama) on Hugging Face's LlamaForCausalLM built from a config,
-where Liger-Kernel's apply_liger_kernel_to_llama is a variant too ("liger",
-when liger_kernel is importable; it patches transformers' LLaMA classes, so
-it runs last).
+the nanoGPT-style GPT of examples/train.py (bfloat16 parameters, AdamW), on
+Hugging Face's GPT2LMHeadModel built from a config (--model gpt2; with
+--vocab 50257, GPT-2's unpadded vocabulary), or on its LlamaForCausalLM
+(--model llama), where Liger-Kernel's apply_liger_kernel_to_llama is a
+variant too ("liger", when liger_kernel is importable; it patches
+transformers' LLaMA classes, so it runs last).
 For each: step time and tokens/s (CUDA events over timed steps after
 warm-up), the host's time to enqueue a step (the step is host-bound where
 the two are equal), peak memory, and where the step's CUDA time goes (torch.profiler
@@ -15,6 +16,8 @@ rest: the memory-bound operators a fused epilogue is meant to remove).
     python bench/train.py [--layers 12 --width 768 --heads 12 --batch 8 --context 1024]
     python bench/train.py --model llama --layers 8 --width 2048 --heads 16 --batch 4 \
         --context 2048 --vocab 32000 --variants eager,compile,coda,liger
+    python bench/train.py --model gpt2 --layers 12 --width 768 --heads 12 --batch 8 \
+        --context 1024 --vocab 50257 --variants eager,compile,coda
 """
 
 import argparse
@@ -74,6 +77,19 @@ def llama(args):
     return LlamaForCausalLM(config)
 
 
+def gpt2(args):
+    """Hugging Face's GPT2LMHeadModel of the arguments' sizes (its dropouts
+    at 0.1, SDPA attention); --vocab 50257 is GPT-2's unpadded vocabulary."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=args.vocab, n_positions=args.context, n_embd=args.width,
+                        n_layer=args.layers, n_head=args.heads, attn_implementation="sdpa")
+    return GPT2LMHeadModel(config)
+
+
+_HF_MODELS = {"llama": llama, "gpt2": gpt2}
+
+
 def step_fn(model, optimizer, x, y):
     def step():
         loss = model(x, y)
@@ -130,7 +146,7 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("gpt", "llama"), default="gpt")
+    parser.add_argument("--model", choices=("gpt", "llama", "gpt2"), default="gpt")
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--width", type=int, default=768)
     parser.add_argument("--heads", type=int, default=12)
@@ -150,8 +166,10 @@ def main():
                                               "coda+compile+graphs")
     args = parser.parse_args()
     torch.manual_seed(0)
-    if args.model == "llama":
-        base = CausalLMLoss(llama(args)).cuda().to(torch.bfloat16)
+    if "liger" in args.variants.split(",") and args.model != "llama":
+        parser.error("the liger variant patches transformers' LLaMA classes: --model llama")
+    if args.model in _HF_MODELS:
+        base = CausalLMLoss(_HF_MODELS[args.model](args)).cuda().to(torch.bfloat16)
     else:
         base = GPT(vocab=args.vocab, context=args.context, layers=args.layers, heads=args.heads,
                    d=args.width).cuda().to(torch.bfloat16)
