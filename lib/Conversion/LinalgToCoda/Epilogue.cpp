@@ -26,6 +26,7 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
@@ -804,6 +805,10 @@ GemmOp ContractionRaiser::rewrite(ArrayRef<Value> outputs,
       rewriter.getArrayAttr(
           SmallVector<Attribute>(resultDims.begin(), resultDims.end())));
   gemmOp.getEpilogue().push_back(epilogue.release());
+  // A frontend may compute a value twice (JAX's LayerNorm reduces each row
+  // for its mean twice): one epilogue op for each.
+  DominanceInfo dominance;
+  eliminateCommonSubExpressions(rewriter, dominance, gemmOp);
 
   // Sizes queried from epilogue values are the sizes of A and B.
   for (auto &[value, tensor] : fused) {
