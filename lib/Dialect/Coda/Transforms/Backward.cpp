@@ -293,17 +293,16 @@ FailureOr<Forward> analyze(func::FuncOp func) {
 /// outputs take gradients. Beside an `[m, n]` output, `[m]` and `[n]`
 /// outputs are the statistics and gradients a training step reads and take
 /// none.
-bool isRowLoss(Forward &forward) {
-  return llvm::none_of(forward.signature.outputs,
-                       [](const ProgramOutput &output) {
-                         return (output.dims & ~DimsAttr::kHalfN) == kSpace;
-                       });
+bool isRowLoss(const ProgramSignature &signature) {
+  return llvm::none_of(signature.outputs, [](const ProgramOutput &output) {
+    return (output.dims & ~DimsAttr::kHalfN) == kSpace;
+  });
 }
 
 /// The outputs whose gradients the backward takes: the `[m, n]` and
 /// `[m, n/2]` ones, or a row loss's `[m]` ones.
 SmallVector<unsigned> differentiableOutputs(Forward &forward) {
-  bool rowLoss = isRowLoss(forward);
+  bool rowLoss = isRowLoss(forward.signature);
   SmallVector<unsigned> outputs;
   for (auto [i, output] : llvm::enumerate(forward.signature.outputs))
     if ((output.dims & ~DimsAttr::kHalfN) == kSpace ||
@@ -542,7 +541,7 @@ FailureOr<std::pair<func::FuncOp, func::FuncOp>> buildRecomputeBackward(
   SmallVector<Operation *> rowReductions;
   if (reductions)
     rowReductions = *reductions;
-  else if (isRowLoss(forward))
+  else if (isRowLoss(forward.signature))
     rowReductions = neededRowReductions(forward, outputs);
   for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
     inputSlots.push_back(slot);
@@ -618,7 +617,7 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
   SmallVector<unsigned> outputs = differentiableOutputs(forward);
-  if (isRowLoss(forward))
+  if (isRowLoss(forward.signature))
     return fwd.emitOpError()
            << "cannot be differentiated with a saved accumulator: it has no "
               "[m, n] output whose gradient a GEMM could produce; a loss over "
@@ -827,7 +826,7 @@ FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
     return failure();
   Forward &forward = *analyzed;
   // A row loss's recomputed backward may come with a saving program.
-  if (source == AccumulatorSource::Recompute && isRowLoss(forward) &&
+  if (source == AccumulatorSource::Recompute && isRowLoss(forward.signature) &&
       failed(checkNotDerived(func, BackwardNames::kSaving)))
     return failure();
   BackwardPrograms programs;
@@ -865,15 +864,9 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
                                << "'; expected backward, saving, "
                                   "backward_saved, backward_saved_nk, "
                                   "grad_a, grad_b or inference";
-  // A row loss's saving program is its recomputed backward's (a derived
-  // program is refused below, as for any derivation).
-  if (derived == BackwardNames::kSaving &&
-      !forward->hasAttr(BackwardNames::kDerivedFrom)) {
-    FailureOr<Forward> analyzed = analyze(forward);
-    if (failed(analyzed))
-      return failure();
-    saved = !isRowLoss(*analyzed);
-  }
+  // A row loss's saving program is its recomputed backward's.
+  if (derived == BackwardNames::kSaving && isRowLoss(*signature))
+    saved = false;
   std::string chosen = getDerivedName(forward, derived);
   // The operand gradients need nothing of the epilogue (which the epilogue
   // gradient may not support).
