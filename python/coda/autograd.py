@@ -166,16 +166,22 @@ def _run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
     return _call(program, a, b, tensors, names, scalars, scalar_names, seed)
 
 
+def _row_names(key, a):
+    """The names of the row statistics that family `key`'s saving program
+    writes for its recomputed backward (a loss over rows: docs/autodiff.md),
+    among what it writes for its backward (_saved_names)."""
+    return [name for name in _saved_names(key, a) if name.startswith("saved_row")]
+
+
 def _saved_rows(key, derive, a, outputs):
     """What of `outputs` (of program `derive` of family `key`) the recomputed
     backward reads besides the inputs: the row statistics a row loss's saving
-    program writes after the forward's outputs (docs/autodiff.md)."""
+    program writes after the forward's outputs."""
     if derive != "saving":
         return []
-    family = _families[key]
-    count = len(family.program("", a.device, a.dtype).outputs)
-    names = [output["name"] for output in family.program("saving", a.device, a.dtype).outputs]
-    return [t for t, name in zip(outputs[count:], names[count:]) if name.startswith("saved_row")]
+    names = _saved_names(key, a)
+    written = outputs[len(outputs) - len(names):]
+    return [t for t, name in zip(written, names) if name.startswith("saved_row")]
 
 
 def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs, grads):
@@ -184,15 +190,20 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
     custom op). `saved`: A, B, the seed, the tensor inputs, then what
     _saved_rows kept."""
     a, b, seed, *rest = saved
-    # A row loss trains through its saving program; any other derived
-    # program (a saved accumulator's saving program, whose backward rides on
-    # the next layer's dgrad GEMM) has no backward here.
-    if derive not in ("", "saving") or (derive == "saving" and not any(
-            name.startswith("saved_row")
-            for name in _signature(_families[key].program("backward", a.device, a.dtype))[0])):
+    # A row loss trains through its saving program, whose row statistics its
+    # backward reads; any other derived program (a saved accumulator's saving
+    # program, whose backward rides on the next layer's dgrad GEMM) has no
+    # backward here.
+    reads_rows = derive in ("", "saving") and any(
+        name.startswith("saved_row")
+        for name in _signature(_families[key].program("backward", a.device, a.dtype))[0])
+    if derive not in ("", "saving") or (derive == "saving" and not reads_rows):
         what = ("the inference form of a program (a module in eval mode)"
                 if derive == "inference" else f"the derived program '{derive}'")
         raise CodaError(f"{what} has no backward")
+    if reads_rows and not derive:
+        raise CodaError("the backward of a loss over rows reads the row statistics its saving "
+                        "program writes: run the program 'saving', not the forward, to train it")
     count = len(_split(names))
     tensors, rows = rest[:count], rest[count:]
     grad_acc, *input_grads = _epilogue_gradient(call, key, a, b, tensors, names, scalars,
@@ -220,14 +231,8 @@ def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, s
     # An input's gradient in the input's own type, which the caller converts
     # it to (one reduction kernel for a bias).
     types = {"grad_" + name: t.dtype for name, t in zip(_split(names), tensors)}
-    extra_names, extra_tensors = [], []
-    if rows:
-        saving = _families[key].program("saving", a.device, a.dtype)
-        extra_names = [output["name"] for output in saving.outputs[len(forward.outputs):]]
-        extra_tensors = list(rows)
-    elif any(name.startswith("saved_row") for name in declared):
-        raise CodaError("the backward of a loss over rows reads the row statistics its saving "
-                        "program writes: run the program 'saving', not the forward, to train it")
+    extra_names = _row_names(key, a) if rows else []
+    extra_tensors = list(rows)
     # The gradients of the outputs the backward takes ([m, n] outputs, a row
     # loss's [m] outputs).
     for (shape, dtype), output, grad in zip(_outputs(forward, a, b), forward.outputs, grads):

@@ -475,8 +475,8 @@ def _patch_causal_lm(module, base, head):
 
     def forward(*args, labels=None, **kwargs):
         keep = kwargs.get("logits_to_keep", 0)
-        as_tuple = kwargs.get("return_dict", getattr(module.config, "use_return_dict", True))
-        if labels is None or not module.training or as_tuple is False or not (
+        return_dict = kwargs.get("return_dict", getattr(module.config, "use_return_dict", True))
+        if labels is None or not module.training or return_dict is False or not (
                 isinstance(keep, int) and keep == 0):
             return original(*args, labels=labels, **kwargs)
         kwargs.pop("logits_to_keep", None)
