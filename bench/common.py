@@ -97,6 +97,42 @@ def report(out, name, res, header):
         f.write(text + "\n")
 
 
+# The columns of a forward and backward benchmark's table (run_shapes).
+STEP_COLUMNS = [
+    ("shape", lambda r: r["shape"]), ("variant", lambda r: r["variant"]),
+    ("forward ms", lambda r: f"{r['forward_ms']:.3f}"),
+    ("forward + backward ms", lambda r: f"{r['step_ms']:.3f}"),
+    ("in GEMMs", lambda r: f"{r['step_ms'] / r['gemm_ms']:.2f}")]
+
+
+def run_shapes(name, shapes, measure, columns=()):
+    """The main of a forward and backward benchmark: `measure(shape,
+    *shapes[shape])` (rows of dicts with shape, variant, forward_ms, step_ms
+    and gemm_ms) for each shape --shapes names (default: all), written with
+    the date and the GPU to <--out>/<name>.json and as a table of
+    STEP_COLUMNS and `columns` to <--out>/<name>.md."""
+    import time
+
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shapes", default=",".join(shapes))
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = parser.parse_args()
+    rows = []
+    for shape in args.shapes.split(","):
+        rows += measure(shape, *shapes[shape])
+    with open(os.path.join(args.out, name + ".json"), "w") as f:
+        json.dump(dict(date=time.strftime("%Y-%m-%d"), device=torch.cuda.get_device_name(),
+                       rows=rows), f, indent=1)
+    columns = STEP_COLUMNS + list(columns)
+    with open(os.path.join(args.out, name + ".md"), "w") as f:
+        f.write("| " + " | ".join(header for header, _ in columns) + " |\n"
+                + "|---" * len(columns) + "|\n")
+        for row in rows:
+            f.write("| " + " | ".join(cell(row) for _, cell in columns) + " |\n")
+
+
 def parse_arguments():
     """The benchmarks' options: --out (default $OUT or .), --m (tokens, 8192),
     --peers (a folder to import the peers from), and --only and --shapes

@@ -12,11 +12,8 @@ Before timing, each variant's loss and gradients are compared with eager's.
     python3 bench/cross_entropy.py [--shapes llama1b,gpt2]
 """
 
-import argparse
-import json
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +21,7 @@ from triton.testing import do_bench
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import coda.nn  # noqa: E402
+from common import run_shapes  # noqa: E402
 
 SHAPES = {"llama1b": (8192, 2048, 32000), "gpt2": (8192, 768, 50257)}
 
@@ -80,25 +78,6 @@ def measure(name, m, k, v):
     return rows
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shapes", default="llama1b,gpt2")
-    parser.add_argument("--out", default=os.environ.get("OUT", "."))
-    args = parser.parse_args()
-    rows = []
-    for name in args.shapes.split(","):
-        rows += measure(name, *SHAPES[name])
-    with open(os.path.join(args.out, "cross_entropy.json"), "w") as f:
-        json.dump(dict(date=time.strftime("%Y-%m-%d"), device=torch.cuda.get_device_name(),
-                       rows=rows), f, indent=1)
-    with open(os.path.join(args.out, "cross_entropy.md"), "w") as f:
-        f.write("| shape | variant | forward ms | forward + backward ms | in GEMMs | peak GiB |\n"
-                "|---|---|---|---|---|---|\n")
-        for r in rows:
-            f.write(f"| {r['shape']} | {r['variant']} | {r['forward_ms']:.3f} | "
-                    f"{r['step_ms']:.3f} | {r['step_ms'] / r['gemm_ms']:.2f} | "
-                    f"{r['peak_gib']:.2f} |\n")
-
-
 if __name__ == "__main__":
-    main()
+    run_shapes("cross_entropy", SHAPES, measure,
+               [("peak GiB", lambda r: f"{r['peak_gib']:.2f}")])

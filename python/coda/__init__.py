@@ -13,7 +13,8 @@ This package holds what Python users need next to the compiler:
   programs it calls, as fused kernels on CUDA tensors or on the CPU reference
   on CPU tensors (``coda.host``);
 - ``coda.nn``: modules to train with (``Linear`` with any epilogue, the fused
-  ``MLP``, ``GatedMLP``, ``OutProjection`` and ``ResidualNormMLP``; an LM
+  ``MLP``, ``GatedMLP``, ``OutProjection``, ``ResidualNormMLP`` and
+  ``RMSNormRotaryQKV``; an LM
   head's loss without logits, ``linear_cross_entropy``), whose
   backward coda derives (``coda.autograd``: the custom ops
   ``torch.ops.coda.run``, ``torch.ops.coda.mlp`` and ``torch.ops.coda.tail``,

@@ -13,6 +13,9 @@ derived backward programs (coda.autograd).
   in its epilogue, its gradient on the down projection's dgrad GEMM;
 - ``linear_cross_entropy(x, weight, target)``: an LM head's cross-entropy
   without its logits, the loss's row statistics in the GEMM's epilogue;
+- ``RMSNormRotaryQKV(width, heads)``: a LLaMA attention's input, RMSNorm,
+  the Q, K and V projections and the rotary embedding in one kernel, the
+  norm folded into the product;
 - ``ResidualNormMLP(in_features, width, hidden_features, norm=...)``: the
   second half of a pre-norm Transformer block, the attention output
   projection, its residual and LayerNorm or RMSNorm in one kernel, then an
@@ -384,6 +387,111 @@ class GatedMLP(nn.Module):
 
     def extra_repr(self):
         return f"activation={self.activation}"
+
+
+_ROTARY_QKV = """
+EPILOGUE rmsnorm_rotary(rstd: f32[M], pos: f32[M], inv_freq: f32[N], sign: f32[N])
+    -> (output: {t}[M, N]) {
+  angle = detach(pos * inv_freq);
+  output = (input * cos(angle) + partner(input, {half}) * detach(sign) * sin(angle)) * rstd;
+}
+"""
+_rotary_families = {}
+
+
+def _rotary_family(head_dim):
+    """The program family of RMSNormRotaryQKV's kernel for heads of
+    `head_dim` columns (rotate-half pairs columns head_dim / 2 apart)."""
+    family = _rotary_families.get(head_dim)
+    if family is None:
+        text = _ROTARY_QKV.replace("{half}", str(head_dim // 2))
+        family = _rotary_families[head_dim] = ProgramFamily(lambda t: text.replace("{t}", t))
+    return family
+
+
+class RMSNormRotaryQKV(nn.Module):
+    """A pre-norm attention's input: RMSNorm(x), then the query, key and
+    value projections, then the rotary embedding of the queries and keys
+    (rotate-half, as Hugging Face's LLaMA, Mistral and Qwen apply it, from
+    token positions and the inverse frequencies of base `theta`), in one
+    kernel. The norm is folded into the product (docs/autodiff.md):
+    RMSNorm(x) W^T = rstd * (x (W * gamma)^T), so the GEMM reads x itself,
+    its weight the three projections' stacked and scaled by the norm's
+    weight at each call, and its epilogue multiplies each row by its rstd
+    (one row reduction of x, in PyTorch) and rotates each pair of columns
+    head_dim / 2 apart; the normalized x and the unrotated queries and keys
+    are never written. Backward, coda's derived programs: the GEMM
+    recomputed with the inverse rotation and rstd's gradient in its
+    epilogue, then the gradients of x and of the stacked weight.
+    Children: `norm` (nn.RMSNorm), `q_proj`, `k_proj`, `v_proj` (nn.Linear
+    without biases). forward(x [..., s, width], positions [s] or
+    [..., s]) returns q [..., heads, s, head_dim] and k, v [..., kv_heads,
+    s, head_dim], as F.scaled_dot_product_attention takes them."""
+
+    def __init__(self, width, heads, kv_heads=None, head_dim=None, eps=1e-6, theta=10000.0,
+                 device=None, dtype=None):
+        super().__init__()
+        kv_heads = kv_heads or heads
+        head_dim = head_dim or width // heads
+        if head_dim < 2 or head_dim & (head_dim - 1):
+            raise ValueError(f"head_dim must be a power of 2 (rotate-half pairs columns "
+                             f"head_dim / 2 apart within a head), got {head_dim}")
+        if heads % kv_heads:
+            raise ValueError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+        self.heads, self.kv_heads, self.head_dim, self.theta = heads, kv_heads, head_dim, theta
+        self.eps = eps
+        self.norm = nn.RMSNorm(width, eps, device=device, dtype=dtype)
+        self.q_proj = nn.Linear(width, heads * head_dim, False, device, dtype)
+        self.k_proj = nn.Linear(width, kv_heads * head_dim, False, device, dtype)
+        self.v_proj = nn.Linear(width, kv_heads * head_dim, False, device, dtype)
+        self._family = _rotary_family(head_dim)
+        self._tables = {}
+
+    def _columns(self, device):
+        """Per column of the stacked product: the inverse frequency of its
+        pair and the sign of its partner's term (-1 on the first half of a
+        head, 1 on the second); 0 and 0 on the value columns, which pass
+        through (cos 0 = 1, sin 0 = 0). Made once per device."""
+        tables = None if torch.compiler.is_compiling() else self._tables.get(device)
+        if tables is None:
+            d = self.head_dim
+            # Hugging Face's default rotary frequencies, computed as it does.
+            inv = 1.0 / (self.theta ** (torch.arange(0, d, 2, dtype=torch.float) / d))
+            head_freq = torch.cat((inv, inv))
+            head_sign = torch.cat((-torch.ones(d // 2), torch.ones(d // 2)))
+            rotated = self.heads + self.kv_heads
+            values = self.kv_heads * d
+            inv_freq = torch.cat((head_freq.repeat(rotated), torch.zeros(values)))
+            sign = torch.cat((head_sign.repeat(rotated), torch.zeros(values)))
+            tables = inv_freq.to(device), sign.to(device)
+            if not torch.compiler.is_compiling():
+                self._tables[device] = tables
+        return tables
+
+    def forward(self, x, positions):
+        width = self.norm.weight.shape[0]
+        lead = x.shape[:-1]
+        weight = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight))
+        if torch.is_autocast_enabled(x.device.type):
+            dtype = torch.get_autocast_dtype(x.device.type)
+            x, weight = x.to(dtype), weight.to(dtype)
+        x2 = x.reshape(-1, width)
+        # In f32 as Hugging Face's RMSNorm computes it (f64 for f64 operands).
+        wide = torch.promote_types(x.dtype, torch.float32)
+        rstd = torch.rsqrt(torch.linalg.vector_norm(x2, dim=-1, dtype=wide).square() / width
+                           + self.eps)
+        weight = weight * self.norm.weight.to(weight.dtype)
+        pos = positions.expand(lead).reshape(-1).to(torch.float32)
+        inv_freq, sign = self._columns(x.device)
+        (out,) = run(self._family.key, "", x2.contiguous(), weight, [rstd, pos, inv_freq, sign],
+                     "rstd,pos,inv_freq,sign", [], "", _no_seed(x))
+        d, q_width, kv_width = self.head_dim, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        q, k, v = out.split((q_width, kv_width, kv_width), dim=-1)
+        return tuple(t.reshape(*lead, -1, d).transpose(-3, -2) for t in (q, k, v))
+
+    def extra_repr(self):
+        return (f"heads={self.heads}, kv_heads={self.kv_heads}, head_dim={self.head_dim}, "
+                f"theta={self.theta}")
 
 
 _NORMS = ("layernorm", "rmsnorm")

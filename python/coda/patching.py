@@ -267,8 +267,21 @@ _DECODER_CHILDREN = {"input_layernorm", "self_attn", "post_attention_layernorm",
 _WIDEST_NORM = 4096
 
 
+def _rmsnorm_eps(norm, width):
+    """The epsilon of an RMSNorm module of `width` whose forward is
+    Hugging Face's (LlamaRMSNorm's: `weight` and `variance_epsilon`), else
+    None."""
+    if (type(norm).__name__.endswith("RMSNorm")
+            and isinstance(getattr(norm, "variance_epsilon", None), float)
+            and isinstance(getattr(norm, "weight", None), torch.Tensor)
+            and norm.weight.shape == (width,)):
+        return norm.variance_epsilon
+    return None
+
+
 def _decoder_parts(layer):
-    """(the gated MLP's activation name,) of a LLaMA-style decoder layer
+    """(the gated MLP's activation name, the rotary head's arguments or why
+    the attention's input stays PyTorch's) of a LLaMA-style decoder layer
     (Hugging Face's LlamaDecoderLayer, Mistral's, Qwen2's: exactly the
     children input_layernorm, self_attn with an nn.Linear o_proj,
     post_attention_layernorm, an RMSNorm with `weight` and
@@ -282,9 +295,7 @@ def _decoder_parts(layer):
     gated = _gated_parts(children["mlp"])
     if not isinstance(proj, nn.Linear) or not isinstance(gated, tuple):
         return None
-    if not (isinstance(getattr(norm, "variance_epsilon", None), float)
-            and isinstance(getattr(norm, "weight", None), torch.Tensor)
-            and type(norm).__name__.endswith("RMSNorm") and norm.weight.shape == (proj.out_features,)):
+    if _rmsnorm_eps(norm, proj.out_features) is None:
         return "a post-attention norm that is not an RMSNorm of weight and variance_epsilon"
     if proj.out_features > _WIDEST_NORM:
         return (f"rows of {proj.out_features} columns: the fused norm spans at most "
@@ -293,15 +304,72 @@ def _decoder_parts(layer):
     if int(version.split(".")[0]) < 5:
         return (f"a decoder layer of transformers {version}, whose layers return tuples "
                 "(the patched layer returns a tensor, as transformers 5 does)")
-    return gated
+    return (*gated, _rotary_head(layer, proj.out_features))
 
 
-def _patch_decoder(layer, activation):
-    """A LLaMA-style decoder layer: after attention, the output projection,
-    the residual and the post-attention RMSNorm in one kernel, then the gated
-    MLP with the residual in its second kernel (coda.nn.ResidualNormMLP); the
-    norm's backward rides on the gate and up projections' dgrad GEMM. The
-    attention's o_proj then returns its input: the layer applies it."""
+def _rotary_head(layer, width):
+    """The arguments of coda.nn.RMSNormRotaryQKV for a decoder layer's
+    input RMSNorm, Q, K and V projections and rotary embedding: its
+    attention holds exactly q_proj, k_proj, v_proj and o_proj (nn.Linear
+    without biases: no QK-norm), takes Hugging Face's default rotary
+    embedding over whole heads of a power-of-2 width, and its module
+    defines the attention functions it calls. Else why not (a string)."""
+    attn = layer.self_attn
+    projections = [getattr(attn, name, None) for name in ("q_proj", "k_proj", "v_proj")]
+    if set(dict(attn.named_children())) != {"q_proj", "k_proj", "v_proj", "o_proj"} or not all(
+            isinstance(p, nn.Linear) and p.bias is None and p.in_features == width
+            for p in projections):
+        return "its attention is not Q, K, V and output projections without biases"
+    eps = _rmsnorm_eps(layer.input_layernorm, width)
+    if eps is None:
+        return "an input norm that is not an RMSNorm of weight and variance_epsilon"
+    config = getattr(attn, "config", None)
+    rope = getattr(config, "rope_parameters", None) or {}
+    if rope.get("rope_type", "default") != "default" or rope.get(
+            "partial_rotary_factor", 1.0) != 1.0 or "rope_theta" not in rope:
+        return f"a rotary embedding of type {rope.get('rope_type')!r}, not the default"
+    head_dim = getattr(attn, "head_dim", 0)
+    heads, kv_heads = projections[0].out_features // max(head_dim, 1), \
+        projections[1].out_features // max(head_dim, 1)
+    if head_dim < 2 or head_dim & (head_dim - 1) or heads * head_dim != projections[0].out_features:
+        return f"heads of {head_dim} columns, not a power of 2"
+    functions = sys.modules.get(type(attn).__module__)
+    if not all(hasattr(functions, name) for name in ("ALL_ATTENTION_FUNCTIONS",
+                                                     "eager_attention_forward")):
+        return "an attention whose module does not define its attention functions"
+    return dict(width=width, heads=heads, kv_heads=kv_heads, head_dim=head_dim, eps=eps,
+                theta=float(rope["rope_theta"]))
+
+
+def _rotary_attention(attn, head, hidden_states, position_ids, kwargs):
+    """Hugging Face's attention (LlamaAttention.forward) up to its output
+    projection, its input from coda's RMSNormRotaryQKV: the queries, keys
+    and values normalized, projected and rotated in one kernel, then the
+    model's own attention function (SDPA, eager, flash) and cache."""
+    q, k, v = head(hidden_states, position_ids)
+    cache = kwargs.pop("cache", None)
+    if cache is not None:
+        k, v = cache.update(k, v, attn.layer_idx, kwargs=kwargs)
+    functions = sys.modules[type(attn).__module__]
+    interface = functions.ALL_ATTENTION_FUNCTIONS.get_interface(
+        attn.config._attn_implementation, functions.eager_attention_forward)
+    kwargs.pop("position_embeddings", None)
+    mask = kwargs.pop("attention_mask", None)
+    out, _ = interface(attn, q, k, v, mask,
+                       dropout=attn.attention_dropout if attn.training else 0.0,
+                       scaling=attn.scaling, **kwargs)
+    return out.reshape(*hidden_states.shape[:-1], -1)
+
+
+def _patch_decoder(layer, activation, rotary):
+    """A LLaMA-style decoder layer: the input RMSNorm, the Q, K and V
+    projections and the rotary embedding in one kernel
+    (coda.nn.RMSNormRotaryQKV, when _rotary_head recognizes them), the
+    model's attention, then the output projection, the residual and the
+    post-attention RMSNorm in one kernel and the gated MLP with the residual
+    in its second kernel (coda.nn.ResidualNormMLP); the norm's backward
+    rides on the gate and up projections' dgrad GEMM. The attention's o_proj
+    then returns its input: the layer applies it."""
     attn, norm, mlp = layer.self_attn, layer.post_attention_layernorm, layer.mlp
     proj, gate = attn.o_proj, mlp.gate_proj
     core = coda_nn.ResidualNormMLP(proj.in_features, proj.out_features, gate.out_features,
@@ -311,20 +379,35 @@ def _patch_decoder(layer, activation):
     core.proj, core.norm = proj, norm
     core.mlp.gate_proj, core.mlp.up_proj, core.mlp.down_proj = gate, mlp.up_proj, mlp.down_proj
     object.__setattr__(layer, "_coda_tail", core)
+    head = None
+    if isinstance(rotary, dict):
+        head = coda_nn.RMSNormRotaryQKV(**rotary, device="meta")
+        head.norm, head.q_proj, head.k_proj, head.v_proj = (layer.input_layernorm, attn.q_proj,
+                                                             attn.k_proj, attn.v_proj)
+        object.__setattr__(layer, "_coda_head", head)
     proj.forward = lambda x: x
 
     def forward(hidden_states, *args, **kwargs):
         if args:
             raise TypeError("the patched decoder layer takes its arguments after "
                             "hidden_states by keyword")
-        x = layer.input_layernorm(hidden_states)
-        attended, _ = attn(hidden_states=x, **kwargs)
+        position_ids = kwargs.get("position_ids")
+        if head is not None and position_ids is not None:
+            attended = _rotary_attention(attn, head, hidden_states, position_ids, kwargs)
+        else:
+            x = layer.input_layernorm(hidden_states)
+            attended, _ = attn(hidden_states=x, **kwargs)
         core.training = layer.training
         return core(attended, hidden_states)
 
     layer.forward = forward
-    return (f"decoder layer: attention output projection + residual + RMSNorm in one kernel, "
-            f"gated MLP ({activation}) + residual as coda's fused gated MLP")
+    what = ("decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel, "
+            if head is not None else "decoder layer: ")
+    what += (f"attention output projection + residual + RMSNorm in one kernel, "
+             f"gated MLP ({activation}) + residual as coda's fused gated MLP")
+    if head is None:
+        what += f" (the input RMSNorm, Q, K and V stay PyTorch's: {rotary})"
+    return what
 
 
 def _patch_linear(module):

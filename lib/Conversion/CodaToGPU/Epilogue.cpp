@@ -336,6 +336,37 @@ Value EpilogueBuilder::takeRowExchange() {
   return b.add(b.mul(values.ordinal, b.i32(count)), b.i32(rowExchangesTaken++));
 }
 
+/// The order in which the walk visits the `groups` column groups of `op`'s
+/// tile: in order, except that a group whose slots read a partner's in
+/// another group (coda.partner at a distance d >= 32: the group d / 32
+/// away) is visited next to that group, so that the values its partner
+/// builds ahead are not held across the groups between them. The bits of a
+/// group's index that partners flip become its lowest bits in the order.
+static SmallVector<int64_t> getGroupOrder(TileEpilogueOp op, int64_t groups) {
+  uint64_t flipped = 0;
+  for (auto partner : op.getEpilogueBlock().getOps<PartnerOp>())
+    if (partner.getDistance() >= 32)
+      flipped |= static_cast<uint64_t>(partner.getDistance() / 32);
+  auto key = [&](int64_t group) {
+    uint64_t index = group, low = 0, high = 0;
+    unsigned lowBits = 0, highBits = 0;
+    for (unsigned bit = 0; bit < 64; ++bit) {
+      uint64_t value = (index >> bit) & 1;
+      if ((flipped >> bit) & 1)
+        low |= value << lowBits++;
+      else
+        high |= value << highBits++;
+    }
+    return (high << lowBits) | low;
+  };
+  SmallVector<int64_t> order(groups);
+  for (int64_t group = 0; group < groups; ++group)
+    order[group] = group;
+  llvm::stable_sort(order,
+                    [&](int64_t x, int64_t y) { return key(x) < key(y); });
+  return order;
+}
+
 LogicalResult EpilogueBuilder::build() {
   // The row exchanges first, in order (see takeRowExchange).
   for (RowReduceOp reduce : rowExchanges)
@@ -355,16 +386,18 @@ LogicalResult EpilogueBuilder::build() {
   // (group, row slot) three steps ahead are loaded before a step is computed.
   ValueRange yielded = op.getYield().getValues();
   int64_t groups = numColSlots() / 8, steps = groups * numRowSlots();
+  SmallVector<int64_t> order = getGroupOrder(op, groups);
   constexpr int64_t kPrefetchSteps = 3;
   auto prefetchStep = [&](int64_t step) {
     if (step < steps)
-      prefetchGroup(step / numRowSlots(), step % numRowSlots());
+      prefetchGroup(order[step / numRowSlots()], step % numRowSlots());
   };
   for (int64_t step = 0; step < kPrefetchSteps; ++step)
     prefetchStep(step);
-  for (int64_t group = 0; group < groups; ++group) {
+  for (int64_t visit = 0; visit < groups; ++visit) {
+    int64_t group = order[visit];
     for (int64_t h = 0; h < numRowSlots(); ++h) {
-      prefetchStep(group * numRowSlots() + h + kPrefetchSteps);
+      prefetchStep(visit * numRowSlots() + h + kPrefetchSteps);
       for (unsigned i = 0, e = yielded.size(); i < e; ++i) {
         Value value = yielded[i];
         unsigned mask = op.getResultDimsAt(i).getMask();

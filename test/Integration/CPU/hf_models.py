@@ -122,13 +122,15 @@ print(report.replaced[0][0], len(report.replaced))
 check_training("RoBERTa", roberta, roberta_fused, bert_tokens.clamp(min=2))
 # CHECK: RoBERTa losses and gradients: dropout off
 
-# LLaMA: every decoder layer's second half on coda: the attention output
-# projection, the residual and the post-attention RMSNorm in one kernel, then
-# the LlamaMLP (gate, up and down projections without biases, SiLU) as coda's
+# LLaMA: every decoder layer on coda around its attention: the input RMSNorm,
+# the Q, K and V projections (grouped: 4 query heads, 2 key and value heads)
+# and the rotary embedding in one kernel; the attention output projection,
+# the residual and the post-attention RMSNorm in one kernel, then the
+# LlamaMLP (gate, up and down projections without biases, SiLU) as coda's
 # fused gated MLP with the residual in its second kernel; the norm's backward
-# on the gate and up projections' dgrad GEMM. Attention (with its rotary
-# embedding) and the input RMSNorm stay PyTorch's. The post-attention norms'
-# weights are set away from 1, so that their gradients are checked.
+# on the gate and up projections' dgrad GEMM. Attention itself stays
+# PyTorch's SDPA. The norms' weights are set away from 1, so that their
+# gradients are checked.
 llama_config = LlamaConfig(vocab_size=101, hidden_size=32, intermediate_size=88,
                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                            max_position_embeddings=32)
@@ -136,15 +138,32 @@ llama = LlamaForCausalLM(llama_config)
 with torch.no_grad():
     for layer in llama.model.layers:
         layer.post_attention_layernorm.weight.uniform_(0.5, 1.5)
+        layer.input_layernorm.weight.uniform_(0.5, 1.5)
 llama_fused = copy.deepcopy(llama)
 print(coda.patch(llama_fused))
 # CHECK: coda.patch: 4 modules on coda kernels
 # CHECK-NEXT: <model>: the loss from the hidden states in the LM head's GEMM (no logits) in training
-# CHECK-NEXT: model.layers.0: decoder layer: attention output projection + residual + RMSNorm in one kernel, gated MLP (silu) + residual as coda's fused gated MLP
-# CHECK-NEXT: model.layers.1: decoder layer:
+# CHECK-NEXT: model.layers.0: decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel, attention output projection + residual + RMSNorm in one kernel, gated MLP (silu) + residual as coda's fused gated MLP
+# CHECK-NEXT: model.layers.1: decoder layer: input RMSNorm
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
 check_training("LLaMA", llama, llama_fused, bert_tokens)
 # CHECK: LLaMA losses and gradients: dropout off
+
+# Generation reads and extends the model's key and value cache through the
+# patched layers: greedy decoding gives the eager model's tokens.
+llama.eval(), llama_fused.eval()
+prompt = bert_tokens[:, :5]
+generated = [model.generate(prompt, max_new_tokens=6, do_sample=False) for model in (llama, llama_fused)]
+assert torch.equal(generated[0], generated[1]), generated
+print("LLaMA generation: ok")
+# CHECK: LLaMA generation: ok
+
+# A rotary embedding other than the default, or a QK-norm, leaves the
+# attention's input to PyTorch; the rest of the layer still goes on coda.
+scaled = LlamaConfig(**{**llama_config.to_dict(), "rope_parameters": {
+    "rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}})
+print(coda.patch(LlamaForCausalLM(scaled)).replaced[1][1])
+# CHECK: gated MLP (silu) + residual as coda's fused gated MLP (the input RMSNorm, Q, K and V stay PyTorch's: a rotary embedding of type 'linear', not the default)
 
 # A causal LM of a type whose loss may not be plain cross-entropy on its
 # logits keeps its own loss.

@@ -2,8 +2,9 @@
 # RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %coda_src | FileCheck %s
 #
 # coda.patch on Hugging Face models on the GPU, in bf16: a GPT2LMHeadModel, a
-# BertForMaskedLM and a LlamaForCausalLM (its decoder layers: output projection,
-# residual and post-attention RMSNorm in one kernel, then the gated MLP) built from
+# BertForMaskedLM and a LlamaForCausalLM (its decoder layers: input RMSNorm, QKV
+# projection and rotary embedding in one kernel; output projection, residual and
+# post-attention RMSNorm in one kernel, then the gated MLP) built from
 # configs, with ragged token counts and an odd vocabulary. One training step of the patched model (loss and every
 # gradient) is compared with the same step of the model in float64; the
 # patched model must be as close to it as the eager bf16 model is (within

@@ -12,11 +12,14 @@
 # Each run goes through coda-run --device cuda --check: outputs are poisoned
 # with NaN before the launch and compared with the CPU reference; every output
 # is also compared with an fp64 numpy reference, and the dropout mask must be
-# bit-identical to the definition.
+# bit-identical to the definition. `sweep.py TESTLIB I/N` runs the problems
+# whose index is I modulo N (the same problems as the whole sweep draws), so
+# that a slow tool (compute-sanitizer racecheck) can run the sweep in shards.
 
 import sys
 
 sys.path.insert(0, sys.argv[1])
+shard, shards = (int(v) for v in (sys.argv[2] if len(sys.argv) > 2 else "0/1").split("/"))
 import numpy as np
 import coda_ref as ref
 from coda_test import random, run_program
@@ -103,6 +106,8 @@ for case in range(CASES):
         COLSUM_TYPE=", tensor<?xf32>" if colsum else "",
         C_ARG=f"%c: tensor<?x?x{dtype}>, %alpha: f32, %beta: f32," if with_c else "",
         C_CLAUSE=f"c(%c : tensor<?x?x{dtype}>) alpha(%alpha) beta(%beta)" if with_c else "")
+    if case % shards != shard:
+        continue
     arrays = {"a": a, "b": b, "bias": bias, "residual": res, "rs": rs}
     if with_c:
         arrays["c"] = c

@@ -3,7 +3,8 @@
 #
 # Training through coda's derived backward on bf16 CUDA tensors: coda.nn.MLP
 # (fc1's epilogue gradient in fc2's dgrad GEMM), coda.nn.OutProjection,
-# coda.nn.Linear and coda.nn.ResidualNormMLP, forward and backward, against
+# coda.nn.Linear, coda.nn.ResidualNormMLP and coda.nn.RMSNormRotaryQKV,
+# forward and backward, against
 # PyTorch autograd of the unfused math in float64 on the same bf16 values
 # (coda's dropout mask regenerated from the seed), on ragged shapes, with
 # every tensor PyTorch allocates (the kernels' outputs included) filled with
@@ -213,6 +214,53 @@ for label, norm, gated, bias, rows, width, hidden in [
     report(f"{label} output", y, want)
     report(f"{label} grad x", x.grad, wide[0].grad)
     report(f"{label} grad residual", r.grad, wide[1].grad)
+    for name, p in module.named_parameters():
+        report(f"{label} grad {name}", p.grad, params[name].grad)
+
+# coda.nn.RMSNormRotaryQKV: the input RMSNorm folded into the QKV product,
+# the rotary embedding in its epilogue; forward and every gradient (the GEMM
+# recomputed with the inverse rotation and rstd's gradient) against float64
+# math on the same bf16 values, over ragged token counts, positions that
+# restart per sequence and grouped key and value heads.
+
+
+def rotate_half(t):
+    half = t.shape[-1] // 2
+    return torch.cat((-t[..., half:], t[..., :half]), dim=-1)
+
+
+def rotary_unfused(params, module, x, positions):
+    b, s, _ = x.shape
+    d = module.head_dim
+    n = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + module.eps) * params["norm.weight"]
+    q, k, v = (F.linear(n, params[f"{name}.weight"]).view(b, s, -1, d).transpose(1, 2)
+               for name in ("q_proj", "k_proj", "v_proj"))
+    inv = 1.0 / (module.theta ** (torch.arange(0, d, 2, dtype=torch.float64, device=cuda) / d))
+    angles = positions[..., None].double() * inv
+    angles = torch.cat((angles, angles), dim=-1)[:, None]
+    return (q * angles.cos() + rotate_half(q) * angles.sin(),
+            k * angles.cos() + rotate_half(k) * angles.sin(), v)
+
+
+for label, width, heads, kv_heads, head_dim, batch, tokens in [
+        ("LLaMA-1B QKV + RoPE", 2048, 16, 16, 128, 3, 333),
+        ("grouped QKV + RoPE, 64-wide heads", 576, 9, 3, 64, 2, 517)]:
+    module = coda.nn.RMSNormRotaryQKV(width, heads, kv_heads, head_dim, eps=1e-5,
+                                      device=cuda, dtype=torch.bfloat16)
+    with torch.no_grad():
+        module.norm.weight.uniform_(0.5, 1.5)
+    x = torch.randn(batch, tokens, width, device=cuda, dtype=torch.bfloat16, requires_grad=True)
+    positions = torch.stack([torch.arange(tokens, device=cuda) + 7 * i for i in range(batch)])
+    got = module(x, positions)
+    grads = [torch.randn_like(t) for t in got]
+    torch.autograd.backward(got, grads)
+    params = {n: p.detach().double().requires_grad_() for n, p in module.named_parameters()}
+    wide = x.detach().double().requires_grad_()
+    want = rotary_unfused(params, module, wide, positions)
+    torch.autograd.backward(want, [g.double() for g in grads])
+    for name, g, w in zip("qkv", got, want):
+        report(f"{label} {name}", g, w)
+    report(f"{label} grad x", x.grad, wide.grad)
     for name, p in module.named_parameters():
         report(f"{label} grad {name}", p.grad, params[name].grad)
 

@@ -1,0 +1,121 @@
+"""A LLaMA attention's input, forward and backward: the input RMSNorm, the
+Q, K and V projections and the rotary embedding (rotate-half) of the
+queries and keys. coda.nn.RMSNormRotaryQKV (the norm folded into one QKV
+GEMM, the rotation in its epilogue; backward, the GEMM recomputed with the
+inverse rotation and rstd's gradient in its epilogue, then the gradients of
+x and of the stacked weight) against Hugging Face's modules in eager mode
+(LlamaRMSNorm, three nn.Linear, apply_rotary_pos_emb), torch.compile of
+the same, and Liger-Kernel's RMSNorm and rotary kernels around the same
+projections when installed, in one process on the same inputs. Shapes:
+LLaMA-1B's layer (width 2048, 16 heads of 128) and LLaMA-7B's (4096, 32),
+4 sequences of 2048 tokens, bf16. Times are CUDA-event medians with L2
+flushed (triton.testing.do_bench) of q, k, v and, with the backward, the
+gradients of x, the norm's weight and the three projection weights; the
+cuBLAS GEMM of the QKV shape is the unit. Before timing, each variant's
+outputs and gradients are compared with eager's.
+
+    python3 bench/rotary_qkv.py [--shapes llama1b,llama7b]
+"""
+
+import os
+import sys
+
+import torch
+from triton.testing import do_bench
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import coda.nn  # noqa: E402
+from common import run_shapes  # noqa: E402
+
+SHAPES = {"llama1b": (2048, 16), "llama7b": (4096, 32)}
+BATCH, CONTEXT, HEAD_DIM = 4, 2048, 128
+
+
+def hf_layer(width, heads):
+    """Hugging Face's modules of a LLaMA attention's input."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm, LlamaRotaryEmbedding
+
+    config = LlamaConfig(hidden_size=width, num_attention_heads=heads,
+                         num_key_value_heads=heads, max_position_embeddings=CONTEXT)
+    return LlamaRMSNorm(width, config.rms_norm_eps), LlamaRotaryEmbedding(config), config
+
+
+def variants(module, cos, sin):
+    """Each variant as a function of x and the positions; the others take
+    the rotary tables computed once (a model computes them once a step for
+    all its layers)."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    norm = module.norm
+
+    def eager(x, positions, rope=apply_rotary_pos_emb, norm=norm):
+        b, s, _ = x.shape
+        n = norm(x)
+        q, k, v = (p(n).view(b, s, -1, HEAD_DIM).transpose(1, 2)
+                   for p in (module.q_proj, module.k_proj, module.v_proj))
+        q, k = rope(q, k, cos, sin)
+        return q, k, v
+
+    found = {"eager": eager, "torch.compile": torch.compile(eager), "coda": module}
+    try:
+        from liger_kernel.transformers.rms_norm import LigerRMSNorm
+        from liger_kernel.transformers.rope import liger_rotary_pos_emb
+
+        liger_norm = LigerRMSNorm(norm.weight.shape[0], norm.variance_epsilon).cuda().bfloat16()
+        liger_norm.weight = norm.weight
+        found["liger"] = lambda x, p: eager(x, p, liger_rotary_pos_emb, liger_norm)
+    except ImportError:
+        pass
+    return found
+
+
+def measure(name, width, heads):
+    torch.manual_seed(0)
+    norm, rotary, config = hf_layer(width, heads)
+    module = coda.nn.RMSNormRotaryQKV(width, heads, eps=config.rms_norm_eps,
+                                      theta=config.rope_parameters["rope_theta"])
+    module.norm = norm
+    module.eps = norm.variance_epsilon
+    module = module.cuda().bfloat16()
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+    x = torch.randn(BATCH, CONTEXT, width, device="cuda", dtype=torch.bfloat16,
+                    requires_grad=True)
+    positions = torch.arange(CONTEXT, device="cuda")[None]
+    cos, sin = rotary.cuda()(x, positions)
+    params = [x, norm.weight, module.q_proj.weight, module.k_proj.weight, module.v_proj.weight]
+    grads = [torch.randn(BATCH, h, CONTEXT, HEAD_DIM, device="cuda", dtype=torch.bfloat16)
+             for h in (heads, heads, heads)]
+    wqkv = torch.cat([p.detach() for p in params[2:]])
+    x2 = x.detach().reshape(-1, width)
+    gemm = do_bench(lambda: x2 @ wqkv.T)
+
+    def step(fn):
+        for p in params:
+            p.grad = None
+        outputs = fn(x, positions)
+        torch.autograd.backward(outputs, grads)
+        return outputs
+
+    rows, reference = [], None
+    for label, fn in variants(module, cos, sin).items():
+        outputs = step(fn)
+        got = [t.detach().double() for t in outputs] + [p.grad.double() for p in params]
+        if reference is None:
+            reference = got
+        errors = [((g - r).norm() / r.norm()).item() for g, r in zip(got, reference)]
+        with torch.no_grad():
+            forward = do_bench(lambda: fn(x, positions))
+        both = do_bench(lambda: step(fn))
+        rows.append(dict(shape=name, variant=label, forward_ms=forward, step_ms=both,
+                         gemm_ms=gemm, max_error=max(errors)))
+        print(f"{name} {label}: forward {forward:.3f} ms ({forward / gemm:.2f} GEMMs), "
+              f"forward+backward {both:.3f} ms ({both / gemm:.2f} GEMMs), largest error vs "
+              f"eager {max(errors):.1e}", flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    run_shapes("rotary_qkv", SHAPES, measure,
+               [("forward in GEMMs", lambda r: f"{r['forward_ms'] / r['gemm_ms']:.2f}")])

@@ -1,0 +1,97 @@
+# REQUIRES: torch
+# RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s
+#
+# coda.nn.RMSNormRotaryQKV: RMSNorm, the Q, K and V projections and the
+# rotary embedding (rotate-half) in one program, the norm folded into the
+# product. Against the unfused math (nn.RMSNorm, three nn.Linear, Hugging
+# Face's rotate-half with its default frequencies) in float64, forward and
+# every gradient, with grouped key and value heads and positions that are
+# not 0, 1, ...; gradcheck on the CPU reference; under
+# torch.compile(fullgraph=True); and the errors a user sees.
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+import torch
+
+import coda.nn
+
+torch.manual_seed(0)
+failures = []
+
+
+def report(what, got, want, tolerance=1e-7):
+    error = ((got - want).norm() / want.norm()).item()
+    if not error < tolerance:
+        failures.append(f"{what}: relative error {error:.2e}")
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def unfused(module, x, positions):
+    """The module's math as a Hugging Face LLaMA attention computes it."""
+    b, s, _ = x.shape
+    d = module.head_dim
+    n = module.norm(x)
+    heads = [p(n).view(b, s, -1, d).transpose(1, 2)
+             for p in (module.q_proj, module.k_proj, module.v_proj)]
+    inv = 1.0 / (module.theta ** (torch.arange(0, d, 2, dtype=torch.float) / d))
+    angles = positions[..., None].float() * inv
+    angles = torch.cat((angles, angles), dim=-1).to(x.dtype)[:, None]
+    q, k, v = heads
+    return (q * angles.cos() + rotate_half(q) * angles.sin(),
+            k * angles.cos() + rotate_half(k) * angles.sin(), v)
+
+
+B, S, WIDTH = 2, 5, 24
+module = coda.nn.RMSNormRotaryQKV(WIDTH, heads=4, kv_heads=2, head_dim=8, eps=1e-6,
+                                  theta=500.0).double()
+with torch.no_grad():
+    module.norm.weight.uniform_(0.5, 1.5)
+x = torch.randn(B, S, WIDTH, dtype=torch.float64, requires_grad=True)
+positions = torch.tensor([[3, 4, 5, 6, 7], [0, 2, 9, 1, 30]])
+got, want = module(x, positions), unfused(module, x, positions)
+for name, g, w in zip("qkv", got, want):
+    assert g.shape == w.shape, (name, g.shape, w.shape)
+    report(f"forward {name}", g, w)
+print("shapes", [tuple(t.shape) for t in got])
+# CHECK: shapes [(2, 4, 5, 8), (2, 2, 5, 8), (2, 2, 5, 8)]
+grads = [torch.randn_like(t) for t in got]
+params = [x, module.norm.weight, module.q_proj.weight, module.k_proj.weight,
+          module.v_proj.weight]
+for name, g, w in zip(["x", "gamma", "q", "k", "v"],
+                      torch.autograd.grad(got, params, grads),
+                      torch.autograd.grad(want, params, grads)):
+    report(f"gradient of {name}", g, w)
+print("float64: forward and gradients")
+# CHECK: float64: forward and gradients
+
+small = coda.nn.RMSNormRotaryQKV(8, heads=2, head_dim=4).double()
+xs = torch.randn(1, 3, 8, dtype=torch.float64, requires_grad=True)
+assert torch.autograd.gradcheck(lambda t: small(t, torch.arange(3)), (xs,))
+print("gradcheck: ok")
+# CHECK: gradcheck: ok
+
+compiled = torch.compile(module, fullgraph=True)
+for name, g, w in zip("qkv", compiled(x, positions), want):
+    report(f"torch.compile {name}", g, w)
+print("torch.compile: ok")
+# CHECK: torch.compile: ok
+
+for args in ((24, 4, 2, 6), (24, 3, 2, 8)):
+    try:
+        coda.nn.RMSNormRotaryQKV(*args)
+    except ValueError as error:
+        print(error)
+# CHECK: head_dim must be a power of 2 (rotate-half pairs columns head_dim / 2 apart within a head), got 6
+# CHECK: heads (3) must be a multiple of kv_heads (2)
+
+if failures:
+    print("\n".join(failures))
+    sys.exit(1)
+print("rotary qkv: ok")
+# CHECK: rotary qkv: ok
