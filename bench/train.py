@@ -38,7 +38,8 @@ import coda  # noqa: E402
 from train import GPT  # noqa: E402
 
 # Kernel names by what they do: coda's are named after their programs.
-_CODA = re.compile(r"^(fc1|fc2|out_projection|linear|dense|gated|cross_entropy|projection_\w+)(_\w+)?$")
+_CODA = re.compile(r"^(fc1|fc2|out_projection|linear|dense|gated|cross_entropy|projection_\w+"
+                   r"|rmsnorm_rotary)(_\w+)?$")
 _GEMM = re.compile(r"gemm|nvjet|cutlass|xmma|gemv|splitk", re.I)
 _ATTENTION = re.compile(r"flash|fmha|attention|sdpa", re.I)
 

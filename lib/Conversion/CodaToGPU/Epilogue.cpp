@@ -278,6 +278,17 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
   return built.lookup(key);
 }
 
+void EpilogueBuilder::forgetValuesAlongN() {
+  SmallVector<std::tuple<Value, int64_t, int64_t>> alongN;
+  for (const auto &entry : built)
+    if (dims.getMask(std::get<0>(entry.first)) & DimsAttr::kN)
+      alongN.push_back(entry.first);
+  for (const auto &key : alongN)
+    built.erase(key);
+  loadedGroups.clear();
+  shared.clear();
+}
+
 Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
   // With an accumulator [m, n/2], the odd output columns are zero and the
   // even ones the product's slot c / 2.
@@ -337,15 +348,18 @@ Value EpilogueBuilder::takeRowExchange() {
 }
 
 /// The order in which the walk visits the `groups` column groups of `op`'s
-/// tile: in order, except that a group whose slots read a partner's in
-/// another group (coda.partner at a distance d >= 32: the group d / 32
-/// away) is visited next to that group, so that the values its partner
-/// builds ahead are not held across the groups between them. The bits of a
-/// group's index that partners flip become its lowest bits in the order.
-static SmallVector<int64_t> getGroupOrder(TileEpilogueOp op, int64_t groups) {
+/// tile: in order, except that in an interior tile a group whose slots read
+/// a partner's in another group (coda.partner at a distance d >= 32: the
+/// group d / 32 away) is visited next to that group, so that the values its
+/// partner builds ahead are not held across the groups between them. The
+/// bits of a group's index that partners flip become its lowest bits in the
+/// order. A checked tile keeps the order: a row that does not start on a 16-
+/// byte boundary stores each chunk with the end of the one before it.
+static SmallVector<int64_t> getGroupOrder(TileEpilogueOp op, int64_t groups,
+                                          bool interior) {
   uint64_t flipped = 0;
   for (auto partner : op.getEpilogueBlock().getOps<PartnerOp>())
-    if (partner.getDistance() >= 32)
+    if (interior && partner.getDistance() >= 32)
       flipped |= static_cast<uint64_t>(partner.getDistance() / 32);
   auto key = [&](int64_t group) {
     uint64_t index = group, low = 0, high = 0;
@@ -386,7 +400,7 @@ LogicalResult EpilogueBuilder::build() {
   // (group, row slot) three steps ahead are loaded before a step is computed.
   ValueRange yielded = op.getYield().getValues();
   int64_t groups = numColSlots() / 8, steps = groups * numRowSlots();
-  SmallVector<int64_t> order = getGroupOrder(op, groups);
+  SmallVector<int64_t> order = getGroupOrder(op, groups, interior);
   constexpr int64_t kPrefetchSteps = 3;
   auto prefetchStep = [&](int64_t step) {
     if (step < steps)

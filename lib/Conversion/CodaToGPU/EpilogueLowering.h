@@ -144,6 +144,14 @@ public:
   void define(Value result, int64_t h, int64_t c, Value value) {
     built[std::make_tuple(result, h, c)] = value;
   }
+  /// Drops the values built so far that vary along n, the column groups
+  /// loaded and the shared values, so that each is built again where it is
+  /// next asked for. A row reduction across a cluster calls it after its
+  /// exchange: the values of every slot it summed are then recomputed from
+  /// the accumulator and inputs loaded again (from L2) as the outputs need
+  /// them, rather than held in registers across the exchange, where they
+  /// would spill.
+  void forgetValuesAlongN();
   /// Values a pattern builds once per (op, row slot, key) and shares
   /// between slots (a dropout's Philox words per column group, say).
   SmallVector<Value, 4> &getShared(Operation *owner, int64_t h, int64_t key) {

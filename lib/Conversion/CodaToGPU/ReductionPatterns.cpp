@@ -159,8 +159,10 @@ struct RowReducePattern final : EpiloguePattern {
       // The lanes l ^ 1, l ^ 2 and l ^ 3 hold the rest of the tile's row.
       totals.push_back(combineAcrossLanes(b, kind, total, {1, 2}));
     }
-    if (exchanges)
+    if (exchanges) {
       totals = exchangeAcrossCluster(builder, kind, totals);
+      builder.forgetValuesAlongN();
+    }
     for (auto [row, total] : llvm::zip_equal(rows, totals)) {
       if (reductionDividesByCount(kind))
         total = arith::DivFOp::create(b, total, n);

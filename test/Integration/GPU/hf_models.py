@@ -69,7 +69,7 @@ def check_training(label, model, tokens):
 gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=1001, n_positions=256, n_embd=192, n_layer=2, n_head=3, bos_token_id=0, eos_token_id=0,
                                   resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
 check_training("GPT-2", gpt2, torch.randint(0, 1001, (3, 67), device=cuda))
-# CHECK: GPT-2: 3 modules on coda; loss and {{[0-9]+}} gradients checked
+# CHECK: GPT-2: 4 modules on coda; loss and {{[0-9]+}} gradients checked
 
 bert = BertForMaskedLM(BertConfig(vocab_size=1001, hidden_size=256, num_hidden_layers=2,
                                   num_attention_heads=4, intermediate_size=1024,
@@ -82,7 +82,7 @@ llama = LlamaForCausalLM(LlamaConfig(vocab_size=1001, hidden_size=256, intermedi
                                      num_hidden_layers=2, num_attention_heads=4,
                                      num_key_value_heads=2, max_position_embeddings=256))
 check_training("LLaMA", llama, torch.randint(0, 1001, (2, 93), device=cuda))
-# CHECK: LLaMA: 3 modules on coda; loss and {{[0-9]+}} gradients checked
+# CHECK: LLaMA: 4 modules on coda; loss and {{[0-9]+}} gradients checked
 
 if failures:
     print("\n".join(failures))
