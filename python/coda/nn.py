@@ -389,14 +389,38 @@ class GatedMLP(nn.Module):
         return f"activation={self.activation}"
 
 
+# rstd is detached: its gradient, rowsum(grad_output * output) / rstd, is
+# taken from the output (_RowScaleGradient), so that the derived backward's
+# epilogue, the inverse rotation times rstd, reads no accumulator and its
+# kernel runs no product.
 _ROTARY_QKV = """
 EPILOGUE rmsnorm_rotary(rstd: f32[M], pos: f32[M], inv_freq: f32[N], sign: f32[N])
     -> (output: {t}[M, N]) {
   angle = detach(pos * inv_freq);
-  output = (input * cos(angle) + partner(input, {half}) * detach(sign) * sin(angle)) * rstd;
+  output = (input * cos(angle) + partner(input, {half}) * detach(sign) * sin(angle))
+         * detach(rstd);
 }
 """
 _rotary_families = {}
+
+
+class _RowScaleGradient(torch.autograd.Function):
+    """y = x, where x = f * scale[:, None] for an f the caller's program
+    computes with `scale` detached: backward, scale's gradient from y,
+    rowsum(grad_y * y) / scale (f = y / scale), in f32."""
+
+    @staticmethod
+    def forward(ctx, y, scale):
+        ctx.save_for_backward(y, scale)
+        return y.view_as(y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, scale = ctx.saved_tensors
+        grad_scale = None
+        if ctx.needs_input_grad[1]:
+            grad_scale = (grad * y).sum(-1, dtype=torch.float32) / scale
+        return grad, grad_scale
 
 
 def _rotary_family(head_dim):
@@ -420,9 +444,10 @@ class RMSNormRotaryQKV(nn.Module):
     weight at each call, and its epilogue multiplies each row by its rstd
     (one row reduction of x, in PyTorch) and rotates each pair of columns
     head_dim / 2 apart; the normalized x and the unrotated queries and keys
-    are never written. Backward, coda's derived programs: the GEMM
-    recomputed with the inverse rotation and rstd's gradient in its
-    epilogue, then the gradients of x and of the stacked weight.
+    are never written. Backward, coda's derived programs: the inverse
+    rotation times rstd (an epilogue that reads no accumulator: its kernel
+    runs no product), then the gradients of x and of the stacked weight;
+    rstd's gradient, rowsum(grad * output) / rstd, in PyTorch.
     Children: `norm` (nn.RMSNorm), `q_proj`, `k_proj`, `v_proj` (nn.Linear
     without biases). forward(x [..., s, width], positions [s] or
     [..., s]) returns q [..., heads, s, head_dim] and k, v [..., kv_heads,
@@ -485,6 +510,7 @@ class RMSNormRotaryQKV(nn.Module):
         inv_freq, sign = self._columns(x.device)
         (out,) = run(self._family.key, "", x2.contiguous(), weight, [rstd, pos, inv_freq, sign],
                      "rstd,pos,inv_freq,sign", [], "", _no_seed(x))
+        out = _RowScaleGradient.apply(out, rstd)
         d, q_width, kv_width = self.head_dim, self.heads * self.head_dim, self.kv_heads * self.head_dim
         q, k, v = out.split((q_width, kv_width, kv_width), dim=-1)
         return tuple(t.reshape(*lead, -1, d).transpose(-3, -2) for t in (q, k, v))

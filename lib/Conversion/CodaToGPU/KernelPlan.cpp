@@ -328,6 +328,7 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
                       return isa<DropoutOp, RowReduceOp, ColReduceOp>(inner);
                     });
   plan.hasRowReduction = rowReduction;
+  plan.readsAccumulator = !op.getAccumulator().use_empty();
   // Rows of one tile need no merge.
   plan.rowPartials = statistics && tile.clusterN == 1 &&
                      (ShapedType::isDynamic(n) || n > tile.tileN);

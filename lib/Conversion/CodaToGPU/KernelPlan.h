@@ -187,6 +187,12 @@ struct KernelPlan {
   /// The K extent of one stage (128 bytes of elements) and of one wgmma.
   int64_t tileK = 0, mmaK = 0;
   OperandPlan a, b;
+  /// Whether the epilogue reads the accumulator (or alpha and C, which it
+  /// holds). One that does not, as the derived backward of an epilogue
+  /// linear in the accumulator whose slopes do not depend on it (a rotation
+  /// times a detached row scale), needs no product: the kernel then runs no
+  /// main loop, only the epilogue of each tile.
+  bool readsAccumulator = true;
   /// Whether the epilogue has row reductions (then N must fit the tiles of
   /// one cluster, unless they are merged from partial results).
   bool hasRowReduction = false;

@@ -527,7 +527,8 @@ void KernelBodyBuilder::build() {
   auto ceilDiv = [&](Value x, int64_t y) {
     return b.divu(b.add(x, b.i32(y - 1)), b.i32(y));
   };
-  kSteps = ceilDiv(values.k, plan.tileK);
+  // An epilogue that does not read the accumulator needs no product.
+  kSteps = plan.readsAccumulator ? ceilDiv(values.k, plan.tileK) : b.i32(0);
   tilesM = ceilDiv(values.m, plan.tile.tileM);
   tilesN = ceilDiv(values.n, plan.tile.tileN);
   int64_t clusterM = plan.tile.clusterM;
