@@ -136,6 +136,8 @@ public:
   /// the region's order, so that both copies of the epilogue make the same
   /// ones), `ordinal * that count + the exchanges so far`.
   Value takeRowExchange();
+  /// How many row exchanges the epilogue makes.
+  int64_t numRowExchanges() const { return rowExchanges.size(); }
 
   /// The epilogue value `v` at row slot `h`, column slot `c`, built the first
   /// time it is asked for.
@@ -146,11 +148,14 @@ public:
   }
   /// Drops the values built so far that vary along n, the column groups
   /// loaded and the shared values, so that each is built again where it is
-  /// next asked for. A row reduction across a cluster calls it after its
-  /// exchange: the values of every slot it summed are then recomputed from
-  /// the accumulator and inputs loaded again (from L2) as the outputs need
-  /// them, rather than held in registers across the exchange, where they
-  /// would spill.
+  /// next asked for. The row reduction of an epilogue that makes one
+  /// exchange across a cluster calls it after that exchange: the values of
+  /// every slot it summed are then recomputed from the accumulator and
+  /// inputs loaded again (from L2) as the outputs need them, rather than
+  /// held in registers across the exchange, where they spilled (an RMSNorm's
+  /// forward and backward). With two exchanges (LayerNorm's mean and
+  /// variance) the inputs would be loaded three times: measured slower at
+  /// 768 columns, so those keep their values.
   void forgetValuesAlongN();
   /// Values a pattern builds once per (op, row slot, key) and shares
   /// between slots (a dropout's Philox words per column group, say).

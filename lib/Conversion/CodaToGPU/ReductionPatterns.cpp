@@ -161,7 +161,8 @@ struct RowReducePattern final : EpiloguePattern {
     }
     if (exchanges) {
       totals = exchangeAcrossCluster(builder, kind, totals);
-      builder.forgetValuesAlongN();
+      if (builder.numRowExchanges() == 1)
+        builder.forgetValuesAlongN();
     }
     for (auto [row, total] : llvm::zip_equal(rows, totals)) {
       if (reductionDividesByCount(kind))
