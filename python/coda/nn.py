@@ -437,8 +437,9 @@ class RMSNormRotaryQKV(nn.Module):
     """A pre-norm attention's input: RMSNorm(x), then the query, key and
     value projections, then the rotary embedding of the queries and keys
     (rotate-half, as Hugging Face's LLaMA, Mistral and Qwen apply it, from
-    token positions and the inverse frequencies of base `theta`), in one
-    kernel. The norm is folded into the product (docs/autodiff.md):
+    token positions and the inverse frequencies of base `theta`, or
+    `inv_freq` when given: head_dim / 2 of them, as a scaled rotary
+    embedding's), in one kernel. The norm is folded into the product (docs/autodiff.md):
     RMSNorm(x) W^T = rstd * (x (W * gamma)^T), so the GEMM reads x itself,
     its weight the three projections' stacked and scaled by the norm's
     weight at each call, and its epilogue multiplies each row by its rstd
@@ -454,7 +455,7 @@ class RMSNormRotaryQKV(nn.Module):
     s, head_dim], as F.scaled_dot_product_attention takes them."""
 
     def __init__(self, width, heads, kv_heads=None, head_dim=None, eps=1e-6, theta=10000.0,
-                 device=None, dtype=None):
+                 inv_freq=None, device=None, dtype=None):
         super().__init__()
         kv_heads = kv_heads or heads
         head_dim = head_dim or width // heads
@@ -465,6 +466,13 @@ class RMSNormRotaryQKV(nn.Module):
             raise ValueError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
         self.heads, self.kv_heads, self.head_dim, self.theta = heads, kv_heads, head_dim, theta
         self.eps = eps
+        if inv_freq is None:
+            # Hugging Face's default rotary frequencies, computed as it does.
+            inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim))
+        elif tuple(inv_freq.shape) != (head_dim // 2,):
+            raise ValueError(f"inv_freq has shape {tuple(inv_freq.shape)}; expected "
+                             f"({head_dim // 2},), one frequency per pair of a head")
+        self._inv_freq = inv_freq.detach().to("cpu", torch.float32)
         self.norm = nn.RMSNorm(width, eps, device=device, dtype=dtype)
         self.q_proj = nn.Linear(width, heads * head_dim, False, device, dtype)
         self.k_proj = nn.Linear(width, kv_heads * head_dim, False, device, dtype)
@@ -480,9 +488,7 @@ class RMSNormRotaryQKV(nn.Module):
         tables = None if torch.compiler.is_compiling() else self._tables.get(device)
         if tables is None:
             d = self.head_dim
-            # Hugging Face's default rotary frequencies, computed as it does.
-            inv = 1.0 / (self.theta ** (torch.arange(0, d, 2, dtype=torch.float) / d))
-            head_freq = torch.cat((inv, inv))
+            head_freq = torch.cat((self._inv_freq, self._inv_freq))
             head_sign = torch.cat((-torch.ones(d // 2), torch.ones(d // 2)))
             rotated = self.heads + self.kv_heads
             values = self.kv_heads * d

@@ -307,13 +307,21 @@ def _decoder_parts(layer):
     return (*gated, _rotary_head(layer, proj.out_features))
 
 
+# Rotary embeddings whose frequencies change with the sequence's length.
+_DYNAMIC_ROPE = ("dynamic", "longrope")
+
+
 def _rotary_head(layer, width):
     """The arguments of coda.nn.RMSNormRotaryQKV for a decoder layer's
     input RMSNorm, Q, K and V projections and rotary embedding: its
     attention holds exactly q_proj, k_proj, v_proj and o_proj (nn.Linear
-    without biases: no QK-norm), takes Hugging Face's default rotary
-    embedding over whole heads of a power-of-2 width, and its module
-    defines the attention functions it calls. Else why not (a string)."""
+    without biases: no QK-norm), attends without a sliding window, over
+    heads of a power-of-2 width rotated whole, and its module defines the
+    attention functions it calls and its rotary embedding class
+    (<Model>RotaryEmbedding), whose frequencies, taken from it, do not
+    change with the sequence's length and whose cos and sin are not scaled
+    (the default, linear and llama3 rotary embeddings). Else why not (a
+    string)."""
     attn = layer.self_attn
     projections = [getattr(attn, name, None) for name in ("q_proj", "k_proj", "v_proj")]
     if set(dict(attn.named_children())) != {"q_proj", "k_proj", "v_proj", "o_proj"} or not all(
@@ -324,21 +332,31 @@ def _rotary_head(layer, width):
     if eps is None:
         return "an input norm that is not an RMSNorm of weight and variance_epsilon"
     config = getattr(attn, "config", None)
+    if getattr(attn, "sliding_window", getattr(config, "sliding_window", None)) is not None:
+        return "a sliding-window attention"
     rope = getattr(config, "rope_parameters", None) or {}
-    if rope.get("rope_type", "default") != "default" or rope.get(
-            "partial_rotary_factor", 1.0) != 1.0 or "rope_theta" not in rope:
-        return f"a rotary embedding of type {rope.get('rope_type')!r}, not the default"
+    if rope.get("partial_rotary_factor", 1.0) != 1.0:
+        return "a rotary embedding of part of each head"
     head_dim = getattr(attn, "head_dim", 0)
     heads, kv_heads = projections[0].out_features // max(head_dim, 1), \
         projections[1].out_features // max(head_dim, 1)
     if head_dim < 2 or head_dim & (head_dim - 1) or heads * head_dim != projections[0].out_features:
         return f"heads of {head_dim} columns, not a power of 2"
     functions = sys.modules.get(type(attn).__module__)
-    if not all(hasattr(functions, name) for name in ("ALL_ATTENTION_FUNCTIONS",
-                                                     "eager_attention_forward")):
+    rotary_class = getattr(functions, type(attn).__name__.replace("Attention", "RotaryEmbedding"),
+                           None)
+    if rotary_class is None or not all(
+            hasattr(functions, name) for name in ("ALL_ATTENTION_FUNCTIONS",
+                                                  "eager_attention_forward")):
         return "an attention whose module does not define its attention functions"
+    rotary = rotary_class(config)
+    rope_type = getattr(rotary, "rope_type", None)
+    if not isinstance(rope_type, str) or any(kind in rope_type for kind in _DYNAMIC_ROPE) or (
+            getattr(rotary, "attention_scaling", None) != 1.0):
+        return (f"a rotary embedding of type {rope_type!r}, whose frequencies change with the "
+                "sequence or whose cos and sin are scaled")
     return dict(width=width, heads=heads, kv_heads=kv_heads, head_dim=head_dim, eps=eps,
-                theta=float(rope["rope_theta"]))
+                inv_freq=rotary.inv_freq)
 
 
 def _rotary_attention(attn, head, hidden_states, position_ids, kwargs):

@@ -158,12 +158,31 @@ assert torch.equal(generated[0], generated[1]), generated
 print("LLaMA generation: ok")
 # CHECK: LLaMA generation: ok
 
-# A rotary embedding other than the default, or a QK-norm, leaves the
-# attention's input to PyTorch; the rest of the layer still goes on coda.
-scaled = LlamaConfig(**{**llama_config.to_dict(), "rope_parameters": {
-    "rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}})
-print(coda.patch(LlamaForCausalLM(scaled)).replaced[1][1])
-# CHECK: gated MLP (silu) + residual as coda's fused gated MLP (the input RMSNorm, Q, K and V stay PyTorch's: a rotary embedding of type 'linear', not the default)
+# LLaMA 3's scaled rotary embedding: its frequencies, fixed, come from the
+# model's own rotary embedding class, and the patched model's loss and
+# gradients are still eager's.
+llama3_config = LlamaConfig(**{**llama_config.to_dict(), "rope_parameters": {
+    "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8, "rope_theta": 500000.0}})
+llama3 = LlamaForCausalLM(llama3_config)
+llama3_fused = copy.deepcopy(llama3)
+print(coda.patch(llama3_fused).replaced[1][1].split(", attention")[0])
+# CHECK: decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel
+check_training("LLaMA-3 rotary", llama3, llama3_fused, bert_tokens)
+# CHECK: LLaMA-3 rotary losses and gradients: dropout off
+
+# A rotary embedding whose frequencies change with the sequence's length, or
+# a sliding-window attention, leaves the attention's input to PyTorch; the
+# rest of the layer still goes on coda.
+dynamic = LlamaConfig(**{**llama_config.to_dict(), "rope_parameters": {
+    "rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}})
+print(coda.patch(LlamaForCausalLM(dynamic)).replaced[1][1])
+# CHECK: gated MLP (silu) + residual as coda's fused gated MLP (the input RMSNorm, Q, K and V stay PyTorch's: a rotary embedding of type 'dynamic', whose frequencies change with the sequence or whose cos and sin are scaled)
+from transformers import MistralConfig, MistralForCausalLM  # noqa: E402
+
+mistral = MistralForCausalLM(MistralConfig(**{**llama_config.to_dict(), "sliding_window": 8}))
+print(coda.patch(mistral).replaced[1][1].split("PyTorch's: ")[1])
+# CHECK: a sliding-window attention)
 
 # A causal LM of a type whose loss may not be plain cross-entropy on its
 # logits keeps its own loss.

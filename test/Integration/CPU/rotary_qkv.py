@@ -82,13 +82,27 @@ for name, g, w in zip("qkv", compiled(x, positions), want):
 print("torch.compile: ok")
 # CHECK: torch.compile: ok
 
-for args in ((24, 4, 2, 6), (24, 3, 2, 8)):
+for args, kwargs in (((24, 4, 2, 6), {}), ((24, 3, 2, 8), {}),
+                     ((24, 4, 2, 8), {"inv_freq": torch.ones(8)})):
     try:
-        coda.nn.RMSNormRotaryQKV(*args)
+        coda.nn.RMSNormRotaryQKV(*args, **kwargs)
+        failures.append(f"no error for {args} {kwargs}")
     except ValueError as error:
         print(error)
 # CHECK: head_dim must be a power of 2 (rotate-half pairs columns head_dim / 2 apart within a head), got 6
 # CHECK: heads (3) must be a multiple of kv_heads (2)
+# CHECK: inv_freq has shape (8,); expected (4,), one frequency per pair of a head
+
+# Frequencies given (a scaled rotary embedding's) replace theta's.
+scaled = coda.nn.RMSNormRotaryQKV(WIDTH, heads=4, kv_heads=2, head_dim=8, eps=1e-6,
+                                  inv_freq=torch.tensor([1.0, 0.5, 0.01, 0.001])).double()
+scaled.load_state_dict(module.state_dict())
+inv = torch.tensor([1.0, 0.5, 0.01, 0.001], dtype=torch.float64)
+angles = positions[..., None].double() * inv
+angles = torch.cat((angles, angles), dim=-1)[:, None]
+q = module.q_proj(module.norm(x)).view(B, S, -1, 8).transpose(1, 2)
+report("inv_freq given", scaled(x, positions)[0],
+       q * angles.cos() + rotate_half(q) * angles.sin())
 
 if failures:
     print("\n".join(failures))
