@@ -419,7 +419,8 @@ class _RowScaleGradient(torch.autograd.Function):
         y, scale = ctx.saved_tensors
         grad_scale = None
         if ctx.needs_input_grad[1]:
-            grad_scale = (grad * y).sum(-1, dtype=torch.float32) / scale
+            wide = torch.promote_types(y.dtype, torch.float32)
+            grad_scale = (grad * y).sum(-1, dtype=wide) / scale
         return grad, grad_scale
 
 
@@ -485,7 +486,10 @@ class RMSNormRotaryQKV(nn.Module):
         pair and the sign of its partner's term (-1 on the first half of a
         head, 1 on the second); 0 and 0 on the value columns, which pass
         through (cos 0 = 1, sin 0 = 0). Made once per device."""
-        tables = None if torch.compiler.is_compiling() else self._tables.get(device)
+        # Kept only when made outside torch.compile and inference mode (an
+        # inference tensor cannot be saved for a later backward).
+        keep = not torch.compiler.is_compiling() and not torch.is_inference_mode_enabled()
+        tables = self._tables.get(device) if keep else None
         if tables is None:
             d = self.head_dim
             head_freq = torch.cat((self._inv_freq, self._inv_freq))
@@ -495,7 +499,7 @@ class RMSNormRotaryQKV(nn.Module):
             inv_freq = torch.cat((head_freq.repeat(rotated), torch.zeros(values)))
             sign = torch.cat((head_sign.repeat(rotated), torch.zeros(values)))
             tables = inv_freq.to(device), sign.to(device)
-            if not torch.compiler.is_compiling():
+            if keep:
                 self._tables[device] = tables
         return tables
 
@@ -512,6 +516,10 @@ class RMSNormRotaryQKV(nn.Module):
         rstd = torch.rsqrt(torch.linalg.vector_norm(x2, dim=-1, dtype=wide).square() / width
                            + self.eps)
         weight = weight * self.norm.weight.to(weight.dtype)
+        # [s] or [..., s] positions, broadcast over x's leading dims ([1, s]
+        # for an x of [s, width] too).
+        if positions.dim() > len(lead):
+            positions = positions.reshape(lead)
         pos = positions.expand(lead).reshape(-1).to(torch.float32)
         inv_freq, sign = self._columns(x.device)
         (out,) = run(self._family.key, "", x2.contiguous(), weight, [rstd, pos, inv_freq, sign],

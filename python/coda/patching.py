@@ -263,6 +263,13 @@ def _patch_block(block, mlp_parts):
 
 
 _DECODER_CHILDREN = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"}
+# Model types whose decoder layer computes LLaMA's layer (pre-norm residuals,
+# no multipliers), and those whose attention rotates LLaMA's way too
+# (rotate-half on every layer, no query scaling): others that share the
+# module structure (Granite's residual multiplier, Helium's interleaved
+# rotation, SmolLM3's layers without one) are left as they are.
+_LLAMA_LAYERS = ("llama", "mistral", "qwen2", "qwen3")
+_LLAMA_ROTARY = ("llama", "mistral")
 # The widest row whose norm the GPU's kernels compute in one cluster.
 _WIDEST_NORM = 4096
 
@@ -290,6 +297,9 @@ def _decoder_parts(layer):
     children = dict(layer.named_children())
     if set(children) != _DECODER_CHILDREN or not type(layer).__name__.endswith("DecoderLayer"):
         return None
+    model_type = getattr(getattr(children["self_attn"], "config", None), "model_type", None)
+    if model_type not in _LLAMA_LAYERS:
+        return f"a decoder layer of model type {model_type!r}, which may differ from LLaMA's"
     proj = getattr(children["self_attn"], "o_proj", None)
     norm = children["post_attention_layernorm"]
     gated = _gated_parts(children["mlp"])
@@ -332,6 +342,8 @@ def _rotary_head(layer, width):
     if eps is None:
         return "an input norm that is not an RMSNorm of weight and variance_epsilon"
     config = getattr(attn, "config", None)
+    if config.model_type not in _LLAMA_ROTARY:
+        return f"the rotary embedding of model type {config.model_type!r}"
     if getattr(attn, "sliding_window", getattr(config, "sliding_window", None)) is not None:
         return "a sliding-window attention"
     rope = getattr(config, "rope_parameters", None) or {}
@@ -342,6 +354,9 @@ def _rotary_head(layer, width):
         projections[1].out_features // max(head_dim, 1)
     if head_dim < 2 or head_dim & (head_dim - 1) or heads * head_dim != projections[0].out_features:
         return f"heads of {head_dim} columns, not a power of 2"
+    if (kv_heads * head_dim != projections[1].out_features or kv_heads < 1 or heads % kv_heads
+            or projections[2].out_features != projections[1].out_features):
+        return "key and value projections that are not whole groups of heads"
     functions = sys.modules.get(type(attn).__module__)
     rotary_class = getattr(functions, type(attn).__name__.replace("Attention", "RotaryEmbedding"),
                            None)
@@ -349,7 +364,10 @@ def _rotary_head(layer, width):
             hasattr(functions, name) for name in ("ALL_ATTENTION_FUNCTIONS",
                                                   "eager_attention_forward")):
         return "an attention whose module does not define its attention functions"
-    rotary = rotary_class(config)
+    try:
+        rotary = rotary_class(config)
+    except Exception as error:  # noqa: BLE001 - a configuration the class does not take
+        return f"a rotary embedding that does not build from its config ({error})"
     rope_type = getattr(rotary, "rope_type", None)
     if not isinstance(rope_type, str) or any(kind in rope_type for kind in _DYNAMIC_ROPE) or (
             getattr(rotary, "attention_scaling", None) != 1.0):
@@ -409,8 +427,17 @@ def _patch_decoder(layer, activation, rotary):
         if args:
             raise TypeError("the patched decoder layer takes its arguments after "
                             "hidden_states by keyword")
+        # transformers 5's rename of past_key_values, which the layer's own
+        # forward makes.
+        if "past_key_values" in kwargs:
+            kwargs["cache"] = kwargs.pop("past_key_values")
         position_ids = kwargs.get("position_ids")
-        if head is not None and position_ids is not None:
+        # The attention module's own forward where something watches it: a
+        # hook (transformers records attention weights by hooks on it) or a
+        # request for the weights.
+        watched = (attn._forward_hooks or attn._forward_pre_hooks
+                   or kwargs.get("output_attentions"))
+        if head is not None and position_ids is not None and not watched:
             attended = _rotary_attention(attn, head, hidden_states, position_ids, kwargs)
         else:
             x = layer.input_layernorm(hidden_states)

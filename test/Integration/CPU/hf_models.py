@@ -158,6 +158,30 @@ assert torch.equal(generated[0], generated[1]), generated
 print("LLaMA generation: ok")
 # CHECK: LLaMA generation: ok
 
+# The attention weights, when asked for, come from the attention module's
+# own forward (transformers records them by hooks on it); the deprecated
+# past_key_values keyword still fills the cache.
+eager_attention = LlamaForCausalLM(LlamaConfig(**llama_config.to_dict(),
+                                               attn_implementation="eager"))
+weights = eager_attention(bert_tokens, output_attentions=True).attentions
+coda.patch(eager_attention)
+got = eager_attention(bert_tokens, output_attentions=True).attentions
+print(len(got), got[0].shape[1])
+for g, w in zip(got, weights):
+    close("attention weights", g, w)
+# CHECK: 2 4
+from transformers import DynamicCache  # noqa: E402
+
+cache = DynamicCache(config=llama_config)
+llama_fused.model.layers[0](llama_fused.model.embed_tokens(bert_tokens),
+                            past_key_values=cache, use_cache=True,
+                            position_ids=torch.arange(bert_tokens.shape[1])[None],
+                            position_embeddings=llama_fused.model.rotary_emb(
+                                llama_fused.model.embed_tokens(bert_tokens),
+                                torch.arange(bert_tokens.shape[1])[None]))
+print("cached tokens:", cache.get_seq_length())
+# CHECK: cached tokens: 16
+
 # LLaMA 3's scaled rotary embedding: its frequencies, fixed, come from the
 # model's own rotary embedding class, and the patched model's loss and
 # gradients are still eager's.
@@ -183,6 +207,16 @@ from transformers import MistralConfig, MistralForCausalLM  # noqa: E402
 mistral = MistralForCausalLM(MistralConfig(**{**llama_config.to_dict(), "sliding_window": 8}))
 print(coda.patch(mistral).replaced[1][1].split("PyTorch's: ")[1])
 # CHECK: a sliding-window attention)
+
+# Models whose layers share LLaMA's modules but not its computation (Granite
+# scales its residuals) keep their layers; their gated MLPs go on coda.
+from transformers import GraniteConfig, GraniteForCausalLM  # noqa: E402
+
+granite = coda.patch(GraniteForCausalLM(GraniteConfig(
+    vocab_size=101, hidden_size=32, intermediate_size=88, num_hidden_layers=2,
+    num_attention_heads=4, num_key_value_heads=2, residual_multiplier=0.22)))
+print(dict(granite.skipped)["model.layers.0"], "|", dict(granite.replaced)["model.layers.0.mlp"])
+# CHECK: a decoder layer of model type 'granite', which may differ from LLaMA's | gated MLP (silu) as coda's fused gated MLP
 
 # A causal LM of a type whose loss may not be plain cross-entropy on its
 # logits keeps its own loss.

@@ -76,6 +76,17 @@ assert torch.autograd.gradcheck(lambda t: small(t, torch.arange(3)), (xs,))
 print("gradcheck: ok")
 # CHECK: gradcheck: ok
 
+# Under inference mode first (a validation pass), then in training: the
+# module's tables stay usable for autograd; an x of [s, width] takes
+# positions of [1, s].
+with torch.inference_mode():
+    module(x.detach(), positions)
+torch.autograd.grad(module(x, positions)[0].sum(), x)
+flat = module(x[0], positions[:1])
+report("x of [s, width]", flat[0], want[0][0])
+print("inference mode, then training: ok")
+# CHECK: inference mode, then training: ok
+
 compiled = torch.compile(module, fullgraph=True)
 for name, g, w in zip("qkv", compiled(x, positions), want):
     report(f"torch.compile {name}", g, w)

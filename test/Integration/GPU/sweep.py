@@ -20,6 +20,8 @@ import sys
 
 sys.path.insert(0, sys.argv[1])
 shard, shards = (int(v) for v in (sys.argv[2] if len(sys.argv) > 2 else "0/1").split("/"))
+if not 0 <= shard < shards:
+    sys.exit(f"shard {shard}/{shards}: expected I/N with 0 <= I < N")
 import numpy as np
 import coda_ref as ref
 from coda_test import random, run_program

@@ -218,8 +218,9 @@ for label, norm, gated, bias, rows, width, hidden in [
         report(f"{label} grad {name}", p.grad, params[name].grad)
 
 # coda.nn.RMSNormRotaryQKV: the input RMSNorm folded into the QKV product,
-# the rotary embedding in its epilogue; forward and every gradient (the GEMM
-# recomputed with the inverse rotation and rstd's gradient) against float64
+# the rotary embedding in its epilogue; forward and every gradient (the
+# inverse rotation times rstd, a kernel without a product, and rstd's
+# gradient from the output) against float64
 # math on the same bf16 values, over ragged token counts, positions that
 # restart per sequence and grouped key and value heads.
 
