@@ -1,9 +1,9 @@
 """A LLaMA attention's input, forward and backward: the input RMSNorm, the
 Q, K and V projections and the rotary embedding (rotate-half) of the
 queries and keys. coda.nn.RMSNormRotaryQKV (the norm folded into one QKV
-GEMM, the rotation in its epilogue; backward, the GEMM recomputed with the
-inverse rotation and rstd's gradient in its epilogue, then the gradients of
-x and of the stacked weight) against Hugging Face's modules in eager mode
+GEMM, the rotation in its epilogue; backward, the inverse rotation times
+rstd in a kernel without a product, then the gradients of x and of the
+stacked weight) against Hugging Face's modules in eager mode
 (LlamaRMSNorm, three nn.Linear, apply_rotary_pos_emb), torch.compile of
 the same, and Liger-Kernel's RMSNorm and rotary kernels around the same
 projections when installed, in one process on the same inputs. Shapes:

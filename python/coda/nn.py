@@ -136,6 +136,15 @@ def _no_seed(x):
     return seed
 
 
+def _autocast(x, weight):
+    """x and weight in torch.autocast's type when it is on for x's device
+    (a GEMM's operands, cast as F.linear's are), else as they are."""
+    if not torch.is_autocast_enabled(x.device.type):
+        return x, weight
+    dtype = torch.get_autocast_dtype(x.device.type)
+    return x.to(dtype), weight.to(dtype)
+
+
 _CROSS_ENTROPY = """
 EPILOGUE cross_entropy(target: f32[M]) -> (lse: f32[M], picked: f32[M]) {
   shift = detach(row_max(input));
@@ -168,10 +177,7 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean")
     if target.shape != x.shape[:-1]:
         raise ValueError(f"target has shape {tuple(target.shape)}; expected x's without its "
                          f"last dim, {tuple(x.shape[:-1])}")
-    # Under autocast the head's GEMM runs in the autocast type, as F.linear's.
-    if torch.is_autocast_enabled(x.device.type):
-        dtype = torch.get_autocast_dtype(x.device.type)
-        x, weight = x.to(dtype), weight.to(dtype)
+    x, weight = _autocast(x, weight)
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     target = target.reshape(-1).to(x.device)
     counts = target != ignore_index
@@ -407,7 +413,8 @@ _rotary_families = {}
 class _RowScaleGradient(torch.autograd.Function):
     """y = x, where x = f * scale[:, None] for an f the caller's program
     computes with `scale` detached: backward, scale's gradient from y,
-    rowsum(grad_y * y) / scale (f = y / scale), in f32."""
+    rowsum(grad_y * y) / scale (f = y / scale), summed in f32 (f64 for f64
+    operands)."""
 
     @staticmethod
     def forward(ctx, y, scale):
@@ -465,8 +472,9 @@ class RMSNormRotaryQKV(nn.Module):
                              f"head_dim / 2 apart within a head), got {head_dim}")
         if heads % kv_heads:
             raise ValueError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
-        self.heads, self.kv_heads, self.head_dim, self.theta = heads, kv_heads, head_dim, theta
-        self.eps = eps
+        self.heads, self.kv_heads, self.head_dim, self.eps = heads, kv_heads, head_dim, eps
+        # theta when the frequencies are its (for extra_repr).
+        self.theta = theta if inv_freq is None else None
         if inv_freq is None:
             # Hugging Face's default rotary frequencies, computed as it does.
             inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim))
@@ -506,10 +514,8 @@ class RMSNormRotaryQKV(nn.Module):
     def forward(self, x, positions):
         width = self.norm.weight.shape[0]
         lead = x.shape[:-1]
-        weight = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight))
-        if torch.is_autocast_enabled(x.device.type):
-            dtype = torch.get_autocast_dtype(x.device.type)
-            x, weight = x.to(dtype), weight.to(dtype)
+        x, weight = _autocast(
+            x, torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)))
         x2 = x.reshape(-1, width)
         # In f32 as Hugging Face's RMSNorm computes it (f64 for f64 operands).
         wide = torch.promote_types(x.dtype, torch.float32)
@@ -525,13 +531,14 @@ class RMSNormRotaryQKV(nn.Module):
         (out,) = run(self._family.key, "", x2.contiguous(), weight, [rstd, pos, inv_freq, sign],
                      "rstd,pos,inv_freq,sign", [], "", _no_seed(x))
         out = _RowScaleGradient.apply(out, rstd)
-        d, q_width, kv_width = self.head_dim, self.heads * self.head_dim, self.kv_heads * self.head_dim
-        q, k, v = out.split((q_width, kv_width, kv_width), dim=-1)
+        d = self.head_dim
+        q, k, v = out.split((self.heads * d, self.kv_heads * d, self.kv_heads * d), dim=-1)
         return tuple(t.reshape(*lead, -1, d).transpose(-3, -2) for t in (q, k, v))
 
     def extra_repr(self):
+        frequencies = f"theta={self.theta}" if self.theta is not None else "inv_freq given"
         return (f"heads={self.heads}, kv_heads={self.kv_heads}, head_dim={self.head_dim}, "
-                f"theta={self.theta}")
+                f"{frequencies}")
 
 
 _NORMS = ("layernorm", "rmsnorm")

@@ -357,10 +357,13 @@ Value EpilogueBuilder::takeRowExchange() {
 /// byte boundary stores each chunk with the end of the one before it.
 static SmallVector<int64_t> getGroupOrder(TileEpilogueOp op, int64_t groups,
                                           bool interior) {
+  SmallVector<int64_t> order = llvm::to_vector(llvm::seq<int64_t>(0, groups));
   uint64_t flipped = 0;
   for (auto partner : op.getEpilogueBlock().getOps<PartnerOp>())
-    if (interior && partner.getDistance() >= 32)
+    if (partner.getDistance() >= 32)
       flipped |= static_cast<uint64_t>(partner.getDistance() / 32);
+  if (!interior || !flipped)
+    return order;
   auto key = [&](int64_t group) {
     uint64_t index = group, low = 0, high = 0;
     unsigned lowBits = 0, highBits = 0;
@@ -373,9 +376,6 @@ static SmallVector<int64_t> getGroupOrder(TileEpilogueOp op, int64_t groups,
     }
     return (high << lowBits) | low;
   };
-  SmallVector<int64_t> order(groups);
-  for (int64_t group = 0; group < groups; ++group)
-    order[group] = group;
   llvm::stable_sort(order,
                     [&](int64_t x, int64_t y) { return key(x) < key(y); });
   return order;
