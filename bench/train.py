@@ -3,7 +3,8 @@ PyTorch, torch.compile, coda (coda.patch) and coda under torch.compile
 (each also with CUDA graphs: torch.compile's mode="reduce-overhead"), on
 the nanoGPT-style GPT of examples/train.py (bfloat16 parameters, AdamW), on
 Hugging Face's GPT2LMHeadModel built from a config (--model gpt2; with
---vocab 50257, GPT-2's unpadded vocabulary), or on its LlamaForCausalLM
+--vocab 50257, GPT-2's unpadded vocabulary), its BertForMaskedLM (--model
+bert; masked-LM loss over every token), or its LlamaForCausalLM
 (--model llama), where Liger-Kernel's apply_liger_kernel_to_llama is a
 variant too ("liger", when liger_kernel is importable; it patches
 transformers' LLaMA classes, so it runs last).
@@ -18,6 +19,8 @@ rest: the memory-bound operators a fused epilogue is meant to remove).
         --context 2048 --vocab 32000 --variants eager,compile,coda,liger
     python bench/train.py --model gpt2 --layers 12 --width 768 --heads 12 --batch 8 \
         --context 1024 --vocab 50257 --variants eager,compile,coda
+    python bench/train.py --model bert --layers 24 --width 1024 --heads 16 --batch 16 \
+        --context 512 --vocab 30522 --variants eager,compile,coda
 """
 
 import argparse
@@ -54,9 +57,9 @@ def category(name):
     return "other"
 
 
-class CausalLMLoss(torch.nn.Module):
-    """A Hugging Face causal LM called as the GPT is: (tokens, targets) ->
-    loss."""
+class LMLoss(torch.nn.Module):
+    """A Hugging Face language model called as the GPT is: (tokens, labels)
+    -> loss."""
 
     def __init__(self, model):
         super().__init__()
@@ -88,7 +91,19 @@ def gpt2(args):
     return GPT2LMHeadModel(config)
 
 
-_HF_MODELS = {"llama": llama, "gpt2": gpt2}
+def bert(args):
+    """Hugging Face's BertForMaskedLM of the arguments' sizes (intermediate
+    4 x width, its dropouts at 0.1, SDPA attention); BERT-large is 24 layers
+    of width 1024 and 16 heads, vocabulary 30522."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(vocab_size=args.vocab, hidden_size=args.width, num_hidden_layers=args.layers,
+                        num_attention_heads=args.heads, intermediate_size=4 * args.width,
+                        max_position_embeddings=args.context, attn_implementation="sdpa")
+    return BertForMaskedLM(config)
+
+
+_HF_MODELS = {"llama": llama, "gpt2": gpt2, "bert": bert}
 
 
 def step_fn(model, optimizer, x, y):
@@ -120,12 +135,15 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
     torch.cuda.synchronize()
     ms = start.elapsed_time(end) / steps
     if host_profile:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        for _ in range(profiled):
-            step()
-        torch.cuda.synchronize()
-        profiler.disable()
+        # The backward on this thread, not on autograd's device thread, which
+        # cProfile would not see.
+        with torch.autograd.set_multithreading_enabled(False):
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for _ in range(profiled):
+                step()
+            torch.cuda.synchronize()
+            profiler.disable()
         print(f"{name}: the host's time by function over {profiled} steps")
         for order in ("tottime", "cumulative"):
             pstats.Stats(profiler).sort_stats(order).print_stats(host_profile)
@@ -147,7 +165,7 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("gpt", "llama", "gpt2"), default="gpt")
+    parser.add_argument("--model", choices=("gpt", "llama", "gpt2", "bert"), default="gpt")
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--width", type=int, default=768)
     parser.add_argument("--heads", type=int, default=12)
@@ -170,7 +188,7 @@ def main():
     if "liger" in args.variants.split(",") and args.model != "llama":
         parser.error("the liger variant patches transformers' LLaMA classes: --model llama")
     if args.model in _HF_MODELS:
-        base = CausalLMLoss(_HF_MODELS[args.model](args)).cuda().to(torch.bfloat16)
+        base = LMLoss(_HF_MODELS[args.model](args)).cuda().to(torch.bfloat16)
     else:
         base = GPT(vocab=args.vocab, context=args.context, layers=args.layers, heads=args.heads,
                    d=args.width).cuda().to(torch.bfloat16)
@@ -188,7 +206,7 @@ def main():
             from liger_kernel.transformers import apply_liger_kernel_to_llama
 
             apply_liger_kernel_to_llama()
-            model = CausalLMLoss(llama(args)).cuda().to(torch.bfloat16)
+            model = LMLoss(llama(args)).cuda().to(torch.bfloat16)
             model.load_state_dict(base.state_dict())
         else:
             model = copy.deepcopy(base)

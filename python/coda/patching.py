@@ -29,14 +29,19 @@ Recognized, by their structure (the modules and attributes they hold):
   several times slower (bf16 and f16 in eager mode; float32 CUDA tensors,
   and the layer under torch.compile, whose inductor pads it, stay on
   F.linear);
-- Hugging Face BERT's ``BertIntermediate`` (``dense``, an nn.Linear with a
-  bias, then ``intermediate_act_fn``): the projection, its bias and the
-  activation in one coda kernel; ``BertSelfOutput`` and ``BertOutput``
-  (``dense``, ``dropout``, ``LayerNorm``; forward ``LayerNorm(dropout(
-  dense(h)) + x)``): the projection, its dropout and the residual in one
-  (coda.nn.OutProjection), then the LayerNorm; and the same modules of the
-  models that copy BERT's (``RobertaIntermediate``, ``RobertaOutput``, ...:
-  a class name of the model's prefix and these suffixes);
+- Hugging Face BERT's ``BertLayer``: its feed-forward half
+  (``feed_forward_chunk``: ``BertIntermediate``, ``dense``, an nn.Linear
+  with a bias, then ``intermediate_act_fn``; then ``BertOutput``, ``dense``,
+  ``dropout`` and ``LayerNorm``, forward ``LayerNorm(dropout(dense(h)) +
+  x)``) as coda's fused MLP with x as its residual, then the LayerNorm;
+  ``BertSelfOutput`` (the attention's output, the same three children and
+  forward): the projection, its dropout and the residual in one kernel
+  (coda.nn.OutProjection), then the LayerNorm; a ``BertIntermediate`` or
+  ``BertOutput`` outside such a layer on its own kernel (the projection,
+  bias and activation; the projection, dropout and residual); and the same
+  modules of the models that copy BERT's (``RobertaLayer``,
+  ``RobertaOutput``, ...: a class name of the model's prefix and these
+  suffixes);
 - a Hugging Face causal language model whose loss is plain cross-entropy
   on its logits (``...ForCausalLM``, ``...LMHeadModel`` of LLaMA, Mistral,
   Qwen2, Qwen3 or GPT-2: ``lm_head``, an nn.Linear without a bias, over its
@@ -541,6 +546,40 @@ def _patch_dense(module, parts):
     return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
 
 
+def _bert_layer_parts(module):
+    """(intermediate, activation name, output) of a Hugging Face BERT layer
+    (``BertLayer`` and the copies of it: a ``feed_forward_chunk`` method over
+    children ``intermediate`` and ``output`` that _dense_parts recognizes),
+    a string saying why its feed-forward half is left as it is, or None
+    when it is not one."""
+    intermediate, output = (getattr(module, n, None) for n in ("intermediate", "output"))
+    if not (callable(getattr(module, "feed_forward_chunk", None))
+            and isinstance(intermediate, nn.Module) and isinstance(output, nn.Module)):
+        return None
+    up, down = _dense_parts(intermediate), _dense_parts(output)
+    if not (isinstance(up, tuple) and up[0] == "act" and isinstance(down, tuple)
+            and down[0] == "residual"):
+        return None
+    if output.dense.in_features != intermediate.dense.out_features:
+        return "the projections' sizes do not chain"
+    return intermediate, up[1], output
+
+
+def _patch_bert_layer(module, intermediate, activation, output):
+    """The layer's feed-forward half, LayerNorm(dropout(dense2(act(dense1(x)
+    + b1)) + b2) + x), as coda's fused MLP with x as its residual (fc1's
+    epilogue gradient on fc2's dgrad GEMM), then the output's LayerNorm."""
+    core = _fused_mlp(intermediate.dense, activation, output.dense, output.dropout.p)
+    object.__setattr__(module, "_coda_mlp", core)
+
+    def feed_forward_chunk(attention_output):
+        return output.LayerNorm(_run(core, module, attention_output, residual=attention_output))
+
+    module.feed_forward_chunk = feed_forward_chunk
+    return (f"feed-forward, {_describe((None, activation, None, output.dropout.p))} + residual "
+            "as coda's fused MLP, then its LayerNorm")
+
+
 # The Hugging Face model types whose causal LM computes its loss as
 # ForCausalLMLoss(lm_head(last hidden state), labels) and nothing else (no
 # logit scaling, soft-capping or auxiliary loss).
@@ -641,12 +680,15 @@ def _odd_linear(module):
 # What coda.patch recognizes in a module, in order: a function that returns
 # the parts it patches (a tuple), why it leaves the module (a string) or
 # None; the function that patches the parts and describes what it did; and
-# whether that covers the module's descendants (a causal LM's loss leaves its
-# layers to their own patches).
+# which of the module's descendants that covers: all (True), none (False: a
+# causal LM's loss leaves its layers to their own patches) or the children
+# it names (a BERT layer's feed-forward half leaves its attention).
 _RECOGNIZERS = (
     (_causal_lm_parts, lambda module, parts: _patch_causal_lm(module, *parts), False),
     (_decoder_parts, lambda module, parts: _patch_decoder(module, *parts), True),
     (_gated_parts, lambda module, parts: _patch_gated(module, *parts), True),
+    (_bert_layer_parts, lambda module, parts: _patch_bert_layer(module, *parts),
+     ("intermediate", "output")),
     (_dense_parts, _patch_dense, True),
     (_odd_linear, lambda module, parts: _patch_linear(module), True),
     (_mlp_parts, _patch_mlp, True),
@@ -676,8 +718,10 @@ def patch(model, verbose=False):
             parts = recognize(module)
             if isinstance(parts, tuple):
                 report.replaced.append((name, apply(module, parts)))
-                if covers:
+                if covers is True:
                     done.add(name)
+                elif covers:
+                    done.update(f"{name}.{child}" if name else child for child in covers)
                 break
             if isinstance(parts, str):
                 report.skipped.append((name, parts))

@@ -95,7 +95,8 @@ y.sum().backward()
 print("MLP dropout: ok")
 # CHECK: MLP dropout: ok
 
-# BERT: every intermediate and output projection, and the MLM head.
+# BERT: each layer's feed-forward half as one fused MLP, the attention's
+# output projection, and the MLM head.
 bert_config = BertConfig(vocab_size=101, hidden_size=32, num_hidden_layers=2,
                          num_attention_heads=2, intermediate_size=64,
                          max_position_embeddings=32, hidden_dropout_prob=0.0,
@@ -103,14 +104,43 @@ bert_config = BertConfig(vocab_size=101, hidden_size=32, num_hidden_layers=2,
 bert = BertForMaskedLM(bert_config)
 bert_fused = copy.deepcopy(bert)
 print(coda.patch(bert_fused))
-# CHECK: coda.patch: 7 modules on coda kernels
+# CHECK: coda.patch: 5 modules on coda kernels
+# CHECK-NEXT: bert.encoder.layer.0: feed-forward, MLP (gelu_erf) + residual as coda's fused MLP, then its LayerNorm
 # CHECK-NEXT: bert.encoder.layer.0.attention.output: projection + bias + dropout + residual in one kernel, then its LayerNorm
-# CHECK-NEXT: bert.encoder.layer.0.intermediate: projection + bias + gelu_erf in one kernel
-# CHECK-NEXT: bert.encoder.layer.0.output: projection + bias + dropout + residual in one kernel, then its LayerNorm
 # CHECK: cls.predictions.decoder: linear 32 -> 101: coda's GEMM
 bert_tokens = tokens[:, :16].contiguous()
 check_training("BERT", bert, bert_fused, bert_tokens)
 # CHECK: BERT losses and gradients: dropout off
+
+# With BERT's dropout on: in evaluation the patched layers give eager's
+# output; in training the feed-forward's dropout draws coda's mask, with
+# BertOutput's probability.
+bert_p = BertForMaskedLM(BertConfig(**{**bert_config.to_dict(), "hidden_dropout_prob": 0.25}))
+bert_p_fused = copy.deepcopy(bert_p)
+print(coda.patch(bert_p_fused).replaced[0][1])
+# CHECK: feed-forward, MLP (gelu_erf, dropout 0.25) + residual as coda's fused MLP, then its LayerNorm
+bert_p.eval()
+bert_p_fused.eval()
+with torch.no_grad():
+    close("BERT eval logits", bert_p_fused(bert_tokens).logits, bert_p(bert_tokens).logits)
+layer = bert_p_fused.bert.encoder.layer[0]
+layer.train()
+x = torch.randn(2, 16, 32, requires_grad=True)
+torch.manual_seed(3)
+y = layer.feed_forward_chunk(x)
+# The same seed again: the fused MLP alone, before the LayerNorm, is
+# dropout(pre) + x with a quarter of pre's elements dropped, the rest
+# scaled by 1 / 0.75.
+torch.manual_seed(3)
+z = layer._coda_mlp(x, residual=x)
+close("BERT feed-forward", y, layer.output.LayerNorm(z))
+pre = layer.output.dense(layer.intermediate(x))
+kept = (z - x) != 0
+assert 0.6 < kept.float().mean().item() < 0.9, kept.float().mean().item()
+close("BERT feed-forward dropout", (z - x)[kept], (pre / 0.75)[kept])
+y.sum().backward()
+print("BERT dropout: ok")
+# CHECK: BERT dropout: ok
 
 # RoBERTa copies BERT's modules under its own names.
 roberta_config = RobertaConfig(**{**bert_config.to_dict(), "pad_token_id": 1})
@@ -118,7 +148,7 @@ roberta = RobertaForMaskedLM(roberta_config)
 roberta_fused = copy.deepcopy(roberta)
 report = coda.patch(roberta_fused)
 print(report.replaced[0][0], len(report.replaced))
-# CHECK: roberta.encoder.layer.0.attention.output 7
+# CHECK: roberta.encoder.layer.0 5
 check_training("RoBERTa", roberta, roberta_fused, bert_tokens.clamp(min=2))
 # CHECK: RoBERTa losses and gradients: dropout off
 
