@@ -47,6 +47,12 @@ def _reset_linear(weight, bias, in_features):
         nn.init.uniform_(bias, -bound, bound)
 
 
+def _check_layout(weight_layout):
+    if weight_layout not in ("nk", "kn"):
+        raise ValueError(f"unknown weight_layout '{weight_layout}'; expected nk "
+                         "(nn.Linear's [out, in]) or kn ([in, out], as Conv1D)")
+
+
 def _check_dropout(p):
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout probability must be in [0, 1), got {p}")
@@ -61,14 +67,19 @@ class Linear(nn.Module):
     program with dropout draws its seed from PyTorch's generator of the
     input's device at each call, as F.dropout (or takes `seed=`, an int64
     tensor of one element). Returns the output `output`, or a dict when the
-    program has several outputs."""
+    program has several outputs. weight_layout="kn" stores `weight` [in,
+    out] (Hugging Face's Conv1D) and multiplies by it as it is stored."""
 
-    def __init__(self, in_features, out_features, epilogue=_PLAIN, device=None, dtype=None):
+    def __init__(self, in_features, out_features, epilogue=_PLAIN, device=None, dtype=None,
+                 weight_layout="nk"):
         super().__init__()
+        _check_layout(weight_layout)
         self.in_features, self.out_features = in_features, out_features
-        self.family = ProgramFamily(epilogue)
-        self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device,
-                                               dtype=dtype))
+        self.weight_layout = weight_layout
+        self.family = ProgramFamily(epilogue, layout_b=weight_layout)
+        shape = (out_features, in_features) if weight_layout == "nk" else (in_features,
+                                                                          out_features)
+        self.weight = nn.Parameter(torch.empty(shape, device=device, dtype=dtype))
         self._inputs = self.family.inputs()
         self._outputs = [output["name"] for output in self.family.describe().outputs]
         self._dropout = self.family.has_dropout()
@@ -79,7 +90,15 @@ class Linear(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        _reset_linear(self.weight, self.bias, self.in_features)
+        if self.weight_layout == "nk":
+            _reset_linear(self.weight, self.bias, self.in_features)
+            return
+        # nn.Linear's initialization of the transposed weight.
+        with torch.no_grad():
+            weight = torch.empty(self.out_features, self.in_features, device=self.weight.device,
+                                 dtype=self.weight.dtype)
+            _reset_linear(weight, self.bias, self.in_features)
+            self.weight.copy_(weight.t())
 
     def forward(self, x, seed=None, **inputs):
         return self._forward(self.weight, self.bias, x, seed, inputs)
@@ -119,7 +138,8 @@ class Linear(nn.Module):
         return results["output"] if list(results) == ["output"] else results
 
     def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}"
+        return (f"in_features={self.in_features}, out_features={self.out_features}"
+                + (f", weight_layout={self.weight_layout}" if self.weight_layout != "nk" else ""))
 
 
 _no_seeds = {}
@@ -203,11 +223,13 @@ class OutProjection(Linear):
     kernel: y = dropout(x W^T + b, p) + residual, `residual` a keyword
     argument of forward of the shape of y."""
 
-    def __init__(self, in_features, out_features, dropout=0.1, device=None, dtype=None):
+    def __init__(self, in_features, out_features, dropout=0.1, device=None, dtype=None,
+                 weight_layout="nk"):
         _check_dropout(dropout)
         self.p = dropout
         body = f"dropout(input + bias, {dropout!r})" if dropout else "input + bias"
         super().__init__(in_features, out_features, device=device, dtype=dtype,
+                         weight_layout=weight_layout,
                          epilogue=lambda t: f"EPILOGUE out_projection(bias: {t}[N], "
                                             f"residual: {t}[M, N]) {{\n"
                                             f"  output = {body} + residual;\n}}\n")
@@ -301,9 +323,7 @@ class MLP(nn.Module):
                  dropout=0.1, bias=True, device=None, dtype=None, output_dropout=0.0,
                  weight_layout="nk"):
         super().__init__()
-        if weight_layout not in ("nk", "kn"):
-            raise ValueError(f"unknown weight_layout '{weight_layout}'; expected nk "
-                             "(nn.Linear's [out, in]) or kn ([in, out], as Conv1D)")
+        _check_layout(weight_layout)
         self.weight_layout = weight_layout
         if activation not in _ACTIVATIONS:
             raise ValueError(f"unknown activation '{activation}'; expected one of "

@@ -11,6 +11,11 @@ Recognized, by their structure (the modules and attributes they hold):
   becomes coda's fused MLP (coda.nn.MLP: fc1 + activation in one kernel, fc2
   + bias, its dropout when the MLP has one after the second Linear, in
   another, fc1's epilogue gradient on fc2's dgrad GEMM);
+- Hugging Face's ``GPT2Block`` (transformers 5): its attention's output
+  projection (``c_proj``, a Conv1D read as stored), ``resid_dropout`` and
+  the residual in one kernel (coda.nn.OutProjection), then ``ln_2`` and the
+  MLP with the residual in its second kernel; the attention's ``c_proj`` and
+  ``resid_dropout`` then return their input;
 - a gated MLP: a module with ``gate_proj``, ``up_proj`` and ``down_proj``
   (nn.Linear without biases) and an activation module ``act_fn``, forward
   ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``, as Hugging Face's
@@ -546,6 +551,77 @@ def _patch_dense(module, parts):
     return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
 
 
+def _gpt2_block_parts(module):
+    """(MLP parts (_mlp_parts),) of Hugging Face's GPT2Block of transformers
+    5 (children ln_1, attn with Conv1D c_attn and c_proj and resid_dropout,
+    ln_2, mlp; its forward taking `cache`), a string saying why its
+    attention output projection is left as it is, or None when it is not
+    one."""
+    if type(module).__name__ != "GPT2Block" or not type(module).__module__.startswith(
+            "transformers."):
+        return None
+    attn, mlp = getattr(module, "attn", None), getattr(module, "mlp", None)
+    parts = _mlp_parts(mlp) if isinstance(mlp, nn.Module) else None
+    if not isinstance(parts, tuple):
+        return None
+    import inspect
+
+    try:
+        names = inspect.signature(type(module).forward).parameters
+    except (TypeError, ValueError):
+        names = {}
+    if "cache" not in names:
+        return "a GPT2Block of a transformers version before 5 (its forward takes no `cache`)"
+    proj = getattr(attn, "c_proj", None)
+    if _layout(proj) != "kn" or proj.bias is None or not isinstance(
+            getattr(attn, "resid_dropout", None), nn.Dropout):
+        return "an attention without a Conv1D c_proj with a bias and a resid_dropout"
+    return (parts,)
+
+
+def _patch_gpt2_block(block, mlp_parts):
+    """GPT2Block: the attention's output projection (its Conv1D weight as
+    stored), its dropout and the residual in one kernel
+    (coda.nn.OutProjection), then ln_2 and the MLP with the residual in its
+    second kernel (coda's fused MLP). The attention's c_proj and
+    resid_dropout then return their input: the block applies them."""
+    attn = block.attn
+    proj = attn.c_proj
+    in_features, out_features = _features(proj)
+    out = coda_nn.OutProjection(in_features, out_features, dropout=attn.resid_dropout.p,
+                                weight_layout="kn", device="meta")
+    mlp = _fused_mlp(*mlp_parts)
+    object.__setattr__(block, "_coda_out_projection", out)
+    object.__setattr__(block, "_coda_mlp", mlp)
+    proj.forward = lambda x: x
+    attn.resid_dropout.forward = lambda x: x
+
+    # GPT2Block's own signature (the model passes some arguments by position).
+    def forward(hidden_states, cache=None, attention_mask=None, encoder_hidden_states=None,
+                encoder_attention_mask=None, use_cache=False, **kwargs):
+        # transformers 5's rename of past_key_values, which the block's own
+        # forward makes.
+        cache = kwargs.pop("past_key_values", cache)
+        attended, _ = attn(block.ln_1(hidden_states), cache=cache, attention_mask=attention_mask,
+                           use_cache=use_cache, **kwargs)
+        out.training = block.training
+        h = out._forward(proj.weight, proj.bias, attended, None, {"residual": hidden_states})
+        if encoder_hidden_states is not None:
+            if not hasattr(block, "crossattention"):
+                raise ValueError(f"encoder_hidden_states were given, but {type(block).__name__} "
+                                 "has no cross-attention (config.add_cross_attention)")
+            crossed, _ = block.crossattention(
+                block.ln_cross_attn(h), cache=cache, attention_mask=attention_mask,
+                encoder_hidden_states=encoder_hidden_states,
+                encoder_attention_mask=encoder_attention_mask)
+            h = h + crossed
+        return _run(mlp, block, block.ln_2(h), residual=h)
+
+    block.forward = forward
+    return (f"block: attention output projection + dropout + residual in one kernel, "
+            f"{_describe(mlp_parts)} + residual as coda's fused MLP")
+
+
 def _bert_layer_parts(module):
     """(intermediate, activation name, output) of a Hugging Face BERT layer
     (``BertLayer`` and the copies of it: a ``feed_forward_chunk`` method over
@@ -686,6 +762,7 @@ def _odd_linear(module):
 _RECOGNIZERS = (
     (_causal_lm_parts, lambda module, parts: _patch_causal_lm(module, *parts), False),
     (_decoder_parts, lambda module, parts: _patch_decoder(module, *parts), True),
+    (_gpt2_block_parts, lambda module, parts: _patch_gpt2_block(module, *parts), True),
     (_gated_parts, lambda module, parts: _patch_gated(module, *parts), True),
     (_bert_layer_parts, lambda module, parts: _patch_bert_layer(module, *parts),
      ("intermediate", "output")),

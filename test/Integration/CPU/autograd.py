@@ -150,6 +150,29 @@ for what, got, want in (("output", y, yr), ("grad x", x.grad, xr.grad),
     report("Linear " + what, got, want, 1e-5)
 assert list(lin.state_dict()) == ["weight", "bias"]
 
+# An output projection whose weight is stored [in, out] (Hugging Face's
+# Conv1D) and read as stored: float64 gradcheck of every operand with its
+# dropout, and nn.Linear's initialization of the transposed weight.
+for p in (0.0, 0.3):
+    proj = coda.nn.OutProjection(K, N, dropout=p, weight_layout="kn", dtype=torch.float64)
+    assert proj.weight.shape == (K, N), proj.weight.shape
+    x = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
+    r = torch.randn(M, N, dtype=torch.float64, requires_grad=True)
+    seed = torch.tensor(5)
+    ok = torch.autograd.gradcheck(
+        lambda x, w, b, r: proj._forward(w, b, x, seed, {"residual": r}),
+        (x, proj.weight, proj.bias, r), raise_exception=False)
+    if p == 0.0:
+        report("OutProjection kn output", proj(x, residual=r), x @ proj.weight + proj.bias + r,
+               1e-12)
+    print(f"OutProjection kn dropout {p}: {'ok' if ok else 'FAILED'}")
+    if not ok:
+        failures.append(f"OutProjection kn dropout {p}")
+bound = 1 / K ** 0.5
+assert 0.5 * bound < proj.weight.abs().max().item() <= bound, proj.weight.abs().max().item()
+expect_error("Linear weight_layout='mn'", lambda: coda.nn.Linear(K, N, weight_layout="mn"), ValueError,
+             lambda m: "weight_layout 'mn'" in m and "kn" in m, "weight_layout's message")
+
 # The fused MLP op in float64: every parameter, the input and the residual,
 # with and without biases, with and without a dropout after fc2.
 H, D = 9, 6

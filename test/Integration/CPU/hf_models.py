@@ -70,30 +70,58 @@ report = coda.patch(fused)
 print(report)
 # CHECK: coda.patch: 4 modules on coda kernels
 # CHECK-NEXT: <model>: the loss from the hidden states in the LM head's GEMM (no logits) in training
-# CHECK-NEXT: transformer.h.0.mlp: MLP (gelu) as coda's fused MLP
-# CHECK-NEXT: transformer.h.1.mlp: MLP (gelu) as coda's fused MLP
+# CHECK-NEXT: transformer.h.0: block: attention output projection + dropout + residual in one kernel, MLP (gelu) + residual as coda's fused MLP
+# CHECK-NEXT: transformer.h.1: block: attention output projection + dropout + residual in one kernel, MLP (gelu) + residual as coda's fused MLP
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
 tokens = torch.randint(0, config.vocab_size, (2, 24))
 check_training("GPT-2", eager, fused, tokens)
 # CHECK: GPT-2 losses and gradients: dropout off
 
-# With the MLP's dropout on: the patched MLP draws coda's mask, so each
-# patched MLP's output is compared with its eager form on that mask.
+# Generation through the patched blocks reads and extends the key and value
+# cache: greedy decoding gives the eager model's tokens.
+eager.eval(), fused.eval()
+generated = [model.generate(tokens[:, :5], max_new_tokens=6, do_sample=False)
+             for model in (eager, fused)]
+assert torch.equal(generated[0], generated[1]), generated
+print("GPT-2 generation: ok")
+# CHECK: GPT-2 generation: ok
+
+# With cross-attention (GPT-2 as a decoder over an encoder's states): the
+# patched block runs it between the attention and the MLP, as GPT2Block does.
+config_x = GPT2Config(**{**config.to_dict(), "add_cross_attention": True})
+eager_x = GPT2LMHeadModel(config_x).eval()
+fused_x = copy.deepcopy(eager_x)
+coda.patch(fused_x)
+states = torch.randn(2, 7, 32)
+with torch.no_grad():
+    close("GPT-2 cross-attention logits", fused_x(tokens, encoder_hidden_states=states).logits,
+          eager_x(tokens, encoder_hidden_states=states).logits)
+print("GPT-2 cross-attention: ok")
+# CHECK: GPT-2 cross-attention: ok
+
+# With the blocks' dropout on: the attention's output projection and the MLP
+# draw coda's masks, each compared with its eager form on that mask: a
+# quarter of the product dropped, the rest scaled by 1 / 0.75, the residual
+# added.
 config_p = GPT2Config(**{**config.to_dict(), "resid_pdrop": 0.25})
 model_p = GPT2LMHeadModel(config_p)
 coda.patch(model_p)
-mlp = model_p.transformer.h[0].mlp
+block = model_p.transformer.h[0]
+mlp, attn = block.mlp, block.attn
 x = torch.randn(3, 5, 32, requires_grad=True)
-torch.manual_seed(7)
-y = mlp(x)
-h = mlp.act(mlp.c_fc(x))
-pre = mlp.c_proj(h)
-kept = y != 0
-assert 0.6 < kept.float().mean().item() < 0.9, kept.float().mean().item()
-close("MLP with dropout", y[kept], (pre / 0.75)[kept])
-y.sum().backward()
-print("MLP dropout: ok")
-# CHECK: MLP dropout: ok
+r = torch.randn(3, 5, 32)
+for what, got, pre in (
+        ("MLP", block._coda_mlp(x, residual=r),
+         mlp.act(x @ mlp.c_fc.weight + mlp.c_fc.bias) @ mlp.c_proj.weight + mlp.c_proj.bias),
+        ("output projection", block._coda_out_projection._forward(
+            attn.c_proj.weight, attn.c_proj.bias, x, None, {"residual": r}),
+         x @ attn.c_proj.weight + attn.c_proj.bias)):
+    kept = (got - r) != 0
+    assert 0.6 < kept.float().mean().item() < 0.9, (what, kept.float().mean().item())
+    close(f"{what} with dropout", (got - r)[kept], (pre / 0.75)[kept])
+    got.sum().backward()
+print("GPT-2 dropout: ok")
+# CHECK: GPT-2 dropout: ok
 
 # BERT: each layer's feed-forward half as one fused MLP, the attention's
 # output projection, and the MLM head.
