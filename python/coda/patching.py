@@ -71,6 +71,7 @@ and SiLU, recognized by their class names (transformers is not imported). What i
 as it is, and the report says what was replaced and what was not, and why.
 """
 
+import functools
 import sys
 
 import torch.nn.functional as F
@@ -190,10 +191,55 @@ def _run(core, owner, x, **inputs):
     return core(x, **inputs)
 
 
+def _kept(*pairs):
+    """A function that raises when any (owner, child name) of `pairs` no
+    longer holds the module it holds now. A patched forward holds the modules
+    it was made of: a wrapper put in their place after coda.patch (LoRA,
+    quantization) would be bypassed without a word."""
+    held = [(owner, name, owner._modules[name]) for owner, name in pairs]
+
+    def check():
+        for owner, name, module in held:
+            if owner._modules.get(name) is not module:
+                raise RuntimeError(
+                    f"{type(owner).__name__}.{name} was replaced after coda.patch (by a LoRA or "
+                    "quantization wrapper?), and the patched forward would bypass it: apply "
+                    "coda.patch after wrapping the model's layers (it leaves the wrapped ones "
+                    "as they are)")
+    return check
+
+
+def _checkpointed(layer, forward):
+    """`forward` under `layer`'s gradient checkpointing, as transformers 5
+    applies it in a GradientCheckpointingLayer's class forward, which a
+    patched instance forward replaces: with gradients in training, the
+    layer is run again in the backward, the key and value cache off."""
+    def checkpointed(*args, **kwargs):
+        if getattr(layer, "gradient_checkpointing", False) and layer.training and \
+                torch.is_grad_enabled():
+            if kwargs.get("use_cache"):
+                kwargs["use_cache"] = False
+            if not getattr(layer, "_can_checkpoint_with_cache", False):
+                for name in ("cache", "past_key_values"):
+                    if kwargs.get(name) is not None:
+                        kwargs[name] = None
+            return layer._gradient_checkpointing_func(functools.partial(forward, **kwargs),
+                                                      *args)
+        return forward(*args, **kwargs)
+    return checkpointed
+
+
 def _patch_mlp(module, parts):
     core = _fused_mlp(*parts)
     object.__setattr__(module, "_coda_mlp", core)
-    module.forward = lambda x, residual=None: _run(core, module, x, residual=residual)
+    names = ("0", "2") if isinstance(module, nn.Sequential) else ("c_fc", "c_proj")
+    check = _kept(*((module, name) for name in names))
+
+    def forward(x, residual=None):
+        check()
+        return _run(core, module, x, residual=residual)
+
+    module.forward = forward
     return f"{_describe(parts)} as coda's fused MLP"
 
 
@@ -222,7 +268,13 @@ def _patch_gated(module, activation):
                             activation=activation, device="meta")
     core.gate_proj, core.up_proj, core.down_proj = gate, module.up_proj, module.down_proj
     object.__setattr__(module, "_coda_mlp", core)
-    module.forward = lambda x: _run(core, module, x)
+    check = _kept(*((module, name) for name in ("gate_proj", "up_proj", "down_proj")))
+
+    def forward(x):
+        check()
+        return _run(core, module, x)
+
+    module.forward = forward
     return f"gated MLP ({activation}) as coda's fused gated MLP"
 
 
@@ -432,11 +484,16 @@ def _patch_decoder(layer, activation, rotary):
                                                              attn.k_proj, attn.v_proj)
         object.__setattr__(layer, "_coda_head", head)
     proj.forward = lambda x: x
+    check = _kept((layer, "self_attn"), (layer, "mlp"), (layer, "input_layernorm"),
+                  (layer, "post_attention_layernorm"), (attn, "o_proj"),
+                  *((mlp, name) for name in ("gate_proj", "up_proj", "down_proj")),
+                  *((attn, name) for name in ("q_proj", "k_proj", "v_proj") if head is not None))
 
     def forward(hidden_states, *args, **kwargs):
         if args:
             raise TypeError("the patched decoder layer takes its arguments after "
                             "hidden_states by keyword")
+        check()
         # transformers 5's rename of past_key_values, which the layer's own
         # forward makes.
         if "past_key_values" in kwargs:
@@ -455,7 +512,7 @@ def _patch_decoder(layer, activation, rotary):
         core.training = layer.training
         return core(attended, hidden_states)
 
-    layer.forward = forward
+    layer.forward = _checkpointed(layer, forward)
     what = ("decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel, "
             if head is not None else "decoder layer: ")
     what += (f"attention output projection + residual + RMSNorm in one kernel, "
@@ -561,6 +618,8 @@ def _gpt2_block_parts(module):
             "transformers."):
         return None
     attn, mlp = getattr(module, "attn", None), getattr(module, "mlp", None)
+    if type(attn).__name__ != "GPT2Attention":
+        return None
     parts = _mlp_parts(mlp) if isinstance(mlp, nn.Module) else None
     if not isinstance(parts, tuple):
         return None
@@ -595,10 +654,13 @@ def _patch_gpt2_block(block, mlp_parts):
     object.__setattr__(block, "_coda_mlp", mlp)
     proj.forward = lambda x: x
     attn.resid_dropout.forward = lambda x: x
+    check = _kept((block, "attn"), (block, "mlp"), (attn, "c_proj"), (attn, "resid_dropout"),
+                  (block.mlp, "c_fc"), (block.mlp, "c_proj"))
 
     # GPT2Block's own signature (the model passes some arguments by position).
     def forward(hidden_states, cache=None, attention_mask=None, encoder_hidden_states=None,
                 encoder_attention_mask=None, use_cache=False, **kwargs):
+        check()
         # transformers 5's rename of past_key_values, which the block's own
         # forward makes.
         cache = kwargs.pop("past_key_values", cache)
@@ -617,7 +679,7 @@ def _patch_gpt2_block(block, mlp_parts):
             h = h + crossed
         return _run(mlp, block, block.ln_2(h), residual=h)
 
-    block.forward = forward
+    block.forward = _checkpointed(block, forward)
     return (f"block: attention output projection + dropout + residual in one kernel, "
             f"{_describe(mlp_parts)} + residual as coda's fused MLP")
 
@@ -631,6 +693,11 @@ def _bert_layer_parts(module):
     intermediate, output = (getattr(module, n, None) for n in ("intermediate", "output"))
     if not (callable(getattr(module, "feed_forward_chunk", None))
             and isinstance(intermediate, nn.Module) and isinstance(output, nn.Module)):
+        return None
+    # BERT's body, intermediate then output (X-MOD's layer, say, applies its
+    # output in its forward instead).
+    code = getattr(getattr(module.feed_forward_chunk, "__func__", None), "__code__", None)
+    if code is None or not {"intermediate", "output"} <= set(code.co_names):
         return None
     up, down = _dense_parts(intermediate), _dense_parts(output)
     if not (isinstance(up, tuple) and up[0] == "act" and isinstance(down, tuple)
@@ -647,8 +714,11 @@ def _patch_bert_layer(module, intermediate, activation, output):
     epilogue gradient on fc2's dgrad GEMM), then the output's LayerNorm."""
     core = _fused_mlp(intermediate.dense, activation, output.dense, output.dropout.p)
     object.__setattr__(module, "_coda_mlp", core)
+    check = _kept((module, "intermediate"), (module, "output"), (intermediate, "dense"),
+                  (output, "dense"))
 
     def feed_forward_chunk(attention_output):
+        check()
         return output.LayerNorm(_run(core, module, attention_output, residual=attention_output))
 
     module.feed_forward_chunk = feed_forward_chunk

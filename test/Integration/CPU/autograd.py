@@ -168,8 +168,11 @@ for p in (0.0, 0.3):
     print(f"OutProjection kn dropout {p}: {'ok' if ok else 'FAILED'}")
     if not ok:
         failures.append(f"OutProjection kn dropout {p}")
-bound = 1 / K ** 0.5
-assert 0.5 * bound < proj.weight.abs().max().item() <= bound, proj.weight.abs().max().item()
+# nn.Linear's bound, 1 / sqrt(in_features), here 1/8 (1/2 if the fan-in
+# were taken from the stored shape's columns).
+wide = coda.nn.Linear(64, 4, weight_layout="kn")
+assert wide.weight.shape == (64, 4), wide.weight.shape
+assert 1 / 16 < wide.weight.abs().max().item() <= 1 / 8, wide.weight.abs().max().item()
 expect_error("Linear weight_layout='mn'", lambda: coda.nn.Linear(K, N, weight_layout="mn"), ValueError,
              lambda m: "weight_layout 'mn'" in m and "kn" in m, "weight_layout's message")
 

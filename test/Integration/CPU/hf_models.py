@@ -2,14 +2,18 @@
 # RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s
 #
 # coda.patch on Hugging Face models built from a config (small ones, on the
-# CPU reference, in float32): GPT2LMHeadModel, whose GPT2MLPs' projections are
-# Conv1D modules with weights stored [in, out], and BertForMaskedLM, whose
-# intermediate (dense + GELU) and output projections (dense + dropout +
-# residual, then LayerNorm) go on coda, and LlamaForCausalLM, whose decoder
-# layers' output projection, residual and post-attention RMSNorm and gated
-# MLPs (SwiGLU) do, with the LM heads of an unpadded vocabulary. The state_dict keeps its keys and tensors, and the loss and
-# every gradient equal the eager model's, with dropout off; with the MLP's
-# dropout on, its output is compared with the eager form on coda's mask.
+# CPU reference, in float32): GPT2LMHeadModel, whose blocks' attention output
+# projection (dropout and residual) and MLP (its Conv1D weights stored [in,
+# out]) go on coda; BertForMaskedLM, whose layers' feed-forward halves go on
+# coda as one fused MLP each and whose attention output projections (dense +
+# dropout + residual, then LayerNorm) do; and LlamaForCausalLM, whose decoder
+# layers' input RMSNorm, QKV projection and rotary embedding, output
+# projection, residual and post-attention RMSNorm and gated MLPs (SwiGLU) do;
+# with the LM heads of an unpadded vocabulary. The state_dict keeps its keys
+# and tensors, and the loss and every gradient equal the eager model's, with
+# dropout off (also under gradient checkpointing); with dropout on, outputs
+# are compared with the eager form on coda's masks; generation through the
+# key and value cache equals eager's.
 
 import copy
 import os
@@ -99,17 +103,29 @@ with torch.no_grad():
 print("GPT-2 cross-attention: ok")
 # CHECK: GPT-2 cross-attention: ok
 
-# With the blocks' dropout on: the attention's output projection and the MLP
-# draw coda's masks, each compared with its eager form on that mask: a
-# quarter of the product dropped, the rest scaled by 1 / 0.75, the residual
-# added.
+# With the blocks' dropout on: in evaluation the patched model gives eager's
+# logits; in training the attention's output projection and the MLP draw
+# coda's masks, each compared with its eager form on that mask: a quarter of
+# the product dropped, the rest scaled by 1 / 0.75, the residual added. The
+# block applies them in turn (the same seeds drawn again give its output).
 config_p = GPT2Config(**{**config.to_dict(), "resid_pdrop": 0.25})
 model_p = GPT2LMHeadModel(config_p)
+eager_p = copy.deepcopy(model_p).eval()
 coda.patch(model_p)
+model_p.eval()
+with torch.no_grad():
+    close("GPT-2 eval logits, dropout 0.25", model_p(tokens).logits, eager_p(tokens).logits)
+model_p.train()
 block = model_p.transformer.h[0]
 mlp, attn = block.mlp, block.attn
 x = torch.randn(3, 5, 32, requires_grad=True)
 r = torch.randn(3, 5, 32)
+torch.manual_seed(11)
+y = block(x)
+torch.manual_seed(11)
+h = block._coda_out_projection._forward(attn.c_proj.weight, attn.c_proj.bias,
+                                        attn(block.ln_1(x))[0], None, {"residual": x})
+close("GPT-2 block with dropout", y, block._coda_mlp(block.ln_2(h), residual=h))
 for what, got, pre in (
         ("MLP", block._coda_mlp(x, residual=r),
          mlp.act(x @ mlp.c_fc.weight + mlp.c_fc.bias) @ mlp.c_proj.weight + mlp.c_proj.bias),
@@ -122,6 +138,18 @@ for what, got, pre in (
     got.sum().backward()
 print("GPT-2 dropout: ok")
 # CHECK: GPT-2 dropout: ok
+
+# A layer wrapped after the patch (as LoRA wraps a projection) would be
+# bypassed by the patched forward: it is an error, not a silent skip.
+wrapped = GPT2LMHeadModel(config)
+coda.patch(wrapped)
+wrapped.transformer.h[0].attn.c_proj = torch.nn.Sequential(wrapped.transformer.h[0].attn.c_proj)
+try:
+    wrapped(tokens)
+    failures.append("a projection wrapped after the patch was bypassed")
+except RuntimeError as e:
+    print(e)
+# CHECK: GPT2Attention.c_proj was replaced after coda.patch
 
 # BERT: each layer's feed-forward half as one fused MLP, the attention's
 # output projection, and the MLM head.
@@ -290,6 +318,35 @@ print(coda.patch(opt).skipped[0])
 wrapper = torch.nn.ModuleDict({"lm": LlamaForCausalLM(llama_config)})
 print([name for name, _ in coda.patch(wrapper).replaced])
 # CHECK: ['lm', 'lm.model.layers.0', 'lm.model.layers.1', 'lm.lm_head']
+
+# Gradient checkpointing (transformers 5 applies it in the layer's class
+# forward, which the patch replaces): each patched layer runs again in the
+# backward, with the eager model's loss and gradients. A module the layer
+# calls (GPT-2's ln_1, the LLaMA layer's fused tail) runs three times: the
+# training step's forward, again in its backward, and the evaluation forward
+# check_training ends with (twice without checkpointing).
+def forward_calls(norms):
+    calls = []
+    for norm in norms:
+        # Entered (a recomputation stops once it has what the backward
+        # needs, before the module returns).
+        norm.register_forward_pre_hook(lambda *_: calls.append(1))
+    return calls
+
+
+for label, base, norms in (
+        ("GPT-2", GPT2LMHeadModel(config), lambda m: [b.ln_1 for b in m.transformer.h]),
+        ("LLaMA", LlamaForCausalLM(llama_config),
+         lambda m: [layer._coda_tail for layer in m.model.layers])):
+    checkpointed = copy.deepcopy(base)
+    coda.patch(checkpointed)
+    for model in (base, checkpointed):
+        model.activation_checkpointing_enable()
+    calls = forward_calls(norms(checkpointed))
+    check_training(f"{label} checkpointed", base, checkpointed, bert_tokens)
+    assert len(calls) == 3 * len(norms(checkpointed)), (label, len(calls))
+# CHECK: GPT-2 checkpointed losses and gradients: dropout off
+# CHECK: LLaMA checkpointed losses and gradients: dropout off
 
 # Under transformers 4, whose decoder layers return tuples, the layers are
 # left as they are (their gated MLPs still go on coda).
