@@ -179,12 +179,18 @@ def main():
     parser.add_argument("--host-profile", type=int, default=0,
                         help="also print each variant's N costliest functions on the host (cProfile), "
                              "by their own time and with their callees")
+    parser.add_argument("--caller-thread-backward", action="store_true",
+                        help="run every backward on the calling thread "
+                             "(torch.autograd.set_multithreading_enabled(False)) rather than on "
+                             "autograd's device thread: what the handoff costs a host-bound step")
     parser.add_argument("--kernels", type=int, default=0,
                         help="also list each variant's N costliest kernels per step")
     parser.add_argument("--variants", default="eager,compile,compile+graphs,coda,coda+compile,"
                                               "coda+compile+graphs")
     args = parser.parse_args()
     torch.manual_seed(0)
+    if args.caller_thread_backward:
+        torch.autograd.set_multithreading_enabled(False)
     if "liger" in args.variants.split(",") and args.model != "llama":
         parser.error("the liger variant patches transformers' LLaMA classes: --model llama")
     if args.model in _HF_MODELS:
