@@ -81,6 +81,15 @@ tokens = torch.randint(0, config.vocab_size, (2, 24))
 check_training("GPT-2", eager, fused, tokens)
 # CHECK: GPT-2 losses and gradients: dropout off
 
+# The patched block traces whole under torch.compile (no graph break), with
+# the eager block's output.
+block = fused.transformer.h[0]
+x = torch.randn(2, 16, 32)
+close("GPT-2 block under torch.compile",
+      torch.compile(block, fullgraph=True, backend="aot_eager")(x), eager.transformer.h[0](x))
+print("GPT-2 block compiled: ok")
+# CHECK: GPT-2 block compiled: ok
+
 # Generation through the patched blocks reads and extends the key and value
 # cache: greedy decoding gives the eager model's tokens.
 eager.eval(), fused.eval()
