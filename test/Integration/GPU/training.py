@@ -2,7 +2,7 @@
 # RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %coda_src
 #
 # Training through coda's derived backward on bf16 CUDA tensors: coda.nn.MLP
-# (fc1's epilogue gradient in fc2's dgrad GEMM), coda.nn.OutProjection,
+# (fc1's epilogue gradient in fc2's dgrad GEMM), coda.nn.OutProjection (its weight stored [out, in] or [in, out]),
 # coda.nn.Linear, coda.nn.ResidualNormMLP and coda.nn.RMSNormRotaryQKV,
 # forward and backward, against
 # PyTorch autograd of the unfused math in float64 on the same bf16 values
@@ -85,11 +85,14 @@ for activation, approximate, q in (("gelu", "tanh", 0.0), ("relu", None, 0.3)):
 # With dropout, the epilogue gradient runs as its own kernel; without, the
 # derivation finds grad_acc and the residual's gradient to be the output's
 # and the bias's its column sum, and nothing is launched for them.
-for q in (p, 0.0):
-    proj = coda.nn.OutProjection(H, D, dropout=q, device=cuda, dtype=torch.bfloat16)
-    check_module(f"OutProjection p={q}", proj,
-                 lambda w, seeds, x, residual, q=q: (
-                     (x @ w["weight"].T + w["bias"])
+# The weight stored [in, out] (Hugging Face's Conv1D, as coda.patch runs
+# GPT-2's output projections) is read as stored.
+for q, layout in ((p, "nk"), (0.0, "nk"), (p, "kn")):
+    proj = coda.nn.OutProjection(H, D, dropout=q, device=cuda, dtype=torch.bfloat16,
+                                 weight_layout=layout)
+    check_module(f"OutProjection p={q} {layout}", proj,
+                 lambda w, seeds, x, residual, q=q, layout=layout: (
+                     (x @ (w["weight"].T if layout == "nk" else w["weight"]) + w["bias"])
                      * (mask(seeds[0], x.shape[0], D, q) if q else 1) + residual),
                  {"x": torch.randn(M, H, device=cuda, dtype=torch.bfloat16),
                   "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 22)
