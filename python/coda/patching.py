@@ -229,11 +229,16 @@ def _checkpointed(layer, forward):
     return checkpointed
 
 
+def _mlp_children(module):
+    """(module, child name) of an MLP's two projections (_mlp_parts)."""
+    names = ("0", "2") if isinstance(module, nn.Sequential) else ("c_fc", "c_proj")
+    return [(module, name) for name in names]
+
+
 def _patch_mlp(module, parts):
     core = _fused_mlp(*parts)
     object.__setattr__(module, "_coda_mlp", core)
-    names = ("0", "2") if isinstance(module, nn.Sequential) else ("c_fc", "c_proj")
-    check = _kept(*((module, name) for name in names))
+    check = _kept(*_mlp_children(module))
 
     def forward(x, residual=None):
         check()
@@ -311,8 +316,10 @@ def _patch_block(block, mlp_parts):
     mlp = _fused_mlp(*mlp_parts)
     object.__setattr__(block, "_coda_out_projection", out)
     object.__setattr__(block, "_coda_mlp", mlp)
+    check = _kept((block, "attn"), (block, "mlp"), (attn, "c_proj"), *_mlp_children(block.mlp))
 
     def forward(x):
+        check()
         lead = x.shape
         h = _attention(attn, block.ln_1(x))
         out.training = block.training
@@ -581,6 +588,7 @@ def _patch_dense(module, parts):
     call."""
     dense = module.dense
     kind, activation = parts
+    check = _kept((module, "dense"))
     if kind == "act":
         core = coda_nn.Linear(
             dense.in_features, dense.out_features, device="meta",
@@ -589,6 +597,7 @@ def _patch_dense(module, parts):
         object.__setattr__(module, "_coda_linear", core)
 
         def forward(hidden_states):
+            check()
             core.training = module.training
             return core._forward(dense.weight, dense.bias, hidden_states, None, {})
 
@@ -599,6 +608,7 @@ def _patch_dense(module, parts):
     object.__setattr__(module, "_coda_out_projection", out)
 
     def forward(hidden_states, input_tensor):
+        check()
         out.training = module.training
         y = out._forward(dense.weight, dense.bias, hidden_states, None,
                          {"residual": input_tensor})
@@ -655,7 +665,7 @@ def _patch_gpt2_block(block, mlp_parts):
     proj.forward = lambda x: x
     attn.resid_dropout.forward = lambda x: x
     check = _kept((block, "attn"), (block, "mlp"), (attn, "c_proj"), (attn, "resid_dropout"),
-                  (block.mlp, "c_fc"), (block.mlp, "c_proj"))
+                  *_mlp_children(block.mlp))
 
     # GPT2Block's own signature (the model passes some arguments by position).
     def forward(hidden_states, cache=None, attention_mask=None, encoder_hidden_states=None,
