@@ -12,7 +12,8 @@ For each: step time and tokens/s (CUDA events over timed steps after
 warm-up), the host's time to enqueue a step (the step is host-bound where
 the two are equal), peak memory, and where the step's CUDA time goes (torch.profiler
 over a few steps: GEMMs (cuBLAS), coda's fused kernels, attention, and the
-rest: the memory-bound operators a fused epilogue is meant to remove).
+rest: the memory-bound operators a fused epilogue is meant to remove);
+--chart PATH also draws them as an SVG bar chart.
 
     python bench/train.py [--layers 12 --width 768 --heads 12 --batch 8 --context 1024]
     python bench/train.py --model llama --layers 8 --width 2048 --heads 16 --batch 4 \
@@ -26,6 +27,7 @@ rest: the memory-bound operators a fused epilogue is meant to remove).
 import argparse
 import copy
 import cProfile
+import math
 import os
 import pstats
 import re
@@ -97,9 +99,10 @@ def bert(args):
     of width 1024 and 16 heads, vocabulary 30522."""
     from transformers import BertConfig, BertForMaskedLM
 
-    config = BertConfig(vocab_size=args.vocab, hidden_size=args.width, num_hidden_layers=args.layers,
-                        num_attention_heads=args.heads, intermediate_size=4 * args.width,
-                        max_position_embeddings=args.context, attn_implementation="sdpa")
+    config = BertConfig(vocab_size=args.vocab, hidden_size=args.width,
+                        num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                        intermediate_size=4 * args.width, max_position_embeddings=args.context,
+                        attn_implementation="sdpa")
     return BertForMaskedLM(config)
 
 
@@ -163,6 +166,56 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
             "kernels": sorted(kernels, reverse=True)}
 
 
+# The chart's colors by kind of CUDA time.
+_KINDS = (("gemm", "GEMMs (cuBLAS)", "#4c78a8"), ("coda", "coda kernels", "#f58518"),
+          ("attention", "attention", "#54a24b"), ("other", "other kernels", "#9d9d9d"))
+
+
+def write_chart(path, title, rows):
+    """An SVG bar chart of `rows` (measure's results, eager first): each
+    variant's CUDA time per step stacked by kind, its step time marked and
+    written beside it with its speed-up over eager."""
+    eager = rows[0]["ms"]
+    scale_ms = max(max(r["ms"], sum(r[k] for k, _, _ in _KINDS)) for r in rows) * 1.05
+    left, width, bar, gap, top = 190, 560, 22, 12, 56
+    height = top + len(rows) * (bar + gap) + 60
+    x = lambda ms: left + width * ms / scale_ms  # noqa: E731
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 150}" '
+           f'height="{height}" font-family="sans-serif" font-size="12">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="10" y="20" font-size="14">{title}</text>']
+    for i, (_, label, color) in enumerate(_KINDS):
+        out.append(f'<rect x="{10 + 150 * i}" y="32" width="12" height="12" fill="{color}"/>'
+                   f'<text x="{26 + 150 * i}" y="43">{label}</text>')
+    step = 10 ** math.floor(math.log10(scale_ms / 2))
+    step *= 5 if scale_ms / step > 20 else 2 if scale_ms / step > 8 else 1
+    axis = top + len(rows) * (bar + gap)
+    for tick in range(0, int(scale_ms / step) + 1):
+        ms = tick * step
+        out.append(f'<line x1="{x(ms):.1f}" y1="{top - 4}" x2="{x(ms):.1f}" y2="{axis}" '
+                   'stroke="#e0e0e0"/>'
+                   f'<text x="{x(ms):.1f}" y="{axis + 16}" text-anchor="middle">{ms:g}</text>')
+    out.append(f'<text x="{left + width / 2}" y="{axis + 36}" text-anchor="middle">ms per step '
+               '(bars: CUDA time by kind; tick and label: the step)</text>')
+    for i, r in enumerate(rows):
+        y = top + i * (bar + gap)
+        out.append(f'<text x="{left - 8}" y="{y + bar * 0.7:.1f}" text-anchor="end">'
+                   f'{r["name"]}</text>')
+        start = 0.0
+        for kind, _, color in _KINDS:
+            out.append(f'<rect x="{x(start):.1f}" y="{y}" '
+                       f'width="{x(start + r[kind]) - x(start):.1f}" height="{bar}" '
+                       f'fill="{color}"/>')
+            start += r[kind]
+        out.append(f'<line x1="{x(r["ms"]):.1f}" y1="{y - 3}" x2="{x(r["ms"]):.1f}" '
+                   f'y2="{y + bar + 3}" stroke="black" stroke-width="2"/>'
+                   f'<text x="{x(max(r["ms"], start)) + 6:.1f}" y="{y + bar * 0.7:.1f}">'
+                   f'{r["ms"]:.2f} ms ({eager / r["ms"]:.2f}x)</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("gpt", "llama", "gpt2", "bert"), default="gpt")
@@ -183,6 +236,8 @@ def main():
                         help="run every backward on the calling thread "
                              "(torch.autograd.set_multithreading_enabled(False)) rather than on "
                              "autograd's device thread: what the handoff costs a host-bound step")
+    parser.add_argument("--chart", metavar="PATH",
+                        help="also write the variants' step and CUDA time by kind as an SVG chart")
     parser.add_argument("--kernels", type=int, default=0,
                         help="also list each variant's N costliest kernels per step")
     parser.add_argument("--variants", default="eager,compile,compile+graphs,coda,coda+compile,"
@@ -234,6 +289,10 @@ def main():
         print(f"{r['name']:20} {r['ms']:8.2f} {r['host']:8.2f} {tokens / r['ms'] * 1000:10,.0f} "
               f"{eager / r['ms']:7.2f}x {r['peak']:8.2f} {r['gemm']:8.2f} {r['coda']:8.2f} "
               f"{r['attention']:8.2f} {r['other']:8.2f}")
+    if args.chart:
+        write_chart(args.chart, f"{torch.cuda.get_device_name()}: {args.model}, {args.layers} "
+                    f"layers, width {args.width}, {args.batch} x {args.context} tokens, bf16", rows)
+        print(f"chart: {args.chart}")
     for r in rows if args.kernels else []:
         print(f"{r['name']}: the costliest kernels of a step (ms per step, calls per step, "
               "us per call)")

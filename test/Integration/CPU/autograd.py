@@ -173,8 +173,8 @@ for p in (0.0, 0.3):
 wide = coda.nn.Linear(64, 4, weight_layout="kn")
 assert wide.weight.shape == (64, 4), wide.weight.shape
 assert 1 / 16 < wide.weight.abs().max().item() <= 1 / 8, wide.weight.abs().max().item()
-expect_error("Linear weight_layout='mn'", lambda: coda.nn.Linear(K, N, weight_layout="mn"), ValueError,
-             lambda m: "weight_layout 'mn'" in m and "kn" in m, "weight_layout's message")
+expect_error("Linear weight_layout='mn'", lambda: coda.nn.Linear(K, N, weight_layout="mn"),
+             ValueError, lambda m: "weight_layout 'mn'" in m and "kn" in m, "weight_layout's message")
 
 # The fused MLP op in float64: every parameter, the input and the residual,
 # with and without biases, with and without a dropout after fc2.

@@ -2,9 +2,10 @@
 # RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %coda_src
 #
 # Training through coda's derived backward on bf16 CUDA tensors: coda.nn.MLP
-# (fc1's epilogue gradient in fc2's dgrad GEMM), coda.nn.OutProjection (its weight stored [out, in] or [in, out]),
-# coda.nn.Linear, coda.nn.ResidualNormMLP and coda.nn.RMSNormRotaryQKV,
-# forward and backward, against
+# (fc1's epilogue gradient in fc2's dgrad GEMM), coda.nn.OutProjection (its
+# weight stored [out, in] or [in, out]), coda.nn.Linear,
+# coda.nn.ResidualNormMLP and coda.nn.RMSNormRotaryQKV, forward and backward,
+# against
 # PyTorch autograd of the unfused math in float64 on the same bf16 values
 # (coda's dropout mask regenerated from the seed), on ragged shapes, with
 # every tensor PyTorch allocates (the kernels' outputs included) filled with
