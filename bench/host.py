@@ -1,7 +1,7 @@
 """The host's cost per call, in microseconds, on problems small enough that
 the GPU waits for the host: coda.Program, its C launch alone, the autograd
-modules forward and backward (and the MLP's forward alone), beside the
-PyTorch operators they replace. A
+modules forward and backward (and the MLP's forward alone; and both with
+their launches stubbed), beside the PyTorch operators they replace. A
 training step whose kernels are short is bound by these costs.
 
     python bench/host.py [--calls 2000] [--profile]
@@ -113,6 +113,24 @@ def main():
     # costs is the difference.
     add("eager MLP, forward", lambda: mlp.fc2(F.dropout(F.gelu(mlp.fc1(xg)), 0.1)) + r, 0)
     add("coda.nn.MLP, forward", lambda: mlp(xg, residual=r), 0)
+
+    # The same steps with every program call stubbed (its outputs made by
+    # torch.empty, nothing launched): coda's Python and PyTorch's autograd
+    # around the launches; the difference to the rows above is what the
+    # launches themselves cost the host.
+    real = coda.autograd._run
+
+    def stub(key, derive, a, b, *_):
+        program = coda.autograd._families[key].program(derive, a.device, a.dtype)
+        return [torch.empty(shape, dtype=dtype, device=a.device)
+                for shape, dtype in coda.autograd._outputs(program, a, b)]
+
+    coda.autograd._run = stub
+    try:
+        add("coda.nn.Linear gelu, forward + backward, launches stubbed", coda_linear, 0)
+        add("coda.nn.MLP, forward + backward, launches stubbed", coda_mlp, 0)
+    finally:
+        coda.autograd._run = real
 
     print(f"host time per call, us ({args.calls} calls, M={M} K={K} N={N}, bf16; "
           f"torch {torch.__version__})")
