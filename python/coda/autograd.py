@@ -282,10 +282,13 @@ def _run_op(key: str, derive: str, a: torch.Tensor, b: torch.Tensor,
     return _run(key, derive, a, b, tensors, names, scalars, scalar_names, seed)
 
 
-@_run_op.register_fake
-def _(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
+def _run_fake(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
+    """Empty tensors shaped as `run`'s outputs (nothing launched)."""
     program = _families[key].program(derive, a.device, a.dtype)
     return [a.new_empty(shape, dtype=dtype) for shape, dtype in _outputs(program, a, b)]
+
+
+_run_op.register_fake(_run_fake)
 
 
 def _run_op_setup_context(ctx, inputs, output):

@@ -72,6 +72,7 @@ as it is, and the report says what was replaced and what was not, and why.
 """
 
 import functools
+import inspect
 import sys
 
 import torch.nn.functional as F
@@ -304,31 +305,54 @@ def _attention(attn, x):
     return y.transpose(1, 2).contiguous().view(batch, tokens, channels)
 
 
-def _patch_block(block, mlp_parts):
+def _block_tail(block, mlp_parts):
+    """What a GPT-style block (nanoGPT's, GPT-2's) runs after its attention:
+    `project(attended, x)`, the attention's output projection (attn.c_proj,
+    its weight read as stored), its dropout (attn.resid_dropout's
+    probability) and the residual x in one kernel (coda.nn.OutProjection),
+    giving h; then `finish(h)`, ln_2 and the MLP of `mlp_parts` with h as its
+    residual (coda's fused MLP). Their programs have no parameters of their
+    own: each call takes the modules' as they are then."""
     attn = block.attn
     proj = attn.c_proj
-    if proj.bias is None:
-        return None
-    # The kernel's program, without parameters of its own: each call takes
-    # c_proj's as they are then.
-    out = coda_nn.OutProjection(proj.in_features, proj.out_features,
-                                dropout=attn.resid_dropout.p, device="meta")
+    in_features, out_features = _features(proj)
+    out = coda_nn.OutProjection(in_features, out_features, dropout=attn.resid_dropout.p,
+                                weight_layout=_layout(proj), device="meta")
     mlp = _fused_mlp(*mlp_parts)
     object.__setattr__(block, "_coda_out_projection", out)
     object.__setattr__(block, "_coda_mlp", mlp)
+
+    def project(attended, x):
+        out.training = block.training
+        return out._forward(proj.weight, proj.bias, attended, None, {"residual": x})
+
+    def finish(h):
+        return _run(mlp, block, block.ln_2(h), residual=h)
+
+    return project, finish
+
+
+def _describe_block(mlp_parts):
+    """What the report calls a block patched by _block_tail."""
+    return (f"block: attention output projection + dropout + residual in one kernel, "
+            f"{_describe(mlp_parts)} + residual as coda's fused MLP")
+
+
+def _patch_block(block, mlp_parts):
+    attn = block.attn
+    if attn.c_proj.bias is None:
+        return None
+    project, finish = _block_tail(block, mlp_parts)
     check = _kept((block, "attn"), (block, "mlp"), (attn, "c_proj"), *_mlp_children(block.mlp))
 
     def forward(x):
         check()
         lead = x.shape
-        h = _attention(attn, block.ln_1(x))
-        out.training = block.training
-        x = out._forward(proj.weight, proj.bias, h, None, {"residual": x}).view(lead)
-        return _run(mlp, block, block.ln_2(x), residual=x).view(lead)
+        x = project(_attention(attn, block.ln_1(x)), x).view(lead)
+        return finish(x).view(lead)
 
     block.forward = forward
-    return (f"block: attention output projection + dropout + residual in one kernel, "
-            f"{_describe(mlp_parts)} + residual as coda's fused MLP")
+    return _describe_block(mlp_parts)
 
 
 _DECODER_CHILDREN = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"}
@@ -633,8 +657,6 @@ def _gpt2_block_parts(module):
     parts = _mlp_parts(mlp) if isinstance(mlp, nn.Module) else None
     if not isinstance(parts, tuple):
         return None
-    import inspect
-
     try:
         names = inspect.signature(type(module).forward).parameters
     except (TypeError, ValueError):
@@ -655,14 +677,8 @@ def _patch_gpt2_block(block, mlp_parts):
     second kernel (coda's fused MLP). The attention's c_proj and
     resid_dropout then return their input: the block applies them."""
     attn = block.attn
-    proj = attn.c_proj
-    in_features, out_features = _features(proj)
-    out = coda_nn.OutProjection(in_features, out_features, dropout=attn.resid_dropout.p,
-                                weight_layout="kn", device="meta")
-    mlp = _fused_mlp(*mlp_parts)
-    object.__setattr__(block, "_coda_out_projection", out)
-    object.__setattr__(block, "_coda_mlp", mlp)
-    proj.forward = lambda x: x
+    project, finish = _block_tail(block, mlp_parts)
+    attn.c_proj.forward = lambda x: x
     attn.resid_dropout.forward = lambda x: x
     check = _kept((block, "attn"), (block, "mlp"), (attn, "c_proj"), (attn, "resid_dropout"),
                   *_mlp_children(block.mlp))
@@ -676,8 +692,7 @@ def _patch_gpt2_block(block, mlp_parts):
         cache = kwargs.pop("past_key_values", cache)
         attended, _ = attn(block.ln_1(hidden_states), cache=cache, attention_mask=attention_mask,
                            use_cache=use_cache, **kwargs)
-        out.training = block.training
-        h = out._forward(proj.weight, proj.bias, attended, None, {"residual": hidden_states})
+        h = project(attended, hidden_states)
         if encoder_hidden_states is not None:
             if not hasattr(block, "crossattention"):
                 raise ValueError(f"encoder_hidden_states were given, but {type(block).__name__} "
@@ -687,11 +702,10 @@ def _patch_gpt2_block(block, mlp_parts):
                 encoder_hidden_states=encoder_hidden_states,
                 encoder_attention_mask=encoder_attention_mask)
             h = h + crossed
-        return _run(mlp, block, block.ln_2(h), residual=h)
+        return finish(h)
 
     block.forward = _checkpointed(block, forward)
-    return (f"block: attention output projection + dropout + residual in one kernel, "
-            f"{_describe(mlp_parts)} + residual as coda's fused MLP")
+    return _describe_block(mlp_parts)
 
 
 def _bert_layer_parts(module):
