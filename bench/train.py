@@ -10,7 +10,9 @@ variant too ("liger", when liger_kernel is importable; it patches
 transformers' LLaMA classes, so it runs last).
 For each: step time and tokens/s (CUDA events over timed steps after
 warm-up), the host's time to enqueue a step (the step is host-bound where
-the two are equal), peak memory, and where the step's CUDA time goes (torch.profiler
+the two are equal), the first step's time (compiles included: coda's
+kernels not in its disk cache, $CODA_CACHE_DIR, and torch.compile's graphs),
+peak memory, and where the step's CUDA time goes (torch.profiler
 over a few steps: GEMMs (cuBLAS), coda's fused kernels, attention, and the
 rest: the memory-bound operators a fused epilogue is meant to remove);
 --chart PATH also draws them as an SVG bar chart.
@@ -122,7 +124,14 @@ def step_fn(model, optimizer, x, y):
 def measure(name, model, x, y, warmup, steps, profiled, host_profile):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     step = step_fn(model, optimizer, x, y)
-    for _ in range(warmup):
+    # The first step compiles (coda's kernels missing from its disk cache,
+    # torch.compile's graphs): its time to the GPU's finish, in seconds.
+    torch.cuda.synchronize()
+    first = time.perf_counter()
+    step()
+    torch.cuda.synchronize()
+    first = time.perf_counter() - first
+    for _ in range(warmup - 1):
         step()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
@@ -162,7 +171,7 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
             shares[category(event.key)] += event.device_time_total / 1000 / profiled
             kernels.append((event.device_time_total / 1000 / profiled, event.count / profiled,
                             event.key))
-    return {"name": name, "ms": ms, "host": host, "peak": peak, "loss": loss.item(), **shares,
+    return {"name": name, "ms": ms, "host": host, "first": first, "peak": peak, "loss": loss.item(), **shares,
             "kernels": sorted(kernels, reverse=True)}
 
 
@@ -284,10 +293,11 @@ def main():
         torch.cuda.empty_cache()
     eager = rows[0]["ms"]
     print(f"{'variant':20} {'ms/step':>8} {'host ms':>8} {'tok/s':>10} {'vs eager':>8} {'peak GiB':>8} "
-          f"{'GEMM ms':>8} {'coda ms':>8} {'attn ms':>8} {'other ms':>8}")
+          f"{'first s':>8} {'GEMM ms':>8} {'coda ms':>8} {'attn ms':>8} {'other ms':>8}")
     for r in rows:
         print(f"{r['name']:20} {r['ms']:8.2f} {r['host']:8.2f} {tokens / r['ms'] * 1000:10,.0f} "
-              f"{eager / r['ms']:7.2f}x {r['peak']:8.2f} {r['gemm']:8.2f} {r['coda']:8.2f} "
+              f"{eager / r['ms']:7.2f}x {r['peak']:8.2f} "
+              f"{r['first']:8.1f} {r['gemm']:8.2f} {r['coda']:8.2f} "
               f"{r['attention']:8.2f} {r['other']:8.2f}")
     if args.chart:
         write_chart(args.chart, f"{torch.cuda.get_device_name()}: {args.model}, {args.layers} "

@@ -100,7 +100,7 @@ struct BackwardPrograms {
   func::FuncOp backward;
   /// `@f_grad_a`: `grad_a` in A's layout and type, from `grad_acc` and B.
   func::FuncOp gradA;
-  /// `@f_grad_b`: `grad_b` in B's layout, f32, from `grad_acc` and A.
+  /// `@f_grad_b`: `grad_b` in B's layout and type, from `grad_acc` and A.
   func::FuncOp gradB;
 };
 
