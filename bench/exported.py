@@ -5,7 +5,9 @@ with bias, residual and LayerNorm (768 -> 768), f32 operands (tf32 on the
 tensor cores, as the exports are f32), M = 8192, one process, CUDA-event
 medians with L2 flushed. Rows: cuBLAS's GEMM alone (F.linear, TF32), eager
 PyTorch's unfused layer, the DSL program, and each frontend's exported
-program (coda.Program on the outlined module's program).
+program (coda.Program on the outlined module's program). Each program's
+output (its buffer filled with NaN first) is checked against the layer in
+float64 before it is timed; the relative errors are in the report.
 
 The exports need the frontends (jax, iree-turbine) and coda-opt, which the
 GPU machine may not have: export here, carry the folder, time there.
@@ -68,15 +70,16 @@ def program_of(text):
     raise SystemExit("no program in the module")
 
 
-def inputs_for(torch, program, a, b):
-    """Inputs of `program`'s signature, named, beside A and B: random
-    tensors; the scalars JAX's LayerNorm passes in as its host code computes
-    them (N - ddof as an f32, the guard N - ddof > 0 as an i64)."""
-    m, n = a.shape[0], b.shape[0]
-    sizes = {1: [n], 2: [m], 3: [m, n]}
-    scalars = {"f32": float(n), "i64": 1}
-    return {arg["name"]: (torch.randn(sizes[arg["dims"]], device="cuda") if arg["tensor"]
-                          else scalars[arg["type"]])
+def inputs_for(program, vectors, residual):
+    """Inputs of `program`'s signature, named, beside A and B: its [N]
+    tensors taken from `vectors` in order (bias, then LayerNorm's gamma and
+    beta), its [M, N] tensor `residual`, and the scalars JAX's LayerNorm
+    passes in as its host code computes them (N - ddof as an f32, the guard
+    N - ddof > 0 as an i64)."""
+    vectors = iter(vectors)
+    scalars = {"f32": float(residual.shape[1]), "i64": 1}
+    return {arg["name"]: (next(vectors) if arg["dims"] == 1 else residual) if arg["tensor"]
+            else scalars[arg["type"]]
             for arg in program.arguments if arg["role"] == "input"}
 
 
@@ -103,22 +106,28 @@ def time_all(folder, out, m):
         b = torch.randn(n, k, device="cuda") / k ** 0.5
         bias, gamma, beta = (torch.randn(n, device="cuda") for _ in range(3))
         r = torch.randn(m, n, device="cuda")
-        eager = {"linear_gelu": lambda: F.gelu(F.linear(a, b, bias)),
-                 "residual_layernorm": lambda: F.layer_norm(F.linear(a, b, bias) + r, (n,),
-                                                            gamma, beta)}[case]
-        dsl_program = coda.Program(dsl, dtype="f32")
-        named = inputs_for(torch, dsl_program, a, b)
-        row = {"gemm": bench(lambda: F.linear(a, b)), "eager": bench(eager),
-               "dsl": bench(lambda: dsl_program(a, b, inputs=named))}
+        layer = {"linear_gelu": lambda a, b, bias, r, gamma, beta: F.gelu(F.linear(a, b, bias)),
+                 "residual_layernorm": lambda a, b, bias, r, gamma, beta: F.layer_norm(
+                     F.linear(a, b, bias) + r, (n,), gamma, beta)}[case]
+        operands = (a, b, bias, r, gamma, beta)
+        # Each program is checked against the layer in float64 before it is
+        # timed, its output first filled with NaN.
+        want = layer(*(t.double() for t in operands))
+        row = {"gemm": bench(lambda: F.linear(a, b)), "eager": bench(lambda: layer(*operands))}
+        programs = {"dsl": coda.Program(dsl, dtype="f32")}
         for frontend in modules:
             text = open(os.path.join(folder, f"{frontend}-{case}.mlir")).read()
             if f"tensor<{m}x{k}xf32>" not in text:
                 raise SystemExit(f"{frontend}-{case}.mlir was not exported at M = {m} (--m)")
-            program = coda.Program(text, function=program_of(text))
-            args = inputs_for(torch, program, a, b)
-            row[frontend] = bench(lambda: program(a, b, inputs=args))
-            res[f"{case}_{frontend}_kernel"] = list(program.kernel_shape)
-        res[f"{case}_dsl_kernel"] = list(dsl_program.kernel_shape)
+            programs[frontend] = coda.Program(text, function=program_of(text))
+        for name, program in programs.items():
+            args = inputs_for(program, (bias, gamma, beta), r)
+            (output,) = program.outputs
+            out = {output["name"]: torch.full((m, n), float("nan"), device="cuda")}
+            got = program(a, b, inputs=args, out=out)[output["name"]]
+            res[f"{case} {name}_error"] = ((got.double() - want).norm() / want.norm()).item()
+            row[name] = bench(lambda: program(a, b, inputs=args))
+            res[f"{case}_{name}_kernel"] = list(program.kernel_shape)
         res["rows"][f"{case} M={m} K={k} N={n}"] = row
     report(out, "exported", res,
            f"exported programs vs the DSL, f32 (tf32), {res['device']}, {res['date']} (ms)")

@@ -296,6 +296,24 @@ coda_status coda_program_prepare(coda_program *program) {
   return status(program->program->prepare());
 }
 
+coda_status coda_program_prepare_problem(coda_program *program, int64_t batch,
+                                         int64_t m, int64_t n, int64_t k,
+                                         int32_t seed_in_memory) {
+  if (!program)
+    return fail("coda_program_prepare_problem: program is null");
+  if (batch < 1 || m < 1 || n < 1 || k < 1)
+    return fail("coda_program_prepare_problem: batch, m, n and k must be at "
+                "least 1, got " +
+                std::to_string(batch) + ", " + std::to_string(m) + ", " +
+                std::to_string(n) + " and " + std::to_string(k));
+  if (program->program->isAutotuned())
+    return fail("coda_program_prepare_problem: an autotuned program compiles "
+                "its kernels at the first launch of a problem, which times "
+                "them");
+  ProblemShape problem{batch, m, n, k};
+  return status(program->program->prepare(problem, seed_in_memory != 0));
+}
+
 /// coda_program_launch, with the seed read from `seedAddress` when it is not
 /// 0.
 static coda_status launch(coda_program *program, const coda_value *arguments,

@@ -190,7 +190,7 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   // [m, n/2] spreads over twice as many output columns.
   if (signature.halfNAccumulator)
     problem->n /= 2;
-  if (!options.autotune || constraint != TileConstraint::None)
+  if (!isAutotuned())
     return launchShape(chooseShape(*problem), *problem, arguments, outputs,
                        stream, seedAddress);
   llvm::Expected<KernelShape> tuned =

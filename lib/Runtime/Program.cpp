@@ -173,14 +173,61 @@ llvm::Error GpuProgram::prepare() {
   return prepareShape(options.shape).takeError();
 }
 
-llvm::Error GpuProgram::prepare(const ProblemShape &problem) {
-  return prepareShape(chooseShape(problem)).takeError();
+llvm::Error GpuProgram::prepare(const ProblemShape &problem,
+                                bool seedInMemory) {
+  // As launch() tiles it: over the product's columns, which an accumulator
+  // [m, n/2] spreads over twice as many output columns.
+  ProblemShape product = problem;
+  if (signature.halfNAccumulator)
+    product.n /= 2;
+  return prepareShape(chooseShape(product),
+                      seedInMemory && signature.findSeed() >= 0)
+      .takeError();
+}
+
+llvm::Expected<std::shared_ptr<Kernel>>
+GpuProgram::buildKernel(StringRef key, const GpuPipelineOptions &pipeline,
+                        GpuCompileStats &stats) const {
+  // An MLIRContext of its own: other threads compile in theirs.
+  GpuRuntime::Impl &impl = *runtime.impl;
+  StringRef cacheDirectory = runtime.cacheDirectory;
+  MLIRContext context(impl.registry, MLIRContext::Threading::DISABLED);
+  context.printOpOnDiagnostic(false);
+  auto kernel = std::make_shared<Kernel>();
+  std::chrono::steady_clock::time_point start;
+  if (readCache(context, cacheDirectory, key, signature, *kernel)) {
+    start = std::chrono::steady_clock::now();
+    if (llvm::Error e = load(*impl.driver, impl.context, impl.multiprocessors,
+                             signature.functionName, *kernel)) {
+      // Not loadable here (written by another driver, say): compiled anew.
+      llvm::consumeError(std::move(e));
+      removeCache(cacheDirectory, key);
+      *kernel = Kernel();
+    } else {
+      stats.fromDiskCache = true;
+    }
+  }
+  if (!stats.fromDiskCache) {
+    start = std::chrono::steady_clock::now();
+    if (auto e = compile(context, source, sourceName, signature.functionName,
+                         pipeline, *kernel))
+      return std::move(e);
+    stats.compileSeconds = secondsSince(start);
+    start = std::chrono::steady_clock::now();
+    if (auto e = load(*impl.driver, impl.context, impl.multiprocessors,
+                      signature.functionName, *kernel))
+      return std::move(e);
+    // Cached only once it has loaded.
+    writeCache(context, cacheDirectory, key, *kernel);
+  }
+  stats.loadSeconds = secondsSince(start);
+  return kernel;
 }
 
 llvm::Expected<std::shared_ptr<Kernel>>
 GpuProgram::prepareShape(const KernelShape &shape, bool seedInMemory) {
   GpuRuntime::Impl &impl = *runtime.impl;
-  std::lock_guard<std::mutex> lock(impl.mutex);
+  std::unique_lock<std::mutex> lock(impl.mutex);
   std::string shapeKey = shape.getKey();
   if (seedInMemory)
     shapeKey += "/seed-in-memory";
@@ -206,38 +253,21 @@ GpuProgram::prepareShape(const KernelShape &shape, bool seedInMemory) {
   hash.update(shapeKey);
   fresh.key = llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 
+  // Compiled outside the lock, once: a thread that needs a kernel another
+  // one is compiling waits for it (and compiles it itself if that failed).
+  impl.compiled.wait(lock, [&] { return !impl.compiling.contains(fresh.key); });
   std::shared_ptr<Kernel> kernel = impl.kernels.lookup(fresh.key);
   if (!kernel) {
-    auto compiled = std::make_shared<Kernel>();
-    std::chrono::steady_clock::time_point start;
-    if (readCache(*impl.mlir, runtime.cacheDirectory, fresh.key, signature,
-                  *compiled)) {
-      start = std::chrono::steady_clock::now();
-      if (llvm::Error e = load(*impl.driver, impl.context, impl.multiprocessors,
-                               signature.functionName, *compiled)) {
-        // Not loadable here (written by another driver, say): compiled anew.
-        llvm::consumeError(std::move(e));
-        removeCache(runtime.cacheDirectory, fresh.key);
-        *compiled = Kernel();
-      } else {
-        fresh.fromDiskCache = true;
-      }
-    }
-    if (!fresh.fromDiskCache) {
-      start = std::chrono::steady_clock::now();
-      if (auto e = compile(*impl.mlir, source, sourceName,
-                           signature.functionName, pipeline, *compiled))
-        return std::move(e);
-      fresh.compileSeconds = secondsSince(start);
-      start = std::chrono::steady_clock::now();
-      if (auto e = load(*impl.driver, impl.context, impl.multiprocessors,
-                        signature.functionName, *compiled))
-        return std::move(e);
-      // Cached only once it has loaded.
-      writeCache(*impl.mlir, runtime.cacheDirectory, fresh.key, *compiled);
-    }
-    fresh.loadSeconds = secondsSince(start);
-    impl.kernels[fresh.key] = kernel = std::move(compiled);
+    impl.compiling.insert(fresh.key);
+    lock.unlock();
+    llvm::Expected<std::shared_ptr<Kernel>> built =
+        buildKernel(fresh.key, pipeline, fresh);
+    lock.lock();
+    impl.compiling.erase(fresh.key);
+    impl.compiled.notify_all();
+    if (!built)
+      return built.takeError();
+    impl.kernels[fresh.key] = kernel = std::move(*built);
   }
   fresh.shape = kernel->abi.getShape();
   stats = std::move(fresh);

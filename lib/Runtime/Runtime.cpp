@@ -104,9 +104,8 @@ llvm::Expected<std::unique_ptr<GpuRuntime>> GpuRuntime::create(int device) {
                  Twine(device) + " is " + runtime->description);
   runtime->cacheDirectory = defaultCacheDirectory();
 
-  DialectRegistry registry;
-  registerDialects(registry);
-  impl.mlir = std::make_unique<MLIRContext>(registry);
+  registerDialects(impl.registry);
+  impl.mlir = std::make_unique<MLIRContext>(impl.registry);
   impl.mlir->printOpOnDiagnostic(false);
   impl.mlir->loadAllAvailableDialects();
   return std::move(runtime);

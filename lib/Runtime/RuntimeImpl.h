@@ -15,13 +15,16 @@
 #include "coda/Runtime/Runtime.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -121,9 +124,18 @@ struct GpuRuntime::Impl {
   /// The device's SM count: the persistent kernels' grid size.
   int multiprocessors = 1;
   CUcontext context = nullptr;
+  /// coda's dialects: each kernel compiles in an MLIRContext of its own made
+  /// from them, outside `mutex`, so that threads compile kernels at once.
+  DialectRegistry registry;
+  /// Where programs are loaded (parsed, derived), under `mutex`.
   std::unique_ptr<MLIRContext> mlir;
   std::mutex mutex;
   llvm::StringMap<std::shared_ptr<runtime::Kernel>> kernels;
+  /// The cache keys of the kernels being compiled, and the condition that one
+  /// of them is done: a thread that needs a kernel another one compiles waits
+  /// for it rather than compiling it again.
+  llvm::StringSet<> compiling;
+  std::condition_variable compiled;
 
   ~Impl();
 };

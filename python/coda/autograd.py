@@ -22,8 +22,10 @@ starts: the ops trace under torch.compile(fullgraph=True) and replay in CUDA
 graphs with a seed drawn inside the graph.
 """
 
+import concurrent.futures
 import functools
 import itertools
+import os
 from typing import Optional
 
 from .reference import ReferenceProgram
@@ -275,6 +277,117 @@ def _operand_gradient(call, key, derive, grad_acc, other, seed):
     return call(key, derive, x, y, [], "", [], "", seed)[0]
 
 
+# The kernels a backward will launch, compiled on background threads while
+# the forward runs (at the first forward of each problem): the forward calls
+# and kernels submitted, the threads, and their work (until it is done).
+_ahead = set()
+_compiler = None
+_compiling = []
+
+
+def _compile_ahead(call, jobs, like, *args):
+    """Compiles, on background threads, the kernels of `jobs(like, *args)`:
+    (family key, derived program, shape of operand A, shape of operand B),
+    for tensors like `like` (its device and dtype) when they are CUDA
+    tensors, once per `call` (a tuple naming the forward and its problem).
+    The eager forward functions call it with what their backward launches,
+    so that the first training step compiles the backward's kernels in
+    parallel with each other and with the forward's; a launch that needs a
+    kernel still compiling waits for it. A failed job is left for its launch
+    to report. Not while a CUDA graph is being captured."""
+    global _compiler
+    if call in _ahead or not like.is_cuda:
+        return
+    _ahead.add(call)
+    if torch.cuda.is_current_stream_capturing():
+        return
+    for key, derive, a, b in jobs(like, *args):
+        program = _families[key].program(derive, like.device, like.dtype)
+        job = (id(program), tuple(a), tuple(b))
+        if job in _ahead:
+            continue
+        _ahead.add(job)
+        if _compiler is None:
+            _compiler = concurrent.futures.ThreadPoolExecutor(
+                max_workers=max(1, min(8, (os.cpu_count() or 2) - 1)),
+                thread_name_prefix="coda-compile")
+        _compiling[:] = [f for f in _compiling if not f.done()]
+        _compiling.append(_compiler.submit(_prepare_quietly, program, job[1], job[2]))
+
+
+def _prepare_quietly(program, a, b):
+    try:
+        program.prepare(a, b, device_seed=True)
+    except CodaError:
+        pass  # its launch compiles the kernel again and reports the error
+
+
+def _first_output_shape(program, a, b):
+    """The shape of `program`'s first output on operands of shapes a and b."""
+    _, m, n = _output_space(program, a, b)
+    return _output_shape(program.outputs[0]["dims"], None, m, n)
+
+
+def _saved_derive(next_key):
+    """The derived program that runs a saved accumulator's epilogue gradient
+    on the dgrad GEMM of family `next_key`, whose weight it reads as stored:
+    [K, N] for an nn.Linear weight, [N, K] for one stored [in, out]."""
+    nk = _families[next_key].options.get("layout_b") == "kn"
+    return "backward_saved_nk" if nk else "backward_saved"
+
+
+def _mlp_jobs(like, up, down, x, w1, w2, needs, input_gradient=False):
+    """The jobs (_compile_ahead) of `mlp`'s backward on x, w1, w2 (shapes;
+    `needs`: the gradients of x, w1, b1, w2, b2, residual asked for;
+    `input_gradient`: x's gradient computed by the caller, not by fc1's
+    grad_a)."""
+    h = _first_output_shape(_families[up].program("saving", like.device, like.dtype), x, w1)
+    y = _first_output_shape(_families[down].program("", like.device, like.dtype), h, w2)
+    jobs = _backward_jobs(like, down, h, w2, (False, needs[3]))
+    if needs[0] or needs[1] or needs[2]:
+        jobs += _backward_jobs(like, up, x, w1, (needs[0] and not input_gradient, needs[1]),
+                               (_saved_derive(down), y, w2))
+    return jobs
+
+
+def _tail_jobs(like, proj, up, down, x, w0, w1, w2, needs):
+    """The jobs (_compile_ahead) of `tail`'s backward on x, w0, w1, w2
+    (shapes; `needs`: the gradients of x, w0, w1, b1, w2, b2 asked for), as
+    _tail_backward runs it: the MLP's, with fc1's dgrad GEMM carrying the
+    projection's epilogue gradient."""
+    normed = _first_output_shape(_families[proj].program("saving", like.device, like.dtype),
+                                 x, w0)
+    h1 = _first_output_shape(_families[up].program("saving", like.device, like.dtype),
+                             normed, w1)
+    return (_mlp_jobs(like, up, down, normed, w1, w2, (True, *needs[2:6], True),
+                      input_gradient=True)
+            + _backward_jobs(like, proj, x, w0, needs[0:2], (_saved_derive(up), h1, w1)))
+
+
+def _backward_jobs(like, key, a, b, needs, saved_next=None):
+    """The jobs (_compile_ahead) of the backward of family `key`'s forward on
+    operands of shapes a and b (tensors like `like`): its epilogue gradient
+    (with `saved_next` = (derived program, grad_output's shape, the next
+    weight's shape), the saved accumulator's on the next GEMM, else the
+    recomputed one, unless no kernel computes it), then grad_a and grad_b as
+    `needs` (of A, of B) asks."""
+    if saved_next is None:
+        derive, x, y = "backward", a, b
+    else:
+        derive, x, y = saved_next
+    program = _families[key].program(derive, like.device, like.dtype)
+    jobs = []
+    if saved_next or any(output["source"] == "computed" for output in program.outputs):
+        jobs.append((key, derive, x, y))
+    grad_acc = _first_output_shape(program, x, y)
+    for derive, other, needed in (("grad_a", b, needs[0]), ("grad_b", a, needs[1])):
+        if needed:
+            program = _families[key].program(derive, like.device, like.dtype)
+            first = program.arguments[0]["name"] == "grad_acc"
+            jobs.append((key, derive, *((grad_acc, other) if first else (other, grad_acc))))
+    return jobs
+
+
 @torch.library.custom_op("coda::run", mutates_args=())
 def _run_op(key: str, derive: str, a: torch.Tensor, b: torch.Tensor,
             tensors: list[torch.Tensor], names: str, scalars: list[float], scalar_names: str,
@@ -316,6 +429,10 @@ class _Run(torch.autograd.Function):
     def forward(ctx, meta, a, b, seed, *tensors):
         key, derive, names, scalars, scalar_names = meta
         ctx.meta = meta
+        needs = ctx.needs_input_grad
+        if any(needs) and derive in ("", "saving"):
+            _compile_ahead(("run", key, a.shape, b.shape, needs[1:3]), _backward_jobs, a, key,
+                           a.shape, b.shape, needs[1:3])
         outputs = _run(key, derive, a, b, list(tensors), names, scalars, scalar_names, seed)
         ctx.save_for_backward(a, b, seed, *tensors, *_saved_rows(key, derive, a, outputs))
         return tuple(outputs)
@@ -392,10 +509,7 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y, input_gradient=N
                if needs[3] else None)
     grad_x = grad_w1 = grad_b1 = None
     if needs[0] or needs[1] or needs[2]:
-        # fc2's dgrad GEMM reads w2 as stored: [K, N] for an nn.Linear weight,
-        # [N, K] for one stored [in, out].
-        nk = _families[down].options.get("layout_b") == "kn"
-        backward = call(up, "backward_saved_nk" if nk else "backward_saved", grad_acc2, w2,
+        backward = call(up, _saved_derive(down), grad_acc2, w2,
                         saved + ([] if b1 is None else [b1]),
                         ",".join(_saved_names(up, x) + ([] if b1 is None else ["bias"])), [],
                         "", seed)
@@ -455,6 +569,10 @@ class _Mlp(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
+        needs = ctx.needs_input_grad[2:8]
+        if any(needs):
+            _compile_ahead(("mlp", up, down, x.shape, w1.shape, w2.shape, needs), _mlp_jobs, x,
+                           up, down, x.shape, w1.shape, w2.shape, needs)
         y, h, *saved = _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
         ctx.mark_non_differentiable(h, *saved)
         # h and what the backward reads have no gradient: no zeros made for
@@ -511,11 +629,8 @@ def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
     result = {}
 
     def through_projection(grad_acc1, grad_h):
-        # fc1's dgrad GEMM reads w1 as stored: [K, N] for an nn.Linear weight,
-        # [N, K] for one stored [in, out].
-        nk = _families[up].options.get("layout_b") == "kn"
         grad_acc0, *input_grads = call(
-            proj, "backward_saved_nk" if nk else "backward_saved", grad_acc1, w1,
+            proj, _saved_derive(up), grad_acc1, w1,
             tensors + saved0 + [_as(grad_h, h.dtype)],
             ",".join([*_split(names), *saved_names, "grad_h"]), [], "", seed0)
         result["inputs"] = [_as(grad, t.dtype) for grad, t in zip(input_grads, tensors)]
@@ -578,6 +693,11 @@ class _Tail(torch.autograd.Function):
     @staticmethod
     def forward(ctx, meta, x, w0, w1, b1, w2, b2, seed0, seed, output_seed, *tensors):
         proj, up, down, names = meta
+        needs = ctx.needs_input_grad[1:7]
+        if any(ctx.needs_input_grad):
+            _compile_ahead(("tail", meta, x.shape, w0.shape, w1.shape, w2.shape, needs),
+                           _tail_jobs, x, proj, up, down, x.shape, w0.shape, w1.shape, w2.shape,
+                           needs)
         outputs = _tail(_run, proj, up, down, x, w0, list(tensors), names, w1, b1, w2, b2,
                         seed0, seed, output_seed)
         _, normed, h, g, *saved = outputs

@@ -41,11 +41,12 @@ _OUTPUT_SOURCES = ("computed", "argument", "column_sum")
 
 def _output_space(program, a, b):
     """(batch, M, N) of `program` (a Program or ReferenceProgram) on
-    operands a and b: batch None unless one is batched, N twice B's columns
-    when the accumulator spans [m, n/2]."""
-    m = a.shape[-1] if program.transpose_a else a.shape[-2]
-    n = b.shape[-2] if program.transpose_b else b.shape[-1]
-    batch = a.shape[0] if a.dim() == 3 else (b.shape[0] if b.dim() == 3 else None)
+    operands a and b (tensors or shapes): batch None unless one is batched,
+    N twice B's columns when the accumulator spans [m, n/2]."""
+    a, b = getattr(a, "shape", a), getattr(b, "shape", b)
+    m = a[-1] if program.transpose_a else a[-2]
+    n = b[-2] if program.transpose_b else b[-1]
+    batch = a[0] if len(a) == 3 else (b[0] if len(b) == 3 else None)
     return batch, m, 2 * n if program.accumulator_half_n else n
 
 
@@ -212,6 +213,8 @@ def _library():
                                                  ctypes.POINTER(ctypes.c_int64),
                                                  ctypes.POINTER(ctypes.c_int64)]),
             "coda_program_prepare": (I, [P]),
+            "coda_program_prepare_problem": (I, [P, ctypes.c_int64, ctypes.c_int64,
+                                                 ctypes.c_int64, ctypes.c_int64, I]),
             "coda_program_launch": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t, P]),
             "coda_program_launch_device_seed": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t,
                                                     ctypes.c_uint64, P]),
@@ -340,12 +343,25 @@ class Program:
         return ((tm.value, tn.value, schedule.value.decode(), cm.value, gr.value)
                 if tm.value else None)
 
-    def prepare(self):
+    def prepare(self, a=None, b=None, *, device_seed=False):
         """Compiles (or fetches from a cache) now rather than at the first call:
-        the kernel of the compile options. Unless they pin the tile shape, a
-        problem that fills the GPU better with another tile width gets that
-        kernel, compiled at its first call."""
-        _check(_library().coda_program_prepare(self._handle))
+        without operands, the kernel of the compile options (unless they pin
+        the tile shape, a problem that fills the GPU better with another tile
+        width gets that kernel, compiled at its first call); with operands a
+        and b (tensors or their shapes), the kernel that calls on them use
+        (with `device_seed`, calls given the dropout seed as a CUDA tensor).
+        Threads may prepare and call programs at once: kernels compile in
+        parallel (the GIL released), each once."""
+        _check_live(self)
+        if a is None and b is None:
+            _check(_library().coda_program_prepare(self._handle))
+            return
+        if a is None or b is None:
+            raise CodaError("prepare takes both operands, a and b, or neither")
+        batch, m, n = _output_space(self, a, b)
+        k = getattr(a, "shape", a)[-2 if self.transpose_a else -1]
+        _check(_library().coda_program_prepare_problem(self._handle, batch or 1, m, n, k,
+                                                       int(device_seed)))
 
     def __call__(self, a, b, c=None, *, gemm_alpha=None, gemm_beta=None, seed=None, out=None,
                  inputs=None, **named):

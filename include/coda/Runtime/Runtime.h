@@ -33,6 +33,8 @@
 
 namespace mlir::coda {
 
+struct GpuPipelineOptions;
+
 namespace runtime {
 struct CudaDriver;
 struct Kernel;
@@ -157,9 +159,16 @@ public:
 
   /// Compiles the program (or fetches it from a cache) and loads it, if that
   /// has not happened yet: for the kernel shape of the compile options, or
-  /// the one launches of `problem` use (see launch()).
+  /// the one launches of `problem` (as launch() infers it from the argument
+  /// shapes; with `seedInMemory`, launches given the dropout seed's address)
+  /// use without autotuning. Threads may prepare and launch programs at
+  /// once: different kernels compile in parallel, each kernel once.
   llvm::Error prepare();
-  llvm::Error prepare(const ProblemShape &problem);
+  llvm::Error prepare(const ProblemShape &problem, bool seedInMemory = false);
+  /// Whether launches choose their kernel shape by timing the candidates.
+  bool isAutotuned() const {
+    return options.autotune && constraint == TileConstraint::None;
+  }
   /// What preparing the kernel prepared last took (a copy: launches on other
   /// threads may prepare another).
   GpuCompileStats getCompileStats() const;
@@ -226,6 +235,12 @@ private:
   /// `seedInMemory`, the variant that reads the dropout seed from its address.
   llvm::Expected<std::shared_ptr<runtime::Kernel>>
   prepareShape(const KernelShape &shape, bool seedInMemory = false);
+  /// The kernel of cache key `key`, compiled with `pipeline` or read from
+  /// the disk cache, and loaded; says which in `stats`. Runs outside the
+  /// runtime's lock, on any number of threads at once.
+  llvm::Expected<std::shared_ptr<runtime::Kernel>>
+  buildKernel(StringRef key, const GpuPipelineOptions &pipeline,
+              GpuCompileStats &stats) const;
 
   GpuRuntime &runtime;
   std::string source;

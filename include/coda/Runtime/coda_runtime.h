@@ -191,6 +191,18 @@ void coda_program_kernel_shape(const coda_program *program, int64_t *tile_m,
    that kernel at its first launch (see GpuProgram::launch in Runtime.h). */
 coda_status coda_program_prepare(coda_program *program);
 
+/* Compiles or fetches now the kernel that launches of a problem of these
+   sizes use (batch 1 unless the program is batched; m, n and k as
+   coda_program_launch infers them from the argument shapes; with
+   seed_in_memory non-zero, the kernel of coda_program_launch_device_seed
+   when the program draws a dropout mask). Not for an autotuned program, whose
+   first launch of a problem times the candidate kernels. Threads may call it
+   and launch at once: different kernels compile in parallel, each kernel
+   once, and a launch that needs a kernel being compiled waits for it. */
+coda_status coda_program_prepare_problem(coda_program *program, int64_t batch,
+                                         int64_t m, int64_t n, int64_t k,
+                                         int32_t seed_in_memory);
+
 /* Launches the program on `stream` (a CUstream, NULL for the default stream).
    Shapes, alignment and counts are checked before anything is launched. */
 coda_status coda_program_launch(coda_program *program,
