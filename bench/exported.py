@@ -73,9 +73,10 @@ def program_of(text):
 def inputs_for(program, vectors, residual):
     """Inputs of `program`'s signature, named, beside A and B: its [N]
     tensors taken from `vectors` in order (bias, then LayerNorm's gamma and
-    beta), its [M, N] tensor `residual`, and the scalars JAX's LayerNorm
-    passes in as its host code computes them (N - ddof as an f32, the guard
-    N - ddof > 0 as an i64)."""
+    beta), its [M, N] tensor `residual`, and any scalar its host code
+    passes in as the export computes it (JAX's N - ddof as an f32 and its
+    N - ddof > 0 guard as an i64, in exports raised before the raising
+    folded them into constants)."""
     vectors = iter(vectors)
     scalars = {"f32": float(residual.shape[1]), "i64": 1}
     return {arg["name"]: (next(vectors) if arg["dims"] == 1 else residual) if arg["tensor"]

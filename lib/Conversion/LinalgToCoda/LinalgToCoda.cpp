@@ -27,6 +27,8 @@ struct ConvertLinalgToCoda final
     options.explain = explain;
     options.foldNormalizations = foldNorms;
     IRRewriter rewriter(&getContext());
+    SmallVector<Operation *> constants =
+        raising::foldConstantScalars(rewriter, getOperation());
     if (options.foldNormalizations)
       raising::foldNormalizations(rewriter, getOperation(), options);
     // Raising a contraction erases only it, its consumers and data movement,
@@ -39,6 +41,15 @@ struct ConvertLinalgToCoda final
     for (linalg::LinalgOp op : contractions)
       (void)raiseContraction(rewriter, op, options);
     raising::pairGatedProducts(rewriter, getOperation(), options);
+    // The epilogues read the folded scalars as constants of their own; the
+    // folded constants nothing reads any more go (the walk visits only live
+    // ops: the raising may have erased some of them).
+    llvm::SmallPtrSet<Operation *, 8> folded(constants.begin(),
+                                             constants.end());
+    getOperation()->walk([&](arith::ConstantOp op) {
+      if (folded.contains(op) && op->use_empty())
+        rewriter.eraseOp(op);
+    });
   }
 };
 } // namespace

@@ -118,6 +118,14 @@ void eraseDeadOps(RewriterBase &rewriter, ArrayRef<Operation *> ops);
 void foldNormalizations(RewriterBase &rewriter, Operation *root,
                         const RaiseLinalgOptions &options);
 
+/// Replaces each linalg.generic under `root` that computes a single element
+/// from constants (JAX's `N - ddof` and its `N - ddof > 0` guard in a
+/// variance) by a constant, and each tensor.extract of it by the scalar, so
+/// that an epilogue reads them as constants, not as inputs
+/// (ConstantScalars.cpp). Returns the constants it made.
+SmallVector<Operation *> foldConstantScalars(RewriterBase &rewriter,
+                                             Operation *root);
+
 } // namespace mlir::coda::raising
 
 #endif // CODA_LIB_CONVERSION_LINALGTOCODA_RAISING_H

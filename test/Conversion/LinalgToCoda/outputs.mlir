@@ -252,6 +252,57 @@ func.func @keepdim_statistics(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %flag: 
   return %y : tensor<4x16xf32>
 }
 
+// Scalars computed from constants in single-element tensors (JAX's variance:
+// N - ddof from the constant ddof, and its N - ddof > 0 guard) are folded
+// before the raising: the epilogue divides by the constant and selects on a
+// constant, with no scalar inputs and nothing left outside it.
+// CHECK-LABEL: func.func @constant_scalars
+// CHECK-NOT:     linalg.
+// CHECK-NOT:     tensor.extract
+// CHECK:         coda.gemm %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32> -> (tensor<4x16xf32> [m, n])
+// CHECK:           arith.constant 1.600000e+01 : f32
+// CHECK:           arith.constant true
+// CHECK-NOT:     linalg.
+// CHECK-NOT:     arith.constant dense
+func.func @constant_scalars(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %n = arith.constant 1.600000e+01 : f32
+  %ddof = arith.constant dense<0> : tensor<i32>
+  %e = tensor.empty() : tensor<4x16xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %b0 = tensor.empty() : tensor<i1>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %ddof_f = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%ddof : tensor<i32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%i: i32, %o: f32):
+    %f = arith.sitofp %i : i32 to f32
+    linalg.yield %f : f32
+  } -> tensor<f32>
+  %count = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%ddof_f : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%d: f32, %o: f32):
+    %c = arith.subf %n, %d : f32
+    linalg.yield %c : f32
+  } -> tensor<f32>
+  %guard = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%count : tensor<f32>) outs(%b0 : tensor<i1>) {
+  ^bb0(%c: f32, %o: i1):
+    %g = arith.cmpf ogt, %c, %zero : f32
+    linalg.yield %g : i1
+  } -> tensor<i1>
+  %c_s = tensor.extract %count[] : tensor<f32>
+  %g_s = tensor.extract %guard[] : tensor<i1>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %q = arith.divf %x, %c_s : f32
+    %k = arith.select %g_s, %q, %x : f32
+    linalg.yield %k : f32
+  } -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
 // A reduction with a second result that nothing reads (torch's max.dim:
 // the maximum and its index, from linalg.index): the index is not computed,
 // and the maximum fuses.

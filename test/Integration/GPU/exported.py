@@ -57,8 +57,8 @@ def programs(module):
                 dims = [int(d) for d in type[len("tensor<"):].split("x")[:-1]]
                 arrays[key] = random(rng, *dims)
             else:
-                # A scalar computed outside the epilogue (JAX's variance guard,
-                # an i1 widened to i64): the value the export computes.
+                # A scalar computed outside the epilogue (an i1 widened to
+                # i64): the value a guard such as JAX's N - ddof > 0 has.
                 arrays[key] = 1
         outputs = [given or f"result{i}" for i, (_, given) in enumerate(RESULT.findall(results))]
         yield name, arrays, outputs
