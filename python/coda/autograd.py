@@ -290,10 +290,11 @@ def _compile_ahead(call, jobs, like, *args):
     (family key, derived program, shape of operand A, shape of operand B),
     for tensors like `like` (its device and dtype) when they are CUDA
     tensors, once per `call` (a tuple naming the forward and its problem).
-    The eager forward functions call it with what their backward launches,
-    so that the first training step compiles the backward's kernels in
-    parallel with each other and with the forward's; a launch that needs a
-    kernel still compiling waits for it. A failed job is left for its launch
+    The eager forward functions call it, before their first launch, with
+    what their later forward programs and their backward launch, so that
+    the first training step compiles those kernels in parallel with each
+    other and with the first; a launch that needs a kernel still compiling
+    waits for it. A failed job is left for its launch
     to report. Not while a CUDA graph is being captured."""
     global _compiler
     if call in _ahead or not like.is_cuda:
@@ -337,13 +338,13 @@ def _saved_derive(next_key):
 
 
 def _mlp_jobs(like, up, down, x, w1, w2, needs, input_gradient=False):
-    """The jobs (_compile_ahead) of `mlp`'s backward on x, w1, w2 (shapes;
-    `needs`: the gradients of x, w1, b1, w2, b2, residual asked for;
-    `input_gradient`: x's gradient computed by the caller, not by fc1's
-    grad_a)."""
+    """The jobs (_compile_ahead) of `mlp` on x, w1, w2 (shapes; `needs`: the
+    gradients of x, w1, b1, w2, b2, residual asked for; `input_gradient`:
+    x's gradient computed by the caller, not by fc1's grad_a): fc2's
+    forward, which compiles while fc1's does, then the backward's."""
     h = _first_output_shape(_families[up].program("saving", like.device, like.dtype), x, w1)
     y = _first_output_shape(_families[down].program("", like.device, like.dtype), h, w2)
-    jobs = _backward_jobs(like, down, h, w2, (False, needs[3]))
+    jobs = [(down, "", h, w2)] + _backward_jobs(like, down, h, w2, (False, needs[3]))
     if needs[0] or needs[1] or needs[2]:
         jobs += _backward_jobs(like, up, x, w1, (needs[0] and not input_gradient, needs[1]),
                                (_saved_derive(down), y, w2))
@@ -351,16 +352,18 @@ def _mlp_jobs(like, up, down, x, w1, w2, needs, input_gradient=False):
 
 
 def _tail_jobs(like, proj, up, down, x, w0, w1, w2, needs):
-    """The jobs (_compile_ahead) of `tail`'s backward on x, w0, w1, w2
-    (shapes; `needs`: the gradients of x, w0, w1, b1, w2, b2 asked for), as
+    """The jobs (_compile_ahead) of `tail` on x, w0, w1, w2 (shapes; `needs`:
+    the gradients of x, w0, w1, b1, w2, b2 asked for): the MLP's forward
+    kernels, which compile while the projection's does, and the backward as
     _tail_backward runs it: the MLP's, with fc1's dgrad GEMM carrying the
     projection's epilogue gradient."""
     normed = _first_output_shape(_families[proj].program("saving", like.device, like.dtype),
                                  x, w0)
     h1 = _first_output_shape(_families[up].program("saving", like.device, like.dtype),
                              normed, w1)
-    return (_mlp_jobs(like, up, down, normed, w1, w2, (True, *needs[2:6], True),
-                      input_gradient=True)
+    return ([(up, "saving", normed, w1)]
+            + _mlp_jobs(like, up, down, normed, w1, w2, (True, *needs[2:6], True),
+                        input_gradient=True)
             + _backward_jobs(like, proj, x, w0, needs[0:2], (_saved_derive(up), h1, w1)))
 
 
