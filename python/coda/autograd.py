@@ -26,6 +26,7 @@ import concurrent.futures
 import functools
 import itertools
 import os
+import threading
 from typing import Optional
 
 from .reference import ReferenceProgram
@@ -290,19 +291,21 @@ def _compile_ahead(call, jobs, like, *args):
     (family key, derived program, shape of operand A, shape of operand B),
     for tensors like `like` (its device and dtype) when they are CUDA
     tensors, once per `call` (a tuple naming the forward and its problem).
-    The eager forward functions call it, before their first launch, with
-    what their later forward programs and their backward launch, so that
-    the first training step compiles those kernels in parallel with each
-    other and with the first; a launch that needs a kernel still compiling
-    waits for it. A failed job is left for its launch
-    to report. Not while a CUDA graph is being captured."""
+    `run`, `mlp` and `tail` call it in eager mode with gradients enabled,
+    before their first launch, with what their later forward programs and
+    their backward launch, so that the first training step compiles those
+    kernels in parallel with each other and with the first; a launch that
+    needs a kernel still compiling waits for it. A failed job is left for
+    its launch to report. Not while a CUDA graph is being captured."""
     global _compiler
-    if call in _ahead or not like.is_cuda:
+    if call in _ahead or not like.is_cuda or torch.cuda.is_current_stream_capturing():
         return
     _ahead.add(call)
-    if torch.cuda.is_current_stream_capturing():
-        return
-    for key, derive, a, b in jobs(like, *args):
+    try:
+        jobs = jobs(like, *args)
+    except CodaError:
+        return  # a backward that cannot be derived says so when it runs
+    for key, derive, a, b in jobs:
         program = _families[key].program(derive, like.device, like.dtype)
         job = (id(program), tuple(a), tuple(b))
         if job in _ahead:
@@ -312,6 +315,9 @@ def _compile_ahead(call, jobs, like, *args):
             _compiler = concurrent.futures.ThreadPoolExecutor(
                 max_workers=max(1, min(8, (os.cpu_count() or 2) - 1)),
                 thread_name_prefix="coda-compile")
+            # At exit, before the executor's own hook waits for its threads:
+            # the compiles not started yet are dropped.
+            threading._register_atexit(_compiler.shutdown, wait=False, cancel_futures=True)
         _compiling[:] = [f for f in _compiling if not f.done()]
         _compiling.append(_compiler.submit(_prepare_quietly, program, job[1], job[2]))
 
@@ -357,14 +363,31 @@ def _tail_jobs(like, proj, up, down, x, w0, w1, w2, needs):
     kernels, which compile while the projection's does, and the backward as
     _tail_backward runs it: the MLP's, with fc1's dgrad GEMM carrying the
     projection's epilogue gradient."""
-    normed = _first_output_shape(_families[proj].program("saving", like.device, like.dtype),
-                                 x, w0)
-    h1 = _first_output_shape(_families[up].program("saving", like.device, like.dtype),
-                             normed, w1)
+    def program(key, derive):
+        return _families[key].program(derive, like.device, like.dtype)
+
+    normed = _first_output_shape(program(proj, "saving"), x, w0)
+    h1 = _first_output_shape(program(up, "saving"), normed, w1)
+    y = _first_output_shape(program(down, ""), h1, w2)
+    # fc1's epilogue gradient ([m, 2h] for a gated MLP), which fc1's dgrad
+    # GEMM multiplies by w1 with the projection's epilogue gradient.
+    grad_acc1 = _first_output_shape(program(up, _saved_derive(down)), y, w2)
     return ([(up, "saving", normed, w1)]
             + _mlp_jobs(like, up, down, normed, w1, w2, (True, *needs[2:6], True),
                         input_gradient=True)
-            + _backward_jobs(like, proj, x, w0, needs[0:2], (_saved_derive(up), h1, w1)))
+            + _backward_jobs(like, proj, x, w0, needs[0:2],
+                             (_saved_derive(up), grad_acc1, w1)))
+
+
+def _run_jobs(like, key, derive, a, b, needs):
+    """The jobs (_compile_ahead) of `run`'s backward on a and b (shapes):
+    none for a saving program whose backward reads no row statistics (it
+    has none: _run_backward)."""
+    backward = _families[key].program("backward", like.device, like.dtype)
+    if derive == "saving" and not any(name.startswith("saved_row")
+                                      for name in _signature(backward)[0]):
+        return []
+    return _backward_jobs(like, key, a, b, needs)
 
 
 def _backward_jobs(like, key, a, b, needs, saved_next=None):
@@ -432,10 +455,6 @@ class _Run(torch.autograd.Function):
     def forward(ctx, meta, a, b, seed, *tensors):
         key, derive, names, scalars, scalar_names = meta
         ctx.meta = meta
-        needs = ctx.needs_input_grad
-        if any(needs) and derive in ("", "saving"):
-            _compile_ahead(("run", key, a.shape, b.shape, needs[1:3]), _backward_jobs, a, key,
-                           a.shape, b.shape, needs[1:3])
         outputs = _run(key, derive, a, b, list(tensors), names, scalars, scalar_names, seed)
         ctx.save_for_backward(a, b, seed, *tensors, *_saved_rows(key, derive, a, outputs))
         return tuple(outputs)
@@ -456,6 +475,11 @@ def run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
     A's device."""
     if torch.compiler.is_compiling():
         return _run_op(key, derive, a, b, tensors, names, scalars, scalar_names, seed)
+    if torch.is_grad_enabled() and derive in ("", "saving"):
+        needs = (a.requires_grad, b.requires_grad)
+        if needs[0] or needs[1] or any(t.requires_grad for t in tensors):
+            _compile_ahead(("run", key, derive, a.dtype, a.shape, b.shape, needs), _run_jobs, a,
+                           key, derive, a.shape, b.shape, needs)
     meta = key, derive, names, list(scalars), scalar_names
     return list(_Run.apply(meta, a, b, seed, *tensors))
 
@@ -572,10 +596,6 @@ class _Mlp(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
-        needs = ctx.needs_input_grad[2:8]
-        if any(needs):
-            _compile_ahead(("mlp", up, down, x.shape, w1.shape, w2.shape, needs), _mlp_jobs, x,
-                           up, down, x.shape, w1.shape, w2.shape, needs)
         y, h, *saved = _mlp(_run, up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
         ctx.mark_non_differentiable(h, *saved)
         # h and what the backward reads have no gradient: no zeros made for
@@ -602,6 +622,11 @@ def mlp(up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
     the backward reads."""
     if torch.compiler.is_compiling():
         return _mlp_op(up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
+    if torch.is_grad_enabled():
+        needs = tuple(t is not None and t.requires_grad for t in (x, w1, b1, w2, b2, residual))
+        if any(needs):
+            _compile_ahead(("mlp", up, down, x.dtype, x.shape, w1.shape, w2.shape, needs),
+                           _mlp_jobs, x, up, down, x.shape, w1.shape, w2.shape, needs)
     return list(_Mlp.apply(up, down, x, w1, b1, w2, b2, residual, seed, output_seed))
 
 
@@ -696,11 +721,6 @@ class _Tail(torch.autograd.Function):
     @staticmethod
     def forward(ctx, meta, x, w0, w1, b1, w2, b2, seed0, seed, output_seed, *tensors):
         proj, up, down, names = meta
-        needs = ctx.needs_input_grad[1:7]
-        if any(ctx.needs_input_grad):
-            _compile_ahead(("tail", meta, x.shape, w0.shape, w1.shape, w2.shape, needs),
-                           _tail_jobs, x, proj, up, down, x.shape, w0.shape, w1.shape, w2.shape,
-                           needs)
         outputs = _tail(_run, proj, up, down, x, w0, list(tensors), names, w1, b1, w2, b2,
                         seed0, seed, output_seed)
         _, normed, h, g, *saved = outputs
@@ -733,5 +753,11 @@ def tail(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, out
     if torch.compiler.is_compiling():
         return _tail_op(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed,
                         output_seed)
+    if torch.is_grad_enabled():
+        needs = tuple(t is not None and t.requires_grad for t in (x, w0, w1, b1, w2, b2))
+        if any(needs) or any(t.requires_grad for t in tensors):
+            _compile_ahead(("tail", proj, up, down, x.dtype, x.shape, w0.shape, w1.shape,
+                            w2.shape, needs), _tail_jobs, x, proj, up, down, x.shape, w0.shape,
+                           w1.shape, w2.shape, needs)
     meta = proj, up, down, names
     return list(_Tail.apply(meta, x, w0, w1, b1, w2, b2, seed0, seed, output_seed, *tensors))
