@@ -51,6 +51,12 @@ _GEMM = re.compile(r"gemm|nvjet|cutlass|xmma|gemv|splitk", re.I)
 _ATTENTION = re.compile(r"flash|fmha|attention|sdpa", re.I)
 
 
+# The kinds of CUDA time (category's answers), with their names and colors in
+# the chart.
+_KINDS = (("gemm", "GEMMs (cuBLAS)", "#4c78a8"), ("coda", "coda kernels", "#f58518"),
+          ("attention", "attention", "#54a24b"), ("other", "other kernels", "#9d9d9d"))
+
+
 def category(name):
     if _CODA.match(name):
         return "coda"
@@ -164,20 +170,15 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
         for _ in range(profiled):
             step()
         torch.cuda.synchronize()
-    shares = {"gemm": 0.0, "coda": 0.0, "attention": 0.0, "other": 0.0}
+    shares = {kind: 0.0 for kind, _, _ in _KINDS}
     kernels = []
     for event in prof.key_averages():
         if event.device_type == torch.autograd.DeviceType.CUDA:
             shares[category(event.key)] += event.device_time_total / 1000 / profiled
             kernels.append((event.device_time_total / 1000 / profiled, event.count / profiled,
                             event.key))
-    return {"name": name, "ms": ms, "host": host, "first": first, "peak": peak, "loss": loss.item(), **shares,
-            "kernels": sorted(kernels, reverse=True)}
-
-
-# The chart's colors by kind of CUDA time.
-_KINDS = (("gemm", "GEMMs (cuBLAS)", "#4c78a8"), ("coda", "coda kernels", "#f58518"),
-          ("attention", "attention", "#54a24b"), ("other", "other kernels", "#9d9d9d"))
+    return {"name": name, "ms": ms, "host": host, "first": first, "peak": peak,
+            "loss": loss.item(), **shares, "kernels": sorted(kernels, reverse=True)}
 
 
 def write_chart(path, title, rows):

@@ -186,10 +186,7 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   }
   if (problem->k == 0)
     return error("'" + name + "': K = 0 is not supported on the GPU");
-  // The kernel is tiled over the product's columns, which an accumulator
-  // [m, n/2] spreads over twice as many output columns.
-  if (signature.halfNAccumulator)
-    problem->n /= 2;
+  *problem = getTiledProblem(*problem);
   if (!isAutotuned())
     return launchShape(chooseShape(*problem), *problem, arguments, outputs,
                        stream, seedAddress);

@@ -142,6 +142,15 @@ std::string GpuProgram::getProgramKey() const {
   return llvm::toHex(hash.final(), /*LowerCase=*/true).substr(0, 32);
 }
 
+ProblemShape GpuProgram::getTiledProblem(const ProblemShape &problem) const {
+  // The kernel is tiled over the product's columns, which an accumulator
+  // [m, n/2] spreads over twice as many output columns.
+  ProblemShape tiled = problem;
+  if (signature.halfNAccumulator)
+    tiled.n /= 2;
+  return tiled;
+}
+
 KernelShape GpuProgram::chooseShape(const ProblemShape &problem) const {
   // The tile rule chooses the shape unless the tile, the schedule or a
   // cluster along N (row statistics exchanged, not merged) is pinned; pinned
@@ -175,12 +184,7 @@ llvm::Error GpuProgram::prepare() {
 
 llvm::Error GpuProgram::prepare(const ProblemShape &problem,
                                 bool seedInMemory) {
-  // As launch() tiles it: over the product's columns, which an accumulator
-  // [m, n/2] spreads over twice as many output columns.
-  ProblemShape product = problem;
-  if (signature.halfNAccumulator)
-    product.n /= 2;
-  return prepareShape(chooseShape(product),
+  return prepareShape(chooseShape(getTiledProblem(problem)),
                       seedInMemory && signature.findSeed() >= 0)
       .takeError();
 }

@@ -117,11 +117,17 @@ def _as(tensor, dtype):
     return tensor if tensor.dtype == dtype else tensor.to(dtype)
 
 
+def _output_shapes(program, a, b):
+    """The shape of each output of `program` on operands a, b (tensors or
+    shapes)."""
+    _, m, n = _output_space(program, a, b)
+    return [_output_shape(output["dims"], None, m, n) for output in program.outputs]
+
+
 def _outputs(program, a, b):
     """The (shape, dtype) of each output of `program` on operands a, b."""
-    _, m, n = _output_space(program, a, b)
-    return [(_output_shape(output["dims"], None, m, n), _type(program, a, output))
-            for output in program.outputs]
+    return [(shape, _type(program, a, output))
+            for shape, output in zip(_output_shapes(program, a, b), program.outputs)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -169,6 +175,18 @@ def _run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
     return _call(program, a, b, tensors, names, scalars, scalar_names, seed)
 
 
+def _program_for(key, derive, like):
+    """Program `derive` of family `key` for tensors like `like`."""
+    return _families[key].program(derive, like.device, like.dtype)
+
+
+def _reads_rows(key, a):
+    """Whether family `key`'s backward reads the row statistics its saving
+    program writes (a loss over rows: docs/autodiff.md)."""
+    return any(name.startswith("saved_row")
+               for name in _signature(_program_for(key, "backward", a))[0])
+
+
 def _row_names(key, a):
     """The names of the row statistics that family `key`'s saving program
     writes for its recomputed backward (a loss over rows: docs/autodiff.md),
@@ -197,9 +215,7 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
     # backward reads; any other derived program (a saved accumulator's saving
     # program, whose backward rides on the next layer's dgrad GEMM) has no
     # backward here.
-    reads_rows = derive in ("", "saving") and any(
-        name.startswith("saved_row")
-        for name in _signature(_families[key].program("backward", a.device, a.dtype))[0])
+    reads_rows = derive in ("", "saving") and _reads_rows(key, a)
     if derive not in ("", "saving") or (derive == "saving" and not reads_rows):
         what = ("the inference form of a program (a module in eval mode)"
                 if derive == "inference" else f"the derived program '{derive}'")
@@ -272,10 +288,16 @@ def _given_outputs(program, a, named, types):
 def _operand_gradient(call, key, derive, grad_acc, other, seed):
     """grad_a (`other` is B) or grad_b (`other` is A) of family `key`'s GEMM,
     its arguments bound by their names."""
-    program = _families[key].program(derive, grad_acc.device, grad_acc.dtype)
-    first = program.arguments[0]["name"]
-    x, y = (grad_acc, other) if first == "grad_acc" else (other, grad_acc)
+    x, y = _operands(key, derive, grad_acc, other, grad_acc)
     return call(key, derive, x, y, [], "", [], "", seed)[0]
+
+
+def _operands(key, derive, grad_acc, other, like):
+    """(A, B) of family `key`'s operand gradient `derive` ("grad_a" or
+    "grad_b", for tensors like `like`): grad_acc and `other` in the order its
+    arguments name them."""
+    program = _program_for(key, derive, like)
+    return (grad_acc, other) if program.arguments[0]["name"] == "grad_acc" else (other, grad_acc)
 
 
 # The kernels a backward will launch, compiled on background threads while
@@ -306,7 +328,7 @@ def _compile_ahead(call, jobs, like, *args):
     except CodaError:
         return  # a backward that cannot be derived says so when it runs
     for key, derive, a, b in jobs:
-        program = _families[key].program(derive, like.device, like.dtype)
+        program = _program_for(key, derive, like)
         job = (id(program), tuple(a), tuple(b))
         if job in _ahead:
             continue
@@ -329,12 +351,6 @@ def _prepare_quietly(program, a, b):
         pass  # its launch compiles the kernel again and reports the error
 
 
-def _first_output_shape(program, a, b):
-    """The shape of `program`'s first output on operands of shapes a and b."""
-    _, m, n = _output_space(program, a, b)
-    return _output_shape(program.outputs[0]["dims"], None, m, n)
-
-
 def _saved_derive(next_key):
     """The derived program that runs a saved accumulator's epilogue gradient
     on the dgrad GEMM of family `next_key`, whose weight it reads as stored:
@@ -343,13 +359,18 @@ def _saved_derive(next_key):
     return "backward_saved_nk" if nk else "backward_saved"
 
 
+def _mlp_shapes(like, up, down, x, w1, w2):
+    """The shapes of `mlp`'s h and y on x, w1, w2 (shapes)."""
+    h = _output_shapes(_program_for(up, "saving", like), x, w1)[0]
+    return h, _output_shapes(_program_for(down, "", like), h, w2)[0]
+
+
 def _mlp_jobs(like, up, down, x, w1, w2, needs, input_gradient=False):
     """The jobs (_compile_ahead) of `mlp` on x, w1, w2 (shapes; `needs`: the
     gradients of x, w1, b1, w2, b2, residual asked for; `input_gradient`:
     x's gradient computed by the caller, not by fc1's grad_a): fc2's
     forward, which compiles while fc1's does, then the backward's."""
-    h = _first_output_shape(_families[up].program("saving", like.device, like.dtype), x, w1)
-    y = _first_output_shape(_families[down].program("", like.device, like.dtype), h, w2)
+    h, y = _mlp_shapes(like, up, down, x, w1, w2)
     jobs = [(down, "", h, w2)] + _backward_jobs(like, down, h, w2, (False, needs[3]))
     if needs[0] or needs[1] or needs[2]:
         jobs += _backward_jobs(like, up, x, w1, (needs[0] and not input_gradient, needs[1]),
@@ -363,15 +384,11 @@ def _tail_jobs(like, proj, up, down, x, w0, w1, w2, needs):
     kernels, which compile while the projection's does, and the backward as
     _tail_backward runs it: the MLP's, with fc1's dgrad GEMM carrying the
     projection's epilogue gradient."""
-    def program(key, derive):
-        return _families[key].program(derive, like.device, like.dtype)
-
-    normed = _first_output_shape(program(proj, "saving"), x, w0)
-    h1 = _first_output_shape(program(up, "saving"), normed, w1)
-    y = _first_output_shape(program(down, ""), h1, w2)
+    normed = _output_shapes(_program_for(proj, "saving", like), x, w0)[0]
+    _, y = _mlp_shapes(like, up, down, normed, w1, w2)
     # fc1's epilogue gradient ([m, 2h] for a gated MLP), which fc1's dgrad
     # GEMM multiplies by w1 with the projection's epilogue gradient.
-    grad_acc1 = _first_output_shape(program(up, _saved_derive(down)), y, w2)
+    grad_acc1 = _output_shapes(_program_for(up, _saved_derive(down), like), y, w2)[0]
     return ([(up, "saving", normed, w1)]
             + _mlp_jobs(like, up, down, normed, w1, w2, (True, *needs[2:6], True),
                         input_gradient=True)
@@ -383,9 +400,7 @@ def _run_jobs(like, key, derive, a, b, needs):
     """The jobs (_compile_ahead) of `run`'s backward on a and b (shapes):
     none for a saving program whose backward reads no row statistics (it
     has none: _run_backward)."""
-    backward = _families[key].program("backward", like.device, like.dtype)
-    if derive == "saving" and not any(name.startswith("saved_row")
-                                      for name in _signature(backward)[0]):
+    if derive == "saving" and not _reads_rows(key, like):
         return []
     return _backward_jobs(like, key, a, b, needs)
 
@@ -401,16 +416,14 @@ def _backward_jobs(like, key, a, b, needs, saved_next=None):
         derive, x, y = "backward", a, b
     else:
         derive, x, y = saved_next
-    program = _families[key].program(derive, like.device, like.dtype)
+    program = _program_for(key, derive, like)
     jobs = []
     if saved_next or any(output["source"] == "computed" for output in program.outputs):
         jobs.append((key, derive, x, y))
-    grad_acc = _first_output_shape(program, x, y)
+    grad_acc = _output_shapes(program, x, y)[0]
     for derive, other, needed in (("grad_a", b, needs[0]), ("grad_b", a, needs[1])):
         if needed:
-            program = _families[key].program(derive, like.device, like.dtype)
-            first = program.arguments[0]["name"] == "grad_acc"
-            jobs.append((key, derive, *((grad_acc, other) if first else (other, grad_acc))))
+            jobs.append((key, derive, *_operands(key, derive, grad_acc, other, like)))
     return jobs
 
 

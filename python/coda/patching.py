@@ -192,14 +192,15 @@ def _run(core, owner, x, **inputs):
     return core(x, **inputs)
 
 
-def _kept(*pairs):
-    """A function that raises when any (owner, child name) of `pairs` no
+def _kept(forward, *pairs):
+    """`forward`, raising first when any (owner, child name) of `pairs` no
     longer holds the module it holds now. A patched forward holds the modules
     it was made of: a wrapper put in their place after coda.patch (LoRA,
     quantization) would be bypassed without a word."""
     held = [(owner, name, owner._modules[name]) for owner, name in pairs]
 
-    def check():
+    @functools.wraps(forward)
+    def checked(*args, **kwargs):
         for owner, name, module in held:
             if owner._modules.get(name) is not module:
                 raise RuntimeError(
@@ -207,7 +208,8 @@ def _kept(*pairs):
                     "quantization wrapper?), and the patched forward would bypass it: apply "
                     "coda.patch after wrapping the model's layers (it leaves the wrapped ones "
                     "as they are)")
-    return check
+        return forward(*args, **kwargs)
+    return checked
 
 
 def _checkpointed(layer, forward):
@@ -239,13 +241,11 @@ def _mlp_children(module):
 def _patch_mlp(module, parts):
     core = _fused_mlp(*parts)
     object.__setattr__(module, "_coda_mlp", core)
-    check = _kept(*_mlp_children(module))
 
     def forward(x, residual=None):
-        check()
         return _run(core, module, x, residual=residual)
 
-    module.forward = forward
+    module.forward = _kept(forward, *_mlp_children(module))
     return f"{_describe(parts)} as coda's fused MLP"
 
 
@@ -274,13 +274,12 @@ def _patch_gated(module, activation):
                             activation=activation, device="meta")
     core.gate_proj, core.up_proj, core.down_proj = gate, module.up_proj, module.down_proj
     object.__setattr__(module, "_coda_mlp", core)
-    check = _kept(*((module, name) for name in ("gate_proj", "up_proj", "down_proj")))
 
     def forward(x):
-        check()
         return _run(core, module, x)
 
-    module.forward = forward
+    module.forward = _kept(forward, *((module, name)
+                                      for name in ("gate_proj", "up_proj", "down_proj")))
     return f"gated MLP ({activation}) as coda's fused gated MLP"
 
 
@@ -311,8 +310,9 @@ def _block_tail(block, mlp_parts):
     its weight read as stored), its dropout (attn.resid_dropout's
     probability) and the residual x in one kernel (coda.nn.OutProjection),
     giving h; then `finish(h)`, ln_2 and the MLP of `mlp_parts` with h as its
-    residual (coda's fused MLP). Their programs have no parameters of their
-    own: each call takes the modules' as they are then."""
+    residual (coda's fused MLP); and the (owner, child name) pairs they read
+    (_kept). Their programs have no parameters of their own: each call takes
+    the modules' as they are then."""
     attn = block.attn
     proj = attn.c_proj
     in_features, out_features = _features(proj)
@@ -329,7 +329,8 @@ def _block_tail(block, mlp_parts):
     def finish(h):
         return _run(mlp, block, block.ln_2(h), residual=h)
 
-    return project, finish
+    return project, finish, ((block, "attn"), (block, "mlp"), (attn, "c_proj"),
+                             *_mlp_children(block.mlp))
 
 
 def _describe_block(mlp_parts):
@@ -342,16 +343,14 @@ def _patch_block(block, mlp_parts):
     attn = block.attn
     if attn.c_proj.bias is None:
         return None
-    project, finish = _block_tail(block, mlp_parts)
-    check = _kept((block, "attn"), (block, "mlp"), (attn, "c_proj"), *_mlp_children(block.mlp))
+    project, finish, held = _block_tail(block, mlp_parts)
 
     def forward(x):
-        check()
         lead = x.shape
         x = project(_attention(attn, block.ln_1(x)), x).view(lead)
         return finish(x).view(lead)
 
-    block.forward = forward
+    block.forward = _kept(forward, *held)
     return _describe_block(mlp_parts)
 
 
@@ -515,16 +514,11 @@ def _patch_decoder(layer, activation, rotary):
                                                              attn.k_proj, attn.v_proj)
         object.__setattr__(layer, "_coda_head", head)
     proj.forward = lambda x: x
-    check = _kept((layer, "self_attn"), (layer, "mlp"), (layer, "input_layernorm"),
-                  (layer, "post_attention_layernorm"), (attn, "o_proj"),
-                  *((mlp, name) for name in ("gate_proj", "up_proj", "down_proj")),
-                  *((attn, name) for name in ("q_proj", "k_proj", "v_proj") if head is not None))
 
     def forward(hidden_states, *args, **kwargs):
         if args:
             raise TypeError("the patched decoder layer takes its arguments after "
                             "hidden_states by keyword")
-        check()
         # transformers 5's rename of past_key_values, which the layer's own
         # forward makes.
         if "past_key_values" in kwargs:
@@ -543,7 +537,11 @@ def _patch_decoder(layer, activation, rotary):
         core.training = layer.training
         return core(attended, hidden_states)
 
-    layer.forward = _checkpointed(layer, forward)
+    layer.forward = _checkpointed(layer, _kept(
+        forward, (layer, "self_attn"), (layer, "mlp"), (layer, "input_layernorm"),
+        (layer, "post_attention_layernorm"), (attn, "o_proj"),
+        *((mlp, name) for name in ("gate_proj", "up_proj", "down_proj")),
+        *((attn, name) for name in ("q_proj", "k_proj", "v_proj") if head is not None)))
     what = ("decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel, "
             if head is not None else "decoder layer: ")
     what += (f"attention output projection + residual + RMSNorm in one kernel, "
@@ -612,7 +610,6 @@ def _patch_dense(module, parts):
     call."""
     dense = module.dense
     kind, activation = parts
-    check = _kept((module, "dense"))
     if kind == "act":
         core = coda_nn.Linear(
             dense.in_features, dense.out_features, device="meta",
@@ -621,24 +618,22 @@ def _patch_dense(module, parts):
         object.__setattr__(module, "_coda_linear", core)
 
         def forward(hidden_states):
-            check()
             core.training = module.training
             return core._forward(dense.weight, dense.bias, hidden_states, None, {})
 
-        module.forward = forward
+        module.forward = _kept(forward, (module, "dense"))
         return f"projection + bias + {activation} in one kernel"
     out = coda_nn.OutProjection(dense.in_features, dense.out_features,
                                 dropout=module.dropout.p, device="meta")
     object.__setattr__(module, "_coda_out_projection", out)
 
     def forward(hidden_states, input_tensor):
-        check()
         out.training = module.training
         y = out._forward(dense.weight, dense.bias, hidden_states, None,
                          {"residual": input_tensor})
         return module.LayerNorm(y)
 
-    module.forward = forward
+    module.forward = _kept(forward, (module, "dense"))
     return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
 
 
@@ -677,16 +672,13 @@ def _patch_gpt2_block(block, mlp_parts):
     second kernel (coda's fused MLP). The attention's c_proj and
     resid_dropout then return their input: the block applies them."""
     attn = block.attn
-    project, finish = _block_tail(block, mlp_parts)
+    project, finish, held = _block_tail(block, mlp_parts)
     attn.c_proj.forward = lambda x: x
     attn.resid_dropout.forward = lambda x: x
-    check = _kept((block, "attn"), (block, "mlp"), (attn, "c_proj"), (attn, "resid_dropout"),
-                  *_mlp_children(block.mlp))
 
     # GPT2Block's own signature (the model passes some arguments by position).
     def forward(hidden_states, cache=None, attention_mask=None, encoder_hidden_states=None,
                 encoder_attention_mask=None, use_cache=False, **kwargs):
-        check()
         # transformers 5's rename of past_key_values, which the block's own
         # forward makes.
         cache = kwargs.pop("past_key_values", cache)
@@ -704,7 +696,7 @@ def _patch_gpt2_block(block, mlp_parts):
             h = h + crossed
         return finish(h)
 
-    block.forward = _checkpointed(block, forward)
+    block.forward = _checkpointed(block, _kept(forward, *held, (attn, "resid_dropout")))
     return _describe_block(mlp_parts)
 
 
@@ -738,14 +730,13 @@ def _patch_bert_layer(module, intermediate, activation, output):
     epilogue gradient on fc2's dgrad GEMM), then the output's LayerNorm."""
     core = _fused_mlp(intermediate.dense, activation, output.dense, output.dropout.p)
     object.__setattr__(module, "_coda_mlp", core)
-    check = _kept((module, "intermediate"), (module, "output"), (intermediate, "dense"),
-                  (output, "dense"))
 
     def feed_forward_chunk(attention_output):
-        check()
         return output.LayerNorm(_run(core, module, attention_output, residual=attention_output))
 
-    module.feed_forward_chunk = feed_forward_chunk
+    module.feed_forward_chunk = _kept(feed_forward_chunk, (module, "intermediate"),
+                                      (module, "output"), (intermediate, "dense"),
+                                      (output, "dense"))
     return (f"feed-forward, {_describe((None, activation, None, output.dropout.p))} + residual "
             "as coda's fused MLP, then its LayerNorm")
 

@@ -210,6 +210,9 @@ private:
   /// and tile order instead of the rule's) unless the tile or the schedule
   /// is pinned.
   KernelShape chooseShape(const ProblemShape &problem) const;
+  /// `problem` as its kernel is tiled: over the product's columns (half the
+  /// output's N for an accumulator [m, n/2]).
+  ProblemShape getTiledProblem(const ProblemShape &problem) const;
   /// The autotuned kernel shape of `problem`: known, from the disk cache, or
   /// timed now on `arguments`, once `stream` has caught up.
   llvm::Expected<KernelShape> tuneShape(const ProblemShape &problem,
