@@ -272,11 +272,16 @@ HostFunction::create(ModuleOp module, StringRef name) {
           readTypes(func.getResultTypes(), "result", host->resultTypes))
     return std::move(error);
 
-  // Only what the function calls is compiled (and launched): the module's
-  // other functions may call what the JIT cannot resolve. A function that
-  // is a program itself (an exported function raised whole) is launched
-  // from a host function of its name that calls it.
+  // Each GEMM outside a program becomes one. Only what the function calls
+  // is compiled (and launched): the module's other functions may call what
+  // the JIT cannot resolve. A function that is a program itself (an
+  // exported function raised whole) is launched from a host function of its
+  // name that calls it.
   OwningOpRef<ModuleOp> lowered(module.clone());
+  PassManager outline(module.getContext());
+  outline.addPass(createCodaOutlinePrograms());
+  if (failed(outline.run(*lowered)))
+    return makeError("outlining the coda.gemm ops of '" + name + "' failed");
   auto entry = lowered->lookupSymbol<func::FuncOp>(name);
   if (llvm::is_contained(mlir::coda::getPrograms(*lowered), entry))
     wrapProgram(entry);
@@ -299,6 +304,17 @@ HostFunction::create(ModuleOp module, StringRef name) {
     host->programs.push_back(std::move(*signature));
   }
   host->programModule = OwningOpRef<ModuleOp>(lowered->clone());
+  // A graph runs its programs in turn, with no host code to compile.
+  std::optional<std::string> notGraph = mlir::coda::getGraphViolation(
+      *lowered, lowered->lookupSymbol<func::FuncOp>(name));
+  if (!notGraph) {
+    FailureOr<ProgramGraph> graph = ProgramGraph::get(*lowered, name);
+    if (failed(graph))
+      return makeError("describing the program graph '" + name + "' failed");
+    host->graph = std::move(*graph);
+    return std::move(host);
+  }
+  host->graphViolation = *notGraph;
   jit::removeNames(*lowered);
   PassManager launches(module.getContext());
   launches.addPass(createCodaLaunchPrograms());
@@ -326,15 +342,10 @@ HostFunction::create(ModuleOp module, StringRef name) {
   return std::move(host);
 }
 
-llvm::Expected<std::vector<HostArray>>
-HostFunction::run(ArrayRef<HostArray> args, ProgramLauncher &launcher) const {
+llvm::Error HostFunction::checkArguments(ArrayRef<HostArray> args) const {
   if (args.size() != argumentTypes.size())
     return makeError("'" + name + "' takes " + Twine(argumentTypes.size()) +
                      " arguments, got " + Twine(args.size()));
-  SmallVector<SmallVector<int64_t>> descriptors;
-  SmallVector<void *> descriptorPointers;
-  descriptors.reserve(args.size());
-  descriptorPointers.reserve(args.size());
   for (auto [i, arg, type] : llvm::enumerate(args, argumentTypes)) {
     bool fits = arg.elementType == type.elementType &&
                 arg.shape.size() == type.shape.size();
@@ -344,6 +355,65 @@ HostFunction::run(ArrayRef<HostArray> args, ProgramLauncher &launcher) const {
       return makeError("argument #" + Twine(i) + " of '" + name + "' is " +
                        type.spelling + ", got " + arg.getShapeString() + " " +
                        getElementTypeName(arg.elementType));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<HostArray>>
+HostFunction::run(ArrayRef<HostArray> args, ProgramLauncher &launcher) const {
+  if (llvm::Error error = checkArguments(args))
+    return std::move(error);
+  return graph ? runGraph(args, launcher) : runHostCode(args, launcher);
+}
+
+llvm::Expected<std::vector<HostArray>>
+HostFunction::runGraph(ArrayRef<HostArray> args,
+                       ProgramLauncher &launcher) const {
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (const HostArray &arg : args)
+    shapes.emplace_back(arg.shape.begin(), arg.shape.end());
+  llvm::Expected<GraphPlan> plan = graph->plan(shapes);
+  if (!plan)
+    return plan.takeError();
+  std::vector<HostArray> results;
+  for (auto [type, shape] : llvm::zip(resultTypes, plan->resultShapes))
+    results.emplace_back(type.elementType, shape);
+  std::vector<uint8_t> workspace(plan->workspaceBytes);
+  auto bufferOf = [&](unsigned call, unsigned output) {
+    const GraphPlace &place = plan->places[call][output];
+    void *data = place.result >= 0 ? results[place.result].data.data()
+                                   : workspace.data() + place.offset;
+    return BufferRef{data, plan->outputShapes[call][output]};
+  };
+  for (auto [i, call] : llvm::enumerate(graph->calls)) {
+    SmallVector<ArgumentRef> callArgs;
+    for (const GraphValue &value : call.arguments) {
+      ArgumentRef &ref = callArgs.emplace_back();
+      if (value.kind == GraphValue::Kind::CallOutput) {
+        ref.buffer = bufferOf(value.index, value.output);
+        continue;
+      }
+      const HostArray &arg = args[value.index];
+      ref.buffer = {const_cast<uint8_t *>(arg.data.data()),
+                    SmallVector<int64_t>(arg.shape.begin(), arg.shape.end())};
+    }
+    SmallVector<BufferRef> outputs;
+    for (unsigned o = 0; o < plan->outputShapes[i].size(); ++o)
+      outputs.push_back(bufferOf(i, o));
+    if (llvm::Error error = launcher.launch(call.program, callArgs, outputs))
+      return std::move(error);
+  }
+  return std::move(results);
+}
+
+llvm::Expected<std::vector<HostArray>>
+HostFunction::runHostCode(ArrayRef<HostArray> args,
+                          ProgramLauncher &launcher) const {
+  SmallVector<SmallVector<int64_t>> descriptors;
+  SmallVector<void *> descriptorPointers;
+  descriptors.reserve(args.size());
+  descriptorPointers.reserve(args.size());
+  for (const HostArray &arg : args) {
     descriptors.push_back(jit::makeDescriptor(
         BufferRef{const_cast<uint8_t *>(arg.data.data()),
                   SmallVector<int64_t>(arg.shape.begin(), arg.shape.end())}));

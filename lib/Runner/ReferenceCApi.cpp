@@ -305,11 +305,14 @@ coda_status coda_reference_host_load(const char *source, size_t length,
   }
   std::string programText;
   llvm::raw_string_ostream(programText) << (*created)->getProgramModule();
-  std::string description = toJson(
-      llvm::json::Object{{"arguments", shapes((*created)->getArgumentTypes())},
-                         {"results", shapes((*created)->getResultTypes())},
-                         {"programs", std::move(programs)},
-                         {"program_source", std::move(programText)}});
+  const ProgramGraph *graph = (*created)->getGraph();
+  std::string description = toJson(llvm::json::Object{
+      {"arguments", shapes((*created)->getArgumentTypes())},
+      {"results", shapes((*created)->getResultTypes())},
+      {"programs", std::move(programs)},
+      {"program_source", std::move(programText)},
+      {"graph", graph ? llvm::json::Value(graph->describe()) : nullptr},
+      {"graph_violation", (*created)->getGraphViolation()}});
   auto reference = std::make_unique<CpuProgramLauncher>(
       (*created)->getProgramModule(), (*created)->getPrograms());
   // The parsed module goes: the host function keeps what it runs.

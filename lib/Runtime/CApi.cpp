@@ -5,6 +5,7 @@
 #include "coda/Support/HostValue.h"
 
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstddef>
 #include <string>
@@ -22,6 +23,12 @@ struct coda_program {
   std::shared_ptr<GpuRuntime> runtime;
   // Declared after the runtime, so destroyed before it.
   std::unique_ptr<GpuProgram> program;
+};
+
+struct coda_graph {
+  std::shared_ptr<GpuRuntime> runtime;
+  std::unique_ptr<GpuProgramGraph> graph;
+  std::string description;
 };
 
 static thread_local std::string lastError;
@@ -367,6 +374,149 @@ coda_status coda_program_launch_device_seed(
     return fail("coda_program_launch_device_seed: the seed's address is 0");
   return launch(program, arguments, num_arguments, outputs, num_outputs,
                 seed_address, stream);
+}
+
+/// The JSON of a tensor or scalar type: its element type's name and, for
+/// a tensor, its sizes (-1 where dynamic).
+static llvm::json::Object describeType(Type type) {
+  llvm::json::Array shape;
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    for (int64_t size : tensor.getShape())
+      shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
+  return llvm::json::Object{{"type", typeName(type)},
+                            {"tensor", isa<RankedTensorType>(type)},
+                            {"shape", std::move(shape)}};
+}
+
+coda_status coda_graph_load(coda_runtime *runtime, const char *source,
+                            size_t length, const coda_compile_options *options,
+                            coda_graph **graph) {
+  if (!runtime || !source || !graph)
+    return fail("coda_graph_load: null argument");
+  coda_compile_options defaults = {};
+  const coda_compile_options &o = options ? *options : defaults;
+  if (o.epilogue || (o.derive && *o.derive))
+    return fail("coda_graph_load: a program graph is read from coda IR as it "
+                "is; `epilogue` and `derive` must be unset");
+  llvm::Expected<GpuCompileOptions> compile = getCompileOptions(o);
+  if (!compile)
+    return status(compile.takeError());
+  auto loaded = runtime->runtime->loadProgramGraph(
+      StringRef(source, length), o.function ? o.function : "", *compile);
+  if (!loaded)
+    return status(loaded.takeError());
+  const ProgramGraph &described = (*loaded)->getGraph();
+  llvm::json::Object object = described.describe();
+  llvm::json::Array arguments, results;
+  for (Type type : described.argumentTypes)
+    arguments.push_back(describeType(type));
+  for (Type type : described.resultTypes)
+    results.push_back(describeType(type));
+  object["arguments"] = std::move(arguments);
+  object["result_types"] = std::move(results);
+  std::string description;
+  llvm::raw_string_ostream(description) << llvm::json::Value(std::move(object));
+  *graph = new coda_graph{runtime->runtime, std::move(*loaded),
+                          std::move(description)};
+  return CODA_OK;
+}
+
+void coda_graph_destroy(coda_graph *graph) { delete graph; }
+
+const char *coda_graph_describe(const coda_graph *graph) {
+  return graph ? graph->description.c_str() : "";
+}
+
+/// The values of a graph's `arguments` (their tensors' descriptions read
+/// only where the function takes a tensor), or an error naming the call.
+static llvm::Expected<SmallVector<DeviceValue>>
+getGraphArguments(const coda_graph *graph, const coda_value *arguments,
+                  size_t count, const char *call) {
+  if (!graph || (count && !arguments))
+    return llvm::createStringError(std::string(call) + ": null argument");
+  ArrayRef<Type> types = graph->graph->getGraph().argumentTypes;
+  if (count != types.size())
+    return llvm::createStringError("'" + graph->graph->getGraph().functionName +
+                                   "' takes " + std::to_string(types.size()) +
+                                   " arguments, got " + std::to_string(count));
+  SmallVector<DeviceValue> values;
+  for (auto [i, value] : llvm::enumerate(ArrayRef(arguments, count))) {
+    DeviceValue device{{}, value.f32, value.i64};
+    if (isa<RankedTensorType>(types[i])) {
+      llvm::Expected<DeviceTensor> tensor =
+          toTensor(value.tensor, "argument #" + std::to_string(i));
+      if (!tensor)
+        return tensor.takeError();
+      device.tensor = std::move(*tensor);
+    }
+    values.push_back(std::move(device));
+  }
+  return values;
+}
+
+/// The shapes of `values` (empty for scalars).
+static SmallVector<SmallVector<int64_t>>
+getShapes(ArrayRef<DeviceValue> values) {
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (const DeviceValue &value : values)
+    shapes.emplace_back(value.tensor.shape.begin(), value.tensor.shape.end());
+  return shapes;
+}
+
+coda_status coda_graph_plan(const coda_graph *graph,
+                            const coda_value *arguments, size_t num_arguments,
+                            coda_tensor *results, size_t num_results,
+                            uint64_t *workspace_bytes) {
+  auto values =
+      getGraphArguments(graph, arguments, num_arguments, "coda_graph_plan");
+  if (!values)
+    return status(values.takeError());
+  if ((num_results && !results) || !workspace_bytes)
+    return fail("coda_graph_plan: null argument");
+  llvm::Expected<GraphPlan> plan = graph->graph->plan(getShapes(*values));
+  if (!plan)
+    return status(plan.takeError());
+  if (num_results != plan->resultShapes.size())
+    return fail("'" + graph->graph->getGraph().functionName + "' returns " +
+                std::to_string(plan->resultShapes.size()) + " results, got " +
+                std::to_string(num_results) + " to describe");
+  for (auto [i, shape] : llvm::enumerate(plan->resultShapes)) {
+    results[i].rank = static_cast<int32_t>(shape.size());
+    llvm::copy(shape, results[i].shape);
+  }
+  *workspace_bytes = static_cast<uint64_t>(plan->workspaceBytes);
+  return CODA_OK;
+}
+
+coda_status coda_graph_prepare(coda_graph *graph, const coda_value *arguments,
+                               size_t num_arguments) {
+  auto values =
+      getGraphArguments(graph, arguments, num_arguments, "coda_graph_prepare");
+  if (!values)
+    return status(values.takeError());
+  return status(graph->graph->prepare(getShapes(*values)));
+}
+
+coda_status coda_graph_launch(coda_graph *graph, const coda_value *arguments,
+                              size_t num_arguments, const coda_tensor *results,
+                              size_t num_results, uint64_t workspace,
+                              uint64_t workspace_bytes, void *stream) {
+  auto values =
+      getGraphArguments(graph, arguments, num_arguments, "coda_graph_launch");
+  if (!values)
+    return status(values.takeError());
+  if (num_results && !results)
+    return fail("coda_graph_launch: null argument");
+  SmallVector<DeviceTensor> tensors;
+  for (auto [i, tensor] : llvm::enumerate(ArrayRef(results, num_results))) {
+    llvm::Expected<DeviceTensor> result =
+        toTensor(tensor, "result #" + std::to_string(i));
+    if (!result)
+      return status(result.takeError());
+    tensors.push_back(std::move(*result));
+  }
+  return status(graph->graph->launch(*values, tensors, workspace,
+                                     workspace_bytes, stream));
 }
 
 } // extern "C"

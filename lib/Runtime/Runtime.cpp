@@ -121,13 +121,12 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
                  "group_rows");
   std::lock_guard<std::mutex> lock(impl->mutex);
   DiagnosticCollector diagnostics(*impl->mlir);
-  // Parsed from a copy: the parser reads one byte past the end of its
-  // buffer, and a caller's buffer need not end in a NUL.
   std::string source = mlirSource.str();
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(source, impl->mlir.get(), sourceName);
-  if (!module)
-    return error("cannot parse the program:\n" + diagnostics.text);
+  llvm::Expected<OwningOpRef<ModuleOp>> parsed =
+      parseModule(source, sourceName, *impl->mlir, diagnostics);
+  if (!parsed)
+    return parsed.takeError();
+  OwningOpRef<ModuleOp> module = std::move(*parsed);
   std::string derivedName;
   if (!derive.empty()) {
     FailureOr<std::string> derived = deriveProgram(*module, function, derive);

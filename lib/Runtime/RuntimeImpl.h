@@ -18,6 +18,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
@@ -115,6 +117,22 @@ private:
   DiagnosticEngine::HandlerID handler;
   MLIRContext &context;
 };
+
+/// Parses `source`, coda IR named `sourceName` in diagnostics, into
+/// `context`, or an error holding `diagnostics` (which collects the
+/// context's).
+inline llvm::Expected<OwningOpRef<ModuleOp>>
+parseModule(StringRef source, StringRef sourceName, MLIRContext &context,
+            const DiagnosticCollector &diagnostics) {
+  // Parsed from a copy: the parser reads one byte past the end of its
+  // buffer, and a caller's buffer need not end in a NUL.
+  std::string text = source.str();
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(text, &context, sourceName);
+  if (!module)
+    return error("cannot parse the program:\n" + diagnostics.text);
+  return module;
+}
 
 } // namespace runtime
 

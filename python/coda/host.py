@@ -3,13 +3,19 @@
     forward = coda.HostFunction(open("outlined.mlir").read(), "forward")
     y, = forward(x, w)
 
-The module is coda IR as ``coda-opt --coda-raise-linalg
---coda-outline-programs`` leaves an exported model function: host code
-around calls of coda programs. The function (and what it calls) is compiled
-for the host CPU, each program call a launch (coda-launch-programs): on CPU
-tensors every program runs on the CPU reference; on CUDA tensors each runs
-as its fused kernel (coda.Program), its arguments copied to the GPU and its
-outputs back, while the host code runs on the CPU (docs/raising.md).
+The module is coda IR as ``coda-opt --coda-raise-linalg`` leaves an
+exported model function: host code around coda.gemm ops, each made a coda
+program of its own (coda-outline-programs). The function (and what it
+calls) is compiled for the host CPU, each program call a launch
+(coda-launch-programs): on CPU tensors every program runs on the CPU
+reference; on CUDA tensors each runs as its fused kernel (coda.Program), its
+arguments copied to the GPU and its outputs back, while the host code runs
+on the CPU (docs/raising.md). A function that calls programs and nothing
+else (``graph``: a chain of GEMMs passing tensors along, say) has no host
+code: on CUDA tensors it runs whole in one call of the GPU runtime
+(coda_graph_launch), every program in turn on PyTorch's current stream, the
+tensors between them in a workspace from PyTorch's allocator, nothing
+copied (docs/gpu.md#program-graphs).
 Arguments and results are ranked tensors (rank 0 to 3) of float32, float16
 or bfloat16; an argument of another float type is converted to the declared
 one, and results come back on the arguments' device. A HostFunction runs one
@@ -22,6 +28,7 @@ import threading
 
 from . import reference
 from .reference import _Tensor, _Value
+from . import runtime
 from .runtime import CodaError, Program, _check_live, _live_programs, _require_torch
 
 _LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
@@ -83,11 +90,15 @@ class HostFunction:
         self.arguments = [(dtypes[a["type"]], a["shape"]) for a in interface["arguments"]]
         self.results = [(dtypes[r["type"]], r["shape"]) for r in interface["results"]]
         self.programs = interface["programs"]
+        # The calls and results of a program graph, or None (and why not).
+        self.graph = interface["graph"]
+        self.graph_violation = interface["graph_violation"]
         # The programs' coda IR (a function raised whole into one program is
         # renamed there, its name taken by the host function that calls it).
         self._program_source = interface["program_source"]
         self.function = function
         self._gpu_programs = {}
+        self._gpu_graphs = {}
         self._lock = threading.Lock()
 
     def _release(self):
@@ -118,12 +129,17 @@ class HostFunction:
         device = devices.pop() if devices else torch.device("cpu")
         if device.type not in ("cpu", "cuda"):
             raise CodaError(f"the arguments are on {device}; coda runs on CPU or CUDA tensors")
-        host = []
         for i, (arg, (dtype, shape)) in enumerate(zip(args, self.arguments)):
             if arg.dim() != len(shape) or any(s not in (-1, d) for s, d in zip(shape, arg.shape)):
                 raise CodaError(f"argument #{i} of '{self.function}' must have shape "
                                 f"{[None if s < 0 else s for s in shape]}, got {list(arg.shape)}")
-            host.append(arg.detach().to("cpu", dtype).contiguous())
+        if self.graph is not None and device.type == "cuda":
+            return self._graph(torch, device).run(
+                torch, [arg.detach().to(dtype=dtype).contiguous()
+                        for arg, (dtype, _) in zip(args, self.arguments)],
+                [dtype for dtype, _ in self.results])
+        host = [arg.detach().to("cpu", dtype).contiguous()
+                for arg, (dtype, _) in zip(args, self.arguments)]
         with self._lock:
             return self._run(torch, host, device, callback=device.type == "cuda")
 
@@ -149,6 +165,16 @@ class HostFunction:
                                                                    ctypes.byref(tensor)))
             results.append(_from_host(torch, tensor, dtype).to(device))
         return tuple(results)
+
+    def _graph(self, torch, device):
+        """The function as a program graph in the GPU runtime of `device`,
+        loaded at its first call there."""
+        with self._lock:
+            graph = self._gpu_graphs.get(device.index)
+            if graph is None:
+                graph = self._gpu_graphs[device.index] = _DeviceGraph(
+                    torch, self._program_source, self.function, device)
+            return graph
 
     def _program(self, index, device):
         """Program `index` as a fused kernel on `device`, made at its first
@@ -196,3 +222,53 @@ class HostFunction:
             text = str(error).encode()[:capacity - 1]
             ctypes.memmove(message, text + b"\0", len(text) + 1)
             return 1
+
+
+class _DeviceGraph:
+    """A program graph loaded into the GPU runtime of one device
+    (coda_graph_load)."""
+
+    def __init__(self, torch, source, function, device):
+        lib = runtime._library()
+        options = runtime._Options()
+        options.function = function.encode()
+        # As coda.Program's default.
+        options.deterministic = int(torch.are_deterministic_algorithms_enabled())
+        handle = ctypes.c_void_p()
+        text = source.encode()
+        runtime._check(lib.coda_graph_load(runtime._runtime(device.index), text, len(text),
+                                           ctypes.byref(options), ctypes.byref(handle)))
+        self._handle = handle
+        _live_programs.add(self)
+        self.device = device
+
+    def _release(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            runtime._library().coda_graph_destroy(handle)
+
+    def __del__(self):
+        self._release()
+
+    def run(self, torch, args, dtypes):
+        """Launches the graph on `args` (contiguous CUDA tensors of its
+        argument types) on the current stream; returns its results, of
+        `dtypes`."""
+        _check_live(self)
+        lib = runtime._library()
+        values = (_Value * max(len(args), 1))(
+            *[_Value(reference.ReferenceProgram._tensor(arg), 0.0, 0) for arg in args])
+        results = (_Tensor * max(len(dtypes), 1))()
+        workspace_bytes = ctypes.c_uint64()
+        runtime._check(lib.coda_graph_plan(self._handle, values, len(args), results, len(dtypes),
+                                           ctypes.byref(workspace_bytes)))
+        outputs = []
+        for result, dtype in zip(results, dtypes):
+            tensor = torch.empty(list(result.shape[:result.rank]), dtype=dtype, device=self.device)
+            result.data = tensor.data_ptr()
+            outputs.append(tensor)
+        workspace = torch.empty(workspace_bytes.value, dtype=torch.uint8, device=self.device)
+        stream = torch.cuda.current_stream(self.device).cuda_stream
+        runtime._check(lib.coda_graph_launch(self._handle, values, len(args), results, len(dtypes),
+                                             workspace.data_ptr(), workspace_bytes.value, stream))
+        return tuple(outputs)

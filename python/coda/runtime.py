@@ -218,6 +218,15 @@ def _library():
             "coda_program_launch": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t, P]),
             "coda_program_launch_device_seed": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t,
                                                     ctypes.c_uint64, P]),
+            "coda_graph_load": (I, [P, C, ctypes.c_size_t, ctypes.POINTER(_Options),
+                                    ctypes.POINTER(P)]),
+            "coda_graph_destroy": (None, [P]),
+            "coda_graph_describe": (C, [P]),
+            "coda_graph_plan": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t,
+                                    ctypes.POINTER(ctypes.c_uint64)]),
+            "coda_graph_prepare": (I, [P, P, ctypes.c_size_t]),
+            "coda_graph_launch": (I, [P, P, ctypes.c_size_t, P, ctypes.c_size_t,
+                                      ctypes.c_uint64, ctypes.c_uint64, P]),
         }
         _check_options_layout(_declare(lib, sig))
         _lib = lib

@@ -102,7 +102,11 @@ int mlir::coda::runEntry(ModuleOp module, const EntryRequest &request) {
     GpuProgramLauncher launcher(**runtime, (*host)->getProgramModule(),
                                 programs, request.gpuOptions,
                                 request.programPath);
-    llvm::Expected<std::vector<HostArray>> run = (*host)->run(args, launcher);
+    llvm::Expected<std::vector<HostArray>> run =
+        (*host)->getGraph()
+            ? runGraphOnDevice(**runtime, **host, args, request.gpuOptions,
+                               request.programPath)
+            : (*host)->run(args, launcher);
     if (!run)
       return fail(run.takeError());
     results = std::move(*run);
@@ -119,17 +123,30 @@ int mlir::coda::runEntry(ModuleOp module, const EntryRequest &request) {
 #endif
   }
 
-  llvm::outs() << "coda-run: " << request.entry << " on " << request.device
-               << ": host code";
-  if (programs.empty())
-    llvm::outs() << " (it calls no coda program)\n";
+  llvm::outs() << "coda-run: " << request.entry << " on " << request.device;
+  auto names = [](auto &&range) { return llvm::join(range, ", "); };
+  if (const ProgramGraph *graph = (*host)->getGraph()) {
+    SmallVector<SmallVector<int64_t>> shapes;
+    for (const HostArray &arg : args)
+      shapes.emplace_back(arg.shape.begin(), arg.shape.end());
+    // The run planned it already: it cannot fail now.
+    GraphPlan plan = cantFail(graph->plan(shapes));
+    llvm::outs() << ": a program graph calling "
+                 << names(llvm::map_range(
+                        graph->calls,
+                        [&](const GraphCall &call) {
+                          return graph->programs[call.program].functionName;
+                        }))
+                 << " (no host code; " << plan.workspaceBytes
+                 << " bytes of workspace between the calls)\n";
+  } else if (programs.empty())
+    llvm::outs() << ": host code (it calls no coda program)\n";
   else
-    llvm::outs() << " launching "
-                 << llvm::join(llvm::map_range(programs,
-                                               [](const ProgramSignature &p) {
-                                                 return p.functionName;
-                                               }),
-                               ", ")
+    llvm::outs() << ": host code launching "
+                 << names(llvm::map_range(programs,
+                                          [](const ProgramSignature &p) {
+                                            return p.functionName;
+                                          }))
                  << "\n";
   llvm::outs() << llvm::formatv(
       "  compile host code {0:f3} s, run {1:f3} s (programs compiled at their "

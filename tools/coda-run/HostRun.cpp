@@ -79,6 +79,72 @@ mlir::coda::runOnHost(GpuRuntime &runtime, GpuProgram &program,
   return std::move(result);
 }
 
+llvm::Expected<std::vector<HostArray>>
+mlir::coda::runGraphOnDevice(GpuRuntime &runtime, const HostFunction &host,
+                             ArrayRef<HostArray> args,
+                             GpuCompileOptions options, StringRef sourceName) {
+  if (llvm::Error error = host.checkArguments(args))
+    return std::move(error);
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  host.getProgramModule()->print(os, OpPrintingFlags().enableDebugInfo());
+  auto graph = runtime.loadProgramGraph(source, host.getGraph()->functionName,
+                                        options, sourceName);
+  if (!graph)
+    return graph.takeError();
+  std::vector<DeviceBuffer> buffers;
+  auto allocate = [&](size_t bytes) -> llvm::Expected<uint64_t> {
+    llvm::Expected<DeviceBuffer> buffer =
+        DeviceBuffer::allocate(runtime, bytes);
+    if (!buffer)
+      return buffer.takeError();
+    if (auto e = buffer->fill(0xFF))
+      return std::move(e);
+    buffers.push_back(std::move(*buffer));
+    return buffers.back().get();
+  };
+  SmallVector<DeviceValue> values;
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (const HostArray &arg : args) {
+    llvm::Expected<uint64_t> pointer = allocate(arg.data.size());
+    if (!pointer)
+      return pointer.takeError();
+    if (auto e = buffers.back().upload(arg.data.data()))
+      return std::move(e);
+    DeviceValue &value = values.emplace_back();
+    value.tensor.pointer = *pointer;
+    value.tensor.shape.assign(arg.shape.begin(), arg.shape.end());
+    shapes.emplace_back(arg.shape.begin(), arg.shape.end());
+  }
+  llvm::Expected<GraphPlan> plan = (*graph)->plan(shapes);
+  if (!plan)
+    return plan.takeError();
+  std::vector<HostArray> results;
+  SmallVector<DeviceTensor> tensors;
+  size_t firstResult = buffers.size();
+  for (auto [type, shape] :
+       llvm::zip(host.getResultTypes(), plan->resultShapes)) {
+    HostArray &array = results.emplace_back(type.elementType, shape);
+    llvm::Expected<uint64_t> pointer = allocate(array.data.size());
+    if (!pointer)
+      return pointer.takeError();
+    tensors.push_back(
+        {*pointer, SmallVector<int64_t, 3>(shape.begin(), shape.end())});
+  }
+  llvm::Expected<uint64_t> workspace = allocate(plan->workspaceBytes);
+  if (!workspace)
+    return workspace.takeError();
+  if (auto e = (*graph)->launch(values, tensors, *workspace,
+                                plan->workspaceBytes, /*stream=*/nullptr))
+    return std::move(e);
+  if (auto e = runtime.synchronize())
+    return std::move(e);
+  for (auto [i, array] : llvm::enumerate(results))
+    if (auto e = buffers[firstResult + i].download(array.data.data()))
+      return std::move(e);
+  return std::move(results);
+}
+
 GpuProgramLauncher::GpuProgramLauncher(GpuRuntime &runtime, ModuleOp module,
                                        ArrayRef<ProgramSignature> programs,
                                        GpuCompileOptions options,

@@ -39,6 +39,15 @@ llvm::Expected<HostRunResult> runOnHost(GpuRuntime &runtime,
                                         const ProblemShape &problem,
                                         int benchmarkIterations = 0);
 
+/// Runs the program graph `host` (HostFunction::getGraph) on the GPU as one
+/// launch of the runtime's GpuProgramGraph: copies the arguments to the
+/// device, fills the results and the workspace with NaN, launches, waits,
+/// and copies the results back.
+llvm::Expected<std::vector<HostArray>>
+runGraphOnDevice(GpuRuntime &runtime, const HostFunction &host,
+                 ArrayRef<HostArray> args, GpuCompileOptions options,
+                 StringRef sourceName);
+
 /// Runs the programs of a host function (coda-run --entry) on the GPU,
 /// each loaded at its first launch: copies the arguments to the device,
 /// launches, and copies the outputs back.

@@ -12,6 +12,7 @@
 #ifndef CODA_RUNNER_HOSTFUNCTION_H
 #define CODA_RUNNER_HOSTFUNCTION_H
 
+#include "coda/Program/ProgramGraph.h"
 #include "coda/Runner/CpuRunner.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -60,9 +61,10 @@ struct HostTensorType {
 class HostFunction {
 public:
   /// Compiles function `name` of `module` (left as it is) for the host CPU,
-  /// its program calls launches. The function must not be a program itself;
-  /// its arguments and results must be ranked tensors of f32, f16 or bf16;
-  /// a coda.gemm outside a program is an error (outline it first).
+  /// its program calls launches, each coda.gemm outside a program made one
+  /// first (coda-outline-programs). Its arguments and results must be
+  /// ranked tensors of f32, f16 or bf16. A program graph (ProgramGraph.h)
+  /// needs no host code: its programs are launched in turn.
   static llvm::Expected<std::unique_ptr<HostFunction>> create(ModuleOp module,
                                                               StringRef name);
   ~HostFunction();
@@ -74,19 +76,32 @@ public:
   ModuleOp getProgramModule() const { return *programModule; }
   ArrayRef<HostTensorType> getArgumentTypes() const { return argumentTypes; }
   ArrayRef<HostTensorType> getResultTypes() const { return resultTypes; }
+  /// The function as a program graph, or null when it is not one
+  /// (getGraphViolation says why).
+  const ProgramGraph *getGraph() const { return graph ? &*graph : nullptr; }
+  StringRef getGraphViolation() const { return graphViolation; }
 
-  /// Runs the function on `args` (one per argument, of its element type
-  /// and static sizes), its programs through `launcher`; returns its
-  /// results. A launch that fails fails the run.
+  /// Whether `args` are one per argument, each of its element type and
+  /// static sizes; an error says which is not.
+  llvm::Error checkArguments(ArrayRef<HostArray> args) const;
+
+  /// Runs the function on `args` (checkArguments), its programs through
+  /// `launcher`; returns its results. A launch that fails fails the run.
   llvm::Expected<std::vector<HostArray>> run(ArrayRef<HostArray> args,
                                              ProgramLauncher &launcher) const;
 
 private:
   HostFunction() = default;
+  llvm::Expected<std::vector<HostArray>>
+  runGraph(ArrayRef<HostArray> args, ProgramLauncher &launcher) const;
+  llvm::Expected<std::vector<HostArray>>
+  runHostCode(ArrayRef<HostArray> args, ProgramLauncher &launcher) const;
 
   std::string name;
   OwningOpRef<ModuleOp> programModule;
   std::unique_ptr<ExecutionEngine> engine;
+  std::optional<ProgramGraph> graph;
+  std::string graphViolation;
   std::vector<ProgramSignature> programs;
   std::vector<HostTensorType> argumentTypes, resultTypes;
 };

@@ -67,9 +67,11 @@ typedef coda_status (*coda_reference_launch_fn)(void *user, int32_t index,
                                                 size_t num_outputs,
                                                 char *message, size_t capacity);
 
-/* Parses coda IR holding function `function` and the programs it calls, and
+/* Parses coda IR holding function `function` and the programs it calls,
+   makes each coda.gemm outside a program one (coda-outline-programs), and
    compiles the function for the host (its arguments and results ranked
-   tensors of f32, f16 or bf16). */
+   tensors of f32, f16 or bf16), unless it is a program graph (calls of
+   programs only), which runs its programs in turn with no host code. */
 coda_status coda_reference_host_load(const char *source, size_t length,
                                      const char *function,
                                      coda_reference_host **host);
@@ -79,7 +81,10 @@ void coda_reference_host_destroy(coda_reference_host *host);
    (-1 where dynamic)}, ...], "results": [...], "programs": [{"name", then a
    program's interface as coda_reference_describe gives it}, ...],
    "program_source": the coda IR of the programs (and the host code), from
-   which coda_program_load compiles a program by its name}. A handle runs one
+   which coda_program_load compiles a program by its name (and
+   coda_graph_load the function, when it is a graph), "graph": the program
+   graph as coda_graph_describe gives its calls and results, or null, and
+   "graph_violation": why it is not one ("" when it is)}. A handle runs one
    call at a time: calls on it from several threads must not overlap. */
 const char *coda_reference_host_describe(const coda_reference_host *host);
 

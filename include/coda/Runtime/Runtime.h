@@ -19,6 +19,7 @@
 #define CODA_RUNTIME_RUNTIME_H
 
 #include "coda/Kernel/KernelShape.h"
+#include "coda/Program/ProgramGraph.h"
 #include "coda/Program/ProgramSignature.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -262,6 +263,46 @@ private:
   std::unique_ptr<Loaded> loaded;
 };
 
+/// A program graph (coda/Program/ProgramGraph.h: a function that calls coda
+/// programs and nothing else, such as a chain of GEMMs passing tensors
+/// along) loaded into a runtime: one call launches every program in turn on
+/// one stream, the values between them in a workspace the caller gives.
+class GpuProgramGraph {
+public:
+  ~GpuProgramGraph();
+
+  const ProgramGraph &getGraph() const { return graph; }
+
+  /// The calls' problems, the results' shapes and the workspace's size for
+  /// arguments of `shapes` (ProgramGraph::plan).
+  llvm::Expected<GraphPlan> plan(ArrayRef<SmallVector<int64_t>> shapes) const {
+    return graph.plan(shapes);
+  }
+
+  /// Prepares the kernel of every call for arguments of `shapes`
+  /// (GpuProgram::prepare), the calls on threads of their own.
+  llvm::Error prepare(ArrayRef<SmallVector<int64_t>> shapes);
+
+  /// Launches every call in turn on `stream`: `arguments` in the function's
+  /// order, `results` in its result order, the values between calls at their
+  /// offsets in `workspace` (a device address aligned to
+  /// ProgramGraph::kWorkspaceAlignment, of `workspaceBytes` bytes, at least
+  /// the plan's). Checks every shape and the workspace before launching
+  /// anything; an error names the call.
+  llvm::Error launch(ArrayRef<DeviceValue> arguments,
+                     ArrayRef<DeviceTensor> results, uint64_t workspace,
+                     uint64_t workspaceBytes, void *stream);
+
+private:
+  friend class GpuRuntime;
+  GpuProgramGraph(ProgramGraph graph,
+                  std::vector<std::unique_ptr<GpuProgram>> programs);
+
+  ProgramGraph graph;
+  /// Per program of the graph, loaded, or null when no call runs it.
+  std::vector<std::unique_ptr<GpuProgram>> programs;
+};
+
 /// Device memory owned by the caller of the runtime (tools, tests).
 class DeviceBuffer {
 public:
@@ -311,6 +352,15 @@ public:
               GpuCompileOptions options = {},
               llvm::StringRef sourceName = "program",
               llvm::StringRef derive = "");
+
+  /// Parses a module of coda IR, makes each coda.gemm outside a program a
+  /// program (coda-outline-programs), and loads `function` (with no name,
+  /// as ProgramGraph::get chooses) as a program graph, each of its
+  /// programs loaded with `options`.
+  llvm::Expected<std::unique_ptr<GpuProgramGraph>>
+  loadProgramGraph(llvm::StringRef mlirSource, llvm::StringRef function = "",
+                   GpuCompileOptions options = {},
+                   llvm::StringRef sourceName = "program");
 
   /// Waits for all work on the device.
   llvm::Error synchronize();

@@ -25,6 +25,7 @@ typedef enum coda_status { CODA_OK = 0, CODA_ERROR = 1 } coda_status;
 
 typedef struct coda_runtime coda_runtime;
 typedef struct coda_program coda_program;
+typedef struct coda_graph coda_graph;
 
 /* A tensor in device memory: a CUdeviceptr to dense row-major data. */
 typedef struct coda_tensor {
@@ -221,6 +222,49 @@ coda_status coda_program_launch_device_seed(
     coda_program *program, const coda_value *arguments, size_t num_arguments,
     const coda_tensor *outputs, size_t num_outputs, uint64_t seed_address,
     void *stream);
+
+/* Program graphs: a function of coda IR that calls coda programs and nothing
+   else (each coda.gemm outside a program is made one first), such as a chain
+   of GEMMs passing tensors along, launched whole in one call on one stream
+   (docs/gpu.md#program-graphs). */
+
+/* Loads function `options->function` of the module `source` (NULL: its only
+   function that is not a program, else its only program) as a program graph,
+   each of its programs with `options` (whose `epilogue` and `derive` must be
+   unset). */
+coda_status coda_graph_load(coda_runtime *runtime, const char *source,
+                            size_t length, const coda_compile_options *options,
+                            coda_graph **graph);
+void coda_graph_destroy(coda_graph *graph);
+
+/* The graph as JSON, valid while it lives: {"function": NAME, "arguments":
+   [{"type": "bf16" | "f16" | "f32" | "i64", "tensor": BOOL, "shape": [SIZE,
+   -1 where dynamic]}...], "result_types": [{"type", "shape"}...], "calls":
+   [{"program": NAME, "arguments": [VALUE...]}...], "results": [VALUE...]},
+   each VALUE ["argument", I] or ["call", J, OUTPUT]. */
+const char *coda_graph_describe(const coda_graph *graph);
+
+/* For arguments of the shapes in `arguments` (scalars' ignored): writes each
+   result's rank and shape into `results` (their `data` untouched) and the
+   workspace the values between calls need, in bytes. */
+coda_status coda_graph_plan(const coda_graph *graph,
+                            const coda_value *arguments, size_t num_arguments,
+                            coda_tensor *results, size_t num_results,
+                            uint64_t *workspace_bytes);
+
+/* Compiles (or reads from the caches) and loads every call's kernel for
+   arguments of these shapes, the calls in parallel. */
+coda_status coda_graph_prepare(coda_graph *graph, const coda_value *arguments,
+                               size_t num_arguments);
+
+/* Launches every call in turn on `stream`, the results into `results`, the
+   values between calls into `workspace` (a device address aligned to 256
+   bytes, of `workspace_bytes`, at least coda_graph_plan's). Shapes and the
+   workspace are checked before anything is launched. */
+coda_status coda_graph_launch(coda_graph *graph, const coda_value *arguments,
+                              size_t num_arguments, const coda_tensor *results,
+                              size_t num_results, uint64_t workspace,
+                              uint64_t workspace_bytes, void *stream);
 
 #ifdef __cplusplus
 }

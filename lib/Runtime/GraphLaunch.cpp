@@ -1,0 +1,164 @@
+//===- GraphLaunch.cpp - load and launch program graphs -------------------===//
+
+#include "RuntimeImpl.h"
+
+#include "coda/Dialect/Coda/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <thread>
+
+using namespace mlir;
+using namespace mlir::coda;
+using namespace mlir::coda::runtime;
+
+namespace {
+
+std::string spellShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (auto [i, size] : llvm::enumerate(shape))
+    text += (i ? ", " : "") + std::to_string(size);
+  return text + "]";
+}
+
+/// The shapes of the tensor arguments in `arguments` (empty for scalars).
+SmallVector<SmallVector<int64_t>>
+getArgumentShapes(const ProgramGraph &graph, ArrayRef<DeviceValue> arguments) {
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (auto [type, value] : llvm::zip(graph.argumentTypes, arguments))
+    shapes.emplace_back(isa<RankedTensorType>(type)
+                            ? ArrayRef<int64_t>(value.tensor.shape)
+                            : ArrayRef<int64_t>());
+  return shapes;
+}
+
+} // namespace
+
+GpuProgramGraph::GpuProgramGraph(
+    ProgramGraph graph, std::vector<std::unique_ptr<GpuProgram>> programs)
+    : graph(std::move(graph)), programs(std::move(programs)) {}
+
+GpuProgramGraph::~GpuProgramGraph() = default;
+
+llvm::Expected<std::unique_ptr<GpuProgramGraph>> GpuRuntime::loadProgramGraph(
+    llvm::StringRef mlirSource, llvm::StringRef function,
+    GpuCompileOptions options, llvm::StringRef sourceName) {
+  std::string outlined;
+  std::optional<ProgramGraph> graph;
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    DiagnosticCollector diagnostics(*impl->mlir);
+    llvm::Expected<OwningOpRef<ModuleOp>> parsed =
+        parseModule(mlirSource, sourceName, *impl->mlir, diagnostics);
+    if (!parsed)
+      return parsed.takeError();
+    OwningOpRef<ModuleOp> &module = *parsed;
+    PassManager outline(impl->mlir.get());
+    outline.addPass(createCodaOutlinePrograms());
+    if (failed(outline.run(*module)))
+      return error(diagnostics.text);
+    FailureOr<ProgramGraph> described = ProgramGraph::get(*module, function);
+    if (failed(described))
+      return error(diagnostics.text);
+    graph = std::move(*described);
+    // Each program is compiled from this text, as loadProgram compiles one;
+    // locations keep pointing into the source.
+    llvm::raw_string_ostream text(outlined);
+    module->print(text, OpPrintingFlags().enableDebugInfo());
+  }
+  std::vector<std::unique_ptr<GpuProgram>> programs(graph->programs.size());
+  for (const GraphCall &call : graph->calls) {
+    std::unique_ptr<GpuProgram> &program = programs[call.program];
+    if (program)
+      continue;
+    auto loaded =
+        loadProgram(outlined, graph->programs[call.program].functionName,
+                    options, sourceName);
+    if (!loaded)
+      return loaded.takeError();
+    program = std::move(*loaded);
+  }
+  return std::unique_ptr<GpuProgramGraph>(
+      new GpuProgramGraph(std::move(*graph), std::move(programs)));
+}
+
+llvm::Error GpuProgramGraph::prepare(ArrayRef<SmallVector<int64_t>> shapes) {
+  llvm::Expected<GraphPlan> planned = plan(shapes);
+  if (!planned)
+    return planned.takeError();
+  std::vector<llvm::Error> errors;
+  for (size_t i = 0; i < graph.calls.size(); ++i)
+    errors.push_back(llvm::Error::success());
+  {
+    std::vector<std::thread> threads;
+    for (auto [i, call] : llvm::enumerate(graph.calls))
+      threads.emplace_back([&, i = i, program = call.program] {
+        errors[i] = programs[program]->prepare(planned->problems[i]);
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+  }
+  llvm::Error result = llvm::Error::success();
+  for (llvm::Error &e : errors)
+    result = llvm::joinErrors(std::move(result), std::move(e));
+  return result;
+}
+
+llvm::Error GpuProgramGraph::launch(ArrayRef<DeviceValue> arguments,
+                                    ArrayRef<DeviceTensor> results,
+                                    uint64_t workspace, uint64_t workspaceBytes,
+                                    void *stream) {
+  const std::string &name = graph.functionName;
+  if (arguments.size() != graph.argumentTypes.size())
+    return error("'" + name + "' takes " + Twine(graph.argumentTypes.size()) +
+                 " arguments, got " + Twine(arguments.size()));
+  if (results.size() != graph.results.size())
+    return error("'" + name + "' returns " + Twine(graph.results.size()) +
+                 " results, got " + Twine(results.size()) + " to write");
+  llvm::Expected<GraphPlan> planned = plan(getArgumentShapes(graph, arguments));
+  if (!planned)
+    return planned.takeError();
+  for (auto [i, result] : llvm::enumerate(results))
+    if (ArrayRef<int64_t>(result.shape) !=
+        ArrayRef<int64_t>(planned->resultShapes[i]))
+      return error("result #" + Twine(i) + " of '" + name + "' has shape " +
+                   spellShape(result.shape) + ", but the arguments make it " +
+                   spellShape(planned->resultShapes[i]));
+  if (workspaceBytes < static_cast<uint64_t>(planned->workspaceBytes))
+    return error("'" + name + "' needs a workspace of " +
+                 Twine(planned->workspaceBytes) + " bytes for these shapes, " +
+                 "got " + Twine(workspaceBytes));
+  if (planned->workspaceBytes &&
+      (!workspace || workspace % ProgramGraph::kWorkspaceAlignment))
+    return error("the workspace of '" + name + "' must be a device address " +
+                 "aligned to " + Twine(ProgramGraph::kWorkspaceAlignment) +
+                 " bytes, got " + Twine(workspace));
+
+  auto tensorOf = [&](unsigned call, unsigned output) {
+    const GraphPlace &place = planned->places[call][output];
+    DeviceTensor tensor = place.result >= 0
+                              ? results[place.result]
+                              : DeviceTensor{workspace + place.offset, {}};
+    tensor.shape.assign(planned->outputShapes[call][output].begin(),
+                        planned->outputShapes[call][output].end());
+    return tensor;
+  };
+  for (auto [i, call] : llvm::enumerate(graph.calls)) {
+    SmallVector<DeviceValue> values;
+    for (const GraphValue &value : call.arguments)
+      values.push_back(
+          value.kind == GraphValue::Kind::Argument
+              ? arguments[value.index]
+              : DeviceValue{tensorOf(value.index, value.output), 0.0f, 0});
+    SmallVector<DeviceTensor> outputs;
+    for (unsigned o = 0; o < planned->outputShapes[i].size(); ++o)
+      outputs.push_back(tensorOf(i, o));
+    if (llvm::Error e = programs[call.program]->launch(values, outputs, stream))
+      return error("the call of '" + graph.programs[call.program].functionName +
+                   "' (#" + Twine(i) + ") in '" + name +
+                   "': " + llvm::toString(std::move(e)));
+  }
+  return llvm::Error::success();
+}
