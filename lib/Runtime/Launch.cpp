@@ -3,6 +3,8 @@
 #include "Launch.h"
 #include "RuntimeImpl.h"
 
+#include "coda/Dialect/Coda/Transforms/Backward.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -187,14 +189,95 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   if (problem->k == 0)
     return error("'" + name + "': K = 0 is not supported on the GPU");
   *problem = getTiledProblem(*problem);
-  if (!isAutotuned())
-    return launchShape(chooseShape(*problem), *problem, arguments, outputs,
-                       stream, seedAddress);
+  if (!isAutotuned()) {
+    KernelShape shape = chooseShape(*problem);
+    if (needsRowSplit(*problem, shape))
+      return launchRowSplit(*problem, arguments, outputs, stream, seedAddress);
+    return launchShape(shape, *problem, arguments, outputs, stream,
+                       seedAddress);
+  }
   llvm::Expected<KernelShape> tuned =
       tuneShape(*problem, arguments, outputs, stream, seedAddress);
   if (!tuned)
     return tuned.takeError();
   return launchShape(*tuned, *problem, arguments, outputs, stream, seedAddress);
+}
+
+bool GpuProgram::needsRowSplit(const ProblemShape &problem,
+                               const KernelShape &shape) const {
+  int64_t tileN = shape.tileN ? shape.tileN : KernelShape::kDefaultTileN;
+  return constraint == TileConstraint::RowCluster &&
+         problem.n > tileN * std::max<int64_t>(shape.clusterN, 1);
+}
+
+llvm::Error GpuProgram::loadRowSplit(const ProblemShape &problem) {
+  std::lock_guard<std::mutex> lock(loaded->rowSplit);
+  if (rowApply)
+    return llvm::Error::success();
+  // The tile rule chooses the split's shapes: a pinned cluster would
+  // exchange its statistics again.
+  GpuCompileOptions split;
+  split.fastActivations = options.fastActivations;
+  split.deterministic = options.deterministic;
+  const std::string &name = signature.functionName;
+  auto statistics = runtime.loadProgram(source, name, split, sourceName,
+                                        BackwardNames::kRowStatistics);
+  if (!statistics)
+    return error("'" + name + "' reduces rows over N = " + Twine(problem.n) +
+                 ", wider than a cluster of its GPU kernel's tiles holds, and "
+                 "cannot be split (the CPU reference reduces any width): " +
+                 llvm::toString(statistics.takeError()));
+  auto apply = runtime.loadProgram(source, name, split, sourceName,
+                                   BackwardNames::kRowApply);
+  if (!apply)
+    return apply.takeError();
+  rowStatistics = std::move(*statistics);
+  rowApply = std::move(*apply);
+  return llvm::Error::success();
+}
+
+llvm::Error GpuProgram::launchRowSplit(const ProblemShape &problem,
+                                       ArrayRef<DeviceValue> arguments,
+                                       ArrayRef<DeviceTensor> outputs,
+                                       void *stream, uint64_t seedAddress) {
+  if (auto e = loadRowSplit(problem))
+    return e;
+  // The scratch: the accumulator [M, N] and each row reduction [M], f32.
+  LaunchBuffers buffers(*runtime.impl->driver, static_cast<CUstream>(stream));
+  const ProgramSignature &written = rowStatistics->getSignature();
+  SmallVector<DeviceTensor> saved;
+  for (auto [i, output] : llvm::enumerate(written.outputs)) {
+    SmallVector<int64_t> shape = written.getOutputShape(i, problem);
+    uint64_t bytes = 4;
+    for (int64_t size : shape)
+      bytes *= size;
+    llvm::Expected<CUdeviceptr> buffer =
+        buffers.allocate(bytes, "the row split's " + output.name);
+    if (!buffer)
+      return buffer.takeError();
+    saved.push_back(
+        {*buffer, SmallVector<int64_t, 3>(shape.begin(), shape.end())});
+  }
+  if (auto e = rowStatistics->launch(arguments, saved, stream, seedAddress))
+    return e;
+  // The application's arguments by role and name: A, B, the forward's
+  // epilogue inputs, then what the statistics wrote.
+  SmallVector<DeviceValue> applied;
+  for (const ProgramArgument &arg : rowApply->getSignature().arguments) {
+    int index = arg.role == ArgumentRole::Input ? signature.findInput(arg.name)
+                                                : signature.findRole(arg.role);
+    if (index >= 0) {
+      applied.push_back(arguments[index]);
+      continue;
+    }
+    auto it = llvm::find_if(written.outputs, [&](const ProgramOutput &output) {
+      return output.name == arg.name;
+    });
+    DeviceValue value;
+    value.tensor = saved[it - written.outputs.begin()];
+    applied.push_back(std::move(value));
+  }
+  return rowApply->launch(applied, outputs, stream, seedAddress);
 }
 
 llvm::Error GpuProgram::launchShape(const KernelShape &shape,

@@ -184,9 +184,15 @@ llvm::Error GpuProgram::prepare() {
 
 llvm::Error GpuProgram::prepare(const ProblemShape &problem,
                                 bool seedInMemory) {
-  return prepareShape(chooseShape(getTiledProblem(problem)),
-                      seedInMemory && signature.findSeed() >= 0)
-      .takeError();
+  ProblemShape tiled = getTiledProblem(problem);
+  KernelShape shape = chooseShape(tiled);
+  seedInMemory = seedInMemory && signature.findSeed() >= 0;
+  if (!needsRowSplit(tiled, shape))
+    return prepareShape(shape, seedInMemory).takeError();
+  if (auto e = loadRowSplit(tiled))
+    return e;
+  return llvm::joinErrors(rowStatistics->prepare(tiled, seedInMemory),
+                          rowApply->prepare(tiled, seedInMemory));
 }
 
 llvm::Expected<std::shared_ptr<Kernel>>

@@ -170,6 +170,8 @@ struct GpuProgram::Loaded {
   /// that makes concurrent first launches of a problem tune it once.
   llvm::StringMap<KernelShape> tuned;
   std::mutex tuning;
+  /// Held while the row split's programs are loaded.
+  std::mutex rowSplit;
 };
 
 } // namespace mlir::coda

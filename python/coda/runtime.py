@@ -274,7 +274,8 @@ class Program:
     derive="backward", "saving", "backward_saved" ("backward_saved_nk": the
     next layer's weight stored [in, out]), "grad_a" or "grad_b"
     loads the program derived from the source's for training
-    (docs/autodiff.md). deterministic=True merges column reductions (a bias
+    (docs/autodiff.md); "inference", "row_statistics" and "row_apply" the
+    others it lists. deterministic=True merges column reductions (a bias
     gradient) in a fixed order instead of with f32 atomics, so that they are
     bit-identical from run to run; None (the default) follows
     torch.are_deterministic_algorithms_enabled() when the program is made."""

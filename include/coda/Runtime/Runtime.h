@@ -220,6 +220,21 @@ private:
                                         ArrayRef<DeviceValue> arguments,
                                         ArrayRef<DeviceTensor> outputs,
                                         void *stream, uint64_t seedAddress);
+  /// Whether `problem`'s rows are wider than the cluster of tiles of
+  /// `shape` (chooseShape's) holds: the program's row reductions then run
+  /// as its row split.
+  bool needsRowSplit(const ProblemShape &problem,
+                     const KernelShape &shape) const;
+  /// Loads the row split's programs, once.
+  llvm::Error loadRowSplit(const ProblemShape &problem);
+  /// Launches the row split of the program (deriveRowSplit: its GEMM
+  /// writing its accumulator and row reductions into scratch from the
+  /// stream-ordered allocator, then its epilogue on them, no product), for a
+  /// problem whose rows are wider than its cluster of tiles holds.
+  llvm::Error launchRowSplit(const ProblemShape &problem,
+                             ArrayRef<DeviceValue> arguments,
+                             ArrayRef<DeviceTensor> outputs, void *stream,
+                             uint64_t seedAddress);
   /// Launches the kernel of `shape` (launch() has checked the arguments).
   llvm::Error launchShape(const KernelShape &shape, const ProblemShape &problem,
                           ArrayRef<DeviceValue> arguments,
@@ -261,6 +276,9 @@ private:
   bool lightEpilogue;
   GpuCompileStats stats;
   std::unique_ptr<Loaded> loaded;
+  /// The row split's two programs, loaded at the first launch that needs
+  /// them (Loaded::rowSplit guards them).
+  std::unique_ptr<GpuProgram> rowStatistics, rowApply;
 };
 
 /// A program graph (coda/Program/ProgramGraph.h: a function that calls coda

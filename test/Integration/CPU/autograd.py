@@ -448,8 +448,8 @@ expect_error("derive='backward_saved_kn'",
              lambda: ReferenceProgram("EPILOGUE { output = input; }", dtype="f32",
                                       derive="backward_saved_kn"), CodaError,
              lambda text: ("unknown derived program 'backward_saved_kn'; expected backward, "
-                           "saving, backward_saved, backward_saved_nk, grad_a, grad_b or "
-                           "inference") in text,
+                           "saving, backward_saved, backward_saved_nk, grad_a, grad_b, "
+                           "inference, row_statistics or row_apply") in text,
              "message for an unknown derived program")
 
 print(f"{len(failures)} failed: {failures}" if failures else "all passed")

@@ -85,3 +85,20 @@ cuda_graph.replay()
 z_eager, _ = block(o, wo, r, wq, w3)
 print("side stream:", torch.equal(z_side, z), "replayed:", torch.equal(z_captured, z_eager))
 # CHECK: side stream: True replayed: True
+
+# The runtime's graph API directly (coda_graph_load): a program is a graph of
+# one call, bit-identical to the launch the MLP's host code made; what is not
+# a graph is refused, saying why.
+from coda.host import _DeviceGraph
+
+(h_direct,) = _DeviceGraph(torch, source, "fc1", x.device).run(torch, [x, w1, b1],
+                                                                [torch.bfloat16])
+print("program as a graph:", torch.equal(h_direct, h))
+# CHECK: program as a graph: True
+for name in ("scaled", "nope"):
+    try:
+        _DeviceGraph(torch, graph_source, name, x.device)
+    except coda.CodaError as e:
+        print(f"{name}:", str(e).splitlines()[0])
+# CHECK: scaled: program:{{[0-9]+}}:{{[0-9]+}}: error: 'scaled' is not a program graph (a function whose body is calls of coda programs): 'arith.constant' at program:{{[0-9]+}}:{{[0-9]+}} is not a call of a coda program
+# CHECK: nope: {{.*}}error: no function named 'nope'

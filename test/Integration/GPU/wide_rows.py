@@ -8,8 +8,11 @@
 # ragged M, N not a multiple of 8 in places), bf16 and f16, against fp64
 # numpy; coda-run --check poisons the outputs with NaN and compares them with
 # the CPU reference. Then: a cluster wider than the row (blocks past the last
-# column), results identical bit for bit from run to run, the error past the
-# widest row, row statistics merged after the GEMM at any width, and the
+# column), results identical bit for bit from run to run, rows past the
+# widest cluster (4104 and 10000 columns) through the row split (the GEMM
+# writing its accumulator and row statistics, then the epilogue on them),
+# the error for a program that cannot be split, row statistics merged after
+# the GEMM at any width, and the
 # derived backward of residual + LayerNorm at GPT-2's width against fp64
 # autograd.
 
@@ -103,14 +106,27 @@ for name in first:
     assert np.array_equal(first[name], again[name]), f"{name} differs between runs"
 print("deterministic: 3 outputs identical across runs")
 
-# Past 16 tiles of 256 columns.
-arrays = {"a": random(rng, 64, 64), "b": random(rng, 4104, 64), "bias": random(rng, 4104),
-          "residual": random(rng, 64, 4104), "gamma": random(rng, 4104),
-          "beta": random(rng, 4104)}
-error = run_program(LAYERNORM, arrays, ["output", "mean", "rstd"], device="cuda",
-                    expect_failure=True)
+# Past 16 tiles of 256 columns, the runtime launches the row split: the
+# GEMM writes its accumulator (f32) and its row reductions as row
+# statistics, merged after it, then a kernel with no product runs the
+# epilogue on them. Pinned 256-column tiles too.
+for m, n, k, extra in ((64, 4104, 64, ()), (257, 10000, 72, ()), (130, 4104, 64,
+                                                                  ("--tile-n", "256"))):
+    case(m, n, k, extra=extra)
+print("row split: LayerNorm, RMSNorm, softmax and log-sum-exp past 4096 columns")
+
+# A program whose row reductions cannot be split (a sum of values scaled by
+# the row's maximum: no merge of per-tile results computes it) says so.
+SCALED = program("scaled", """
+EPILOGUE scaled() -> (output: f32[M, N]) {
+  output = input / row_sum(input * row_max(input));
+}
+""")
+error = run_program(SCALED, {"a": random(rng, 64, 64), "b": random(rng, 4104, 64)}, ["output"],
+                    device="cuda", expect_failure=True)
 print(error.strip().splitlines()[-1])
-assert "holds at most 4096 columns per row" in error, error
+assert "wider than its GPU kernel's cluster of tiles holds, and cannot be split" in error, error
+assert "a row reduction reads another in a way no merge" in error, error
 
 # Row statistics (no element of the row needs them) at any width: each tile
 # writes its partial results and a merge kernel combines them in tile order

@@ -12,6 +12,8 @@
 #include "Adjoints.h"
 
 #include "coda/Dialect/Coda/IR/CodaOps.h"
+#include "coda/Dialect/Coda/IR/EpilogueDims.h"
+#include "coda/Dialect/Coda/Utils/RowStatistics.h"
 #include "coda/Program/ProgramSignature.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -259,7 +261,8 @@ Value reduceToInput(OpBuilder &b, Location loc, Adjoint adjoint,
   return value;
 }
 
-FailureOr<Forward> analyze(func::FuncOp func) {
+FailureOr<Forward> analyze(func::FuncOp func,
+                           StringRef refusal = "cannot be differentiated") {
   auto module = func->getParentOfType<ModuleOp>();
   FailureOr<ProgramSignature> signature =
       ProgramSignature::get(module, func.getName());
@@ -267,7 +270,7 @@ FailureOr<Forward> analyze(func::FuncOp func) {
     return failure();
   GemmOp gemm = *func.getOps<GemmOp>().begin();
   auto notDifferentiable = [&](const Twine &why) {
-    return gemm.emitOpError() << "cannot be differentiated: " << why;
+    return gemm.emitOpError() << refusal << ": " << why;
   };
   if (gemm.isBatched())
     return notDifferentiable("batched GEMMs are not supported; fold the batch "
@@ -432,9 +435,14 @@ SmallVector<Slot> getSavedRowSlots(Forward &forward,
 
 /// `@f_saving`: the forward, then its accumulator in the operand type
 /// (`withAccumulator`) and the values of the row reductions `rowReductions`.
-FailureOr<func::FuncOp> buildSavingProgram(Forward &forward,
-                                           ArrayRef<Operation *> rowReductions,
-                                           bool withAccumulator) {
+/// `@f_row_statistics` (`suffix`) writes, without the forward's outputs
+/// (`withOutputs` false), its accumulator in f32 (`accumulatorType`) and the
+/// row reductions.
+FailureOr<func::FuncOp>
+buildSavingProgram(Forward &forward, ArrayRef<Operation *> rowReductions,
+                   bool withAccumulator, bool withOutputs = true,
+                   Type accumulatorType = {},
+                   StringRef suffix = BackwardNames::kSaving) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
   SmallVector<Slot> args;
@@ -445,24 +453,26 @@ FailureOr<func::FuncOp> buildSavingProgram(Forward &forward,
   SmallVector<Slot> results;
   SmallVector<DimsAttr> resultDims;
   for (auto [i, output] : llvm::enumerate(forward.signature.outputs)) {
+    if (!withOutputs)
+      break;
     results.push_back({output.type, output.name});
     resultDims.push_back(fwd.getResultDimsAt(i));
   }
   if (withAccumulator) {
-    results.push_back(
-        {forward.spaceType(forward.elementType), BackwardNames::kSavedAcc});
+    results.push_back({forward.spaceType(accumulatorType ? accumulatorType
+                                                         : forward.elementType),
+                       BackwardNames::kSavedAcc});
     resultDims.push_back(DimsAttr::get(context, kSpace));
   }
   for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
     results.push_back(slot);
     resultDims.push_back(DimsAttr::get(context, DimsAttr::kM));
   }
-  if (failed(checkUniqueNames(forward, BackwardNames::kSaving, results,
-                              "results")))
+  if (failed(checkUniqueNames(forward, suffix, results, "results")))
     return failure();
   GemmOp savingGemm;
   func::FuncOp saving = createProgram(
-      forward, derivedName(forward, BackwardNames::kSaving), args, results,
+      forward, derivedName(forward, suffix), args, results,
       [&](OpBuilder &b, ValueRange values) {
         IRMapping operands;
         operands.map(forward.func.getArguments(), values);
@@ -490,7 +500,8 @@ FailureOr<func::FuncOp> buildSavingProgram(Forward &forward,
     b.clone(op, mapping);
   SmallVector<Value> values;
   for (Value v : fwd.getYield().getValues())
-    values.push_back(mapping.lookup(v));
+    if (withOutputs)
+      values.push_back(mapping.lookup(v));
   if (withAccumulator)
     values.push_back(savingGemm.getAccumulator());
   for (Operation *reduction : rowReductions)
@@ -804,7 +815,110 @@ void buildOperandGradients(Forward &forward, BackwardPrograms &programs) {
       forward.aType, "a", forward.bType, BackwardNames::kGradB);
 }
 
+/// `@f_row_apply`: the forward's epilogue on its saved accumulator and row
+/// reductions (`saved_acc`, `saved_row<i>`: `@f_row_statistics`'s outputs),
+/// writing the forward's outputs. It reads no accumulator of its own: its
+/// kernel runs no product.
+FailureOr<func::FuncOp> buildRowApply(Forward &forward,
+                                      ArrayRef<Operation *> rowReductions) {
+  GemmOp fwd = forward.gemm;
+  MLIRContext *context = forward.func.getContext();
+  Type f32 = Float32Type::get(context);
+  SmallVector<Slot> args{{forward.aType, ""}, {forward.bType, ""}};
+  SmallVector<DimsAttr> inputDims;
+  appendInputs(forward, args, inputDims);
+  args.push_back({forward.spaceType(f32), BackwardNames::kSavedAcc});
+  inputDims.push_back(DimsAttr::get(context, kSpace));
+  for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
+    args.push_back(slot);
+    inputDims.push_back(DimsAttr::get(context, DimsAttr::kM));
+  }
+  SmallVector<Slot> results;
+  SmallVector<DimsAttr> resultDims;
+  for (auto [i, output] : llvm::enumerate(forward.signature.outputs)) {
+    results.push_back({output.type, output.name});
+    resultDims.push_back(fwd.getResultDimsAt(i));
+  }
+  if (failed(checkUniqueNames(forward, BackwardNames::kRowApply, args,
+                              "arguments")))
+    return failure();
+  GemmOp gemm;
+  func::FuncOp apply = createProgram(
+      forward, derivedName(forward, BackwardNames::kRowApply), args, results,
+      [&](OpBuilder &b, ValueRange values) {
+        SmallVector<Type> types;
+        for (const Slot &slot : results)
+          types.push_back(slot.type);
+        gemm = GemmOp::create(b, fwd.getLoc(), types, resultDims, values[0],
+                              values[1], fwd.getTransposeA(),
+                              fwd.getTransposeB(), Value(), Value(), Value(),
+                              values.drop_front(2), inputDims);
+        return gemm;
+      });
+  // Block arguments: the unread accumulator, the forward's inputs, the saved
+  // accumulator, the saved row reductions.
+  Block &block = gemm.getEpilogueBlock();
+  unsigned numInputs = fwd.getInputs().size();
+  IRMapping mapping;
+  mapping.map(fwd.getAccumulator(), block.getArgument(1 + numInputs));
+  for (unsigned i = 0; i < numInputs; ++i)
+    mapping.map(fwd.getEpilogueBlock().getArgument(1 + i),
+                block.getArgument(1 + i));
+  for (auto [i, reduction] : llvm::enumerate(rowReductions))
+    mapping.map(reduction->getResult(0), block.getArgument(2 + numInputs + i));
+  OpBuilder b = OpBuilder::atBlockEnd(&block);
+  for (Operation &op : fwd.getEpilogueBlock().without_terminator())
+    if (!mapping.contains(op.getResult(0)))
+      b.clone(op, mapping);
+  SmallVector<Value> values;
+  for (Value v : fwd.getYield().getValues())
+    values.push_back(mapping.lookup(v));
+  finishEpilogue(gemm, values);
+  return apply;
+}
+
 } // namespace
+
+FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
+  FailureOr<Forward> analyzed =
+      analyze(forward, "cannot be split into its row statistics and their "
+                       "application");
+  if (failed(analyzed))
+    return failure();
+  GemmOp gemm = analyzed->gemm;
+  auto refuse = [&](const Twine &why) {
+    return gemm.emitOpError()
+           << "cannot be split into its row statistics and their application: "
+           << why;
+  };
+  SmallVector<Operation *> reductions;
+  for (Operation &op : gemm.getEpilogueBlock().without_terminator())
+    if (isa<RowReduceOp>(op))
+      reductions.push_back(&op);
+  if (reductions.empty())
+    return refuse("its epilogue reduces no row");
+  if (RowStatistics::get(gemm, EpilogueDims(gemm)))
+    return refuse("its row reductions are row statistics already, merged "
+                  "after the GEMM at any width");
+  FailureOr<func::FuncOp> statistics = buildSavingProgram(
+      *analyzed, reductions, /*withAccumulator=*/true, /*withOutputs=*/false,
+      Float32Type::get(forward.getContext()), BackwardNames::kRowStatistics);
+  if (failed(statistics))
+    return failure();
+  GemmOp statisticsGemm = *statistics->getOps<GemmOp>().begin();
+  if (!RowStatistics::get(statisticsGemm, EpilogueDims(statisticsGemm))) {
+    statistics->erase();
+    return refuse("a row reduction reads another in a way no merge of "
+                  "per-tile results computes (only a variance centered on a "
+                  "mean and a sum of exponentials shifted by a maximum are)");
+  }
+  FailureOr<func::FuncOp> apply = buildRowApply(*analyzed, reductions);
+  if (failed(apply)) {
+    statistics->erase();
+    return failure();
+  }
+  return RowSplitPrograms{*statistics, *apply};
+}
 
 std::string mlir::coda::getDerivedName(func::FuncOp forward, StringRef suffix) {
   return (forward.getName() + "_" + suffix).str();
@@ -855,6 +969,15 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
   auto forward = module.lookupSymbol<func::FuncOp>(signature->functionName);
   if (derived == BackwardNames::kInference)
     return deriveInference(forward).getName().str();
+  if (derived == BackwardNames::kRowStatistics ||
+      derived == BackwardNames::kRowApply) {
+    FailureOr<RowSplitPrograms> split = deriveRowSplit(forward);
+    if (failed(split))
+      return failure();
+    (derived == BackwardNames::kRowApply ? split->statistics : split->apply)
+        .erase();
+    return getDerivedName(forward, derived);
+  }
   bool nk = derived == BackwardNames::kBackwardSavedNK;
   bool saved = derived == BackwardNames::kSaving ||
                derived == BackwardNames::kBackwardSaved || nk;
@@ -863,7 +986,8 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
     return forward.emitError() << "unknown derived program '" << derived
                                << "'; expected backward, saving, "
                                   "backward_saved, backward_saved_nk, "
-                                  "grad_a, grad_b or inference";
+                                  "grad_a, grad_b, inference, "
+                                  "row_statistics or row_apply";
   // A row loss's saving program is its recomputed backward's.
   if (derived == BackwardNames::kSaving && isRowLoss(*signature))
     saved = false;

@@ -80,6 +80,11 @@ struct BackwardNames {
   static constexpr const char *kSavedRow = "saved_row";
   /// The gradient of the accumulator.
   static constexpr const char *kGradAcc = "grad_acc";
+  /// The forward split in two for rows wider than the GPU exchanges across
+  /// tiles (deriveRowSplit): its accumulator and row reductions, then its
+  /// epilogue on them.
+  static constexpr const char *kRowStatistics = "row_statistics";
+  static constexpr const char *kRowApply = "row_apply";
   /// The attribute of a derived program: the symbol of its forward.
   static constexpr const char *kDerivedFrom = "coda.derived_from";
 };
@@ -119,8 +124,32 @@ deriveBackward(func::FuncOp forward, AccumulatorSource source,
 /// and the forward's arguments (the seed unread).
 func::FuncOp deriveInference(func::FuncOp forward);
 
+/// A forward program whose row reductions need whole rows in every element
+/// (a LayerNorm's or softmax's written output), split in two programs whose
+/// rows have no width limit on the GPU.
+struct RowSplitPrograms {
+  /// `@f_row_statistics`: the forward's GEMM, writing its accumulator
+  /// (`saved_acc`, `[m, n]` f32) and the value of every row reduction
+  /// (`saved_row<i>`, `[m]` f32), which are then row statistics, merged
+  /// after the GEMM at any width; not the forward's outputs.
+  func::FuncOp statistics;
+  /// `@f_row_apply`: A, B, the forward's inputs, `saved_acc` and
+  /// `saved_row<i>`; the forward's epilogue on them, each row reduction
+  /// read, writing the forward's outputs. It reads no accumulator of its own,
+  /// so its kernel runs no product.
+  func::FuncOp apply;
+};
+
+/// Inserts after `forward` its row split. Emits an error and fails when its
+/// epilogue has no row reduction, when they are row statistics already, or
+/// when one reads another in a way no merge of per-tile results computes;
+/// and, as deriveBackward, for a batched GEMM, a C operand or an accumulator
+/// [m, n/2].
+FailureOr<RowSplitPrograms> deriveRowSplit(func::FuncOp forward);
+
 /// Derives the program named `derived` ("backward", "saving",
-/// "backward_saved", "backward_saved_nk", "grad_a", "grad_b", "inference") of
+/// "backward_saved", "backward_saved_nk", "grad_a", "grad_b", "inference",
+/// "row_statistics", "row_apply") of
 /// the program `function`
 /// of `module` (its only one when empty), erasing the derived programs not
 /// asked for, and returns its name; or emits an error and fails.

@@ -50,6 +50,33 @@ def CodaDeriveBackward : Pass<"coda-derive-backward", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def CodaSplitRows : Pass<"coda-split-rows", "::mlir::ModuleOp"> {
+  let summary = "Split each program whose rows are exchanged across tiles in two";
+  let description = [{
+    A program whose row reductions reach elements of the row (a LayerNorm's
+    or a softmax's written output) exchanges each row's partial results
+    across the tiles of a cluster on the GPU, which holds rows of up to 4096
+    columns. This pass makes each such program `@f` a program graph
+    (docs/gpu.md#program-graphs) of two derived programs whose rows have no
+    width limit (deriveRowSplit, docs/autodiff.md): `@f_row_statistics`, the
+    GEMM writing its accumulator (`saved_acc`, f32) and its row reductions
+    as row statistics (`saved_row<i>`, merged after the GEMM), then
+    `@f_row_apply`, the epilogue on them, which runs no product. The GPU
+    runtime does this itself for a launch whose rows are too wide for a
+    cluster. A program that cannot be split fails the pass, saying why.
+
+    ```mlir
+    // coda-opt --coda-split-rows
+    func.func @ln(%a: ..., %b: ..., %gamma: ...) -> (tensor<?x?xbf16> {coda.name = "output"}) {
+      %s:3 = call @ln_row_statistics(%a, %b, %gamma) : ...
+      %0 = call @ln_row_apply(%a, %b, %gamma, %s#0, %s#1, %s#2) : ...
+      return %0 : tensor<?x?xbf16>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def CodaOutlinePrograms : Pass<"coda-outline-programs", "::mlir::ModuleOp"> {
   let summary = "Make every coda.gemm that is not a program a program of its own";
   let description = [{

@@ -1,0 +1,103 @@
+// RUN: not coda-opt %s --coda-split-rows -split-input-file 2>/dev/null | FileCheck %s
+// RUN: not coda-opt %s --coda-split-rows -split-input-file 2>&1 | FileCheck %s --check-prefix=ERR
+
+// A LayerNorm's written output reads its row's statistics in every element:
+// the program becomes a graph of its row statistics (the accumulator in f32,
+// the mean, the variance centered on it) and their application, which reads
+// no accumulator. Inputs keep their names; what the two pass is named
+// saved_acc and saved_row<i>.
+// CHECK-LABEL: func.func @layernorm(
+// CHECK-SAME:      %[[A:.*]]: tensor<?x64xbf16>, %[[B:.*]]: tensor<8192x64xbf16>, %[[G:.*]]: tensor<8192xf32> {coda.name = "gamma"})
+// CHECK-NEXT:    %[[S:.*]]:3 = call @layernorm_row_statistics(%[[A]], %[[B]], %[[G]])
+// CHECK-NEXT:    %[[O:.*]] = call @layernorm_row_apply(%[[A]], %[[B]], %[[G]], %[[S]]#0, %[[S]]#1, %[[S]]#2)
+// CHECK-NEXT:    return %[[O]]
+// CHECK-LABEL: func.func @layernorm_row_statistics(
+// CHECK-SAME:      -> (tensor<?x8192xf32> {coda.name = "saved_acc"}, tensor<?xf32> {coda.name = "saved_row0"}, tensor<?xf32> {coda.name = "saved_row1"})
+// CHECK-SAME:      attributes {coda.derived_from = @layernorm}
+// CHECK:         ^bb0(%[[ACC:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[MEAN:.*]] = coda.row_reduce mean %[[ACC]]
+// CHECK-NEXT:      %[[D:.*]] = arith.subf %[[ACC]], %[[MEAN]]
+// CHECK-NEXT:      %[[SQ:.*]] = arith.mulf %[[D]], %[[D]]
+// CHECK-NEXT:      %[[VAR:.*]] = coda.row_reduce mean %[[SQ]]
+// CHECK-NEXT:      coda.yield %[[ACC]], %[[MEAN]], %[[VAR]]
+// CHECK-LABEL: func.func @layernorm_row_apply(
+// CHECK-SAME:      %{{.*}}: tensor<?x8192xf32> {coda.name = "saved_acc"}, %{{.*}}: tensor<?xf32> {coda.name = "saved_row0"}, %{{.*}}: tensor<?xf32> {coda.name = "saved_row1"})
+// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "output"})
+// CHECK:         ^bb0(%[[UNREAD:.*]]: f32, %[[GAMMA:.*]]: f32, %[[SACC:.*]]: f32, %[[SMEAN:.*]]: f32, %[[SVAR:.*]]: f32):
+// CHECK-NOT:       coda.row_reduce
+// CHECK:           arith.subf %[[SACC]], %[[SMEAN]]
+// CHECK-NOT:       %[[UNREAD]]
+// CHECK:           coda.yield
+func.func @layernorm(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
+                     %gamma: tensor<8192xf32> {coda.name = "gamma"})
+    -> (tensor<?x8192xbf16> {coda.name = "output"}) {
+  %0 = coda.gemm %a, %b transpose_b ins(%gamma : tensor<8192xf32> [n])
+      : tensor<?x64xbf16>, tensor<8192x64xbf16> -> (tensor<?x8192xbf16> [m, n]) {
+  ^bb0(%acc: f32, %g: f32):
+    %mean = coda.row_reduce mean %acc
+    %d = arith.subf %acc, %mean : f32
+    %sq = arith.mulf %d, %d : f32
+    %var = coda.row_reduce mean %sq
+    %eps = arith.constant 1.0e-5 : f32
+    %v = arith.addf %var, %eps : f32
+    %r = math.rsqrt %v : f32
+    %n = arith.mulf %d, %r : f32
+    %y = arith.mulf %n, %g : f32
+    coda.yield %y : f32
+  }
+  return %0 : tensor<?x8192xbf16>
+}
+
+// -----
+
+// Row statistics (an rstd written [m]) are merged after the GEMM at any
+// width, and a program without row reductions has none to split: both are
+// left as they are.
+// CHECK-LABEL: func.func @statistics(
+// CHECK-NEXT:    coda.gemm
+// CHECK-NOT:   func.func @statistics_row_statistics
+func.func @statistics(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
+    -> (tensor<?x8192xbf16>, tensor<?xf32>) {
+  %0:2 = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<8192x64xbf16>
+      -> (tensor<?x8192xbf16> [m, n], tensor<?xf32> [m]) {
+  ^bb0(%acc: f32):
+    %sq = arith.mulf %acc, %acc : f32
+    %ms = coda.row_reduce mean %sq
+    %r = math.rsqrt %ms : f32
+    coda.yield %acc, %r : f32, f32
+  }
+  return %0#0, %0#1 : tensor<?x8192xbf16>, tensor<?xf32>
+}
+
+// -----
+
+// What cannot be split fails the pass, saying why: a reduction of values
+// scaled by another reduction (no merge of per-tile results computes it),
+// and a batched GEMM.
+// ERR: error: 'coda.gemm' op cannot be split into its row statistics and their application: a row reduction reads another in a way no merge of per-tile results computes (only a variance centered on a mean and a sum of exponentials shifted by a maximum are)
+func.func @scaled(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>) -> tensor<?x8192xbf16> {
+  %0 = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<8192x64xbf16>
+      -> (tensor<?x8192xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    %mx = coda.row_reduce max %acc
+    %p = arith.mulf %acc, %mx : f32
+    %s = coda.row_reduce sum %p
+    %y = arith.divf %acc, %s : f32
+    coda.yield %y : f32
+  }
+  return %0 : tensor<?x8192xbf16>
+}
+
+// -----
+
+// ERR: error: 'coda.gemm' op cannot be split into its row statistics and their application: batched GEMMs are not supported; fold the batch into M
+func.func @batched(%a: tensor<4x?x64xbf16>, %b: tensor<8192x64xbf16>) -> tensor<4x?x8192xbf16> {
+  %0 = coda.gemm %a, %b transpose_b : tensor<4x?x64xbf16>, tensor<8192x64xbf16>
+      -> (tensor<4x?x8192xbf16> [b, m, n]) {
+  ^bb0(%acc: f32):
+    %mean = coda.row_reduce mean %acc
+    %d = arith.subf %acc, %mean : f32
+    coda.yield %d : f32
+  }
+  return %0 : tensor<4x?x8192xbf16>
+}

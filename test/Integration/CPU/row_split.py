@@ -1,0 +1,67 @@
+# REQUIRES: torch
+# RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s
+#
+# The row split (deriveRowSplit, what the GPU runtime launches for rows too
+# wide for a cluster of tiles): @f_row_statistics writes the accumulator and
+# the row reductions, @f_row_apply runs the epilogue on them. On the CPU
+# reference the two give the forward's outputs bit for bit, here at N = 5000
+# (wider than the GPU's clusters hold) and a ragged M: a LayerNorm after
+# bias, dropout and residual (two reductions, the variance centered on the
+# mean), a softmax (a sum of exponentials shifted by the row maximum), an
+# RMSNorm, and a LayerNorm of f16 operands.
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+import torch
+
+from coda.reference import ReferenceProgram
+
+PROGRAMS = {
+    "layernorm": """
+EPILOGUE layernorm(bias: f32[N], residual: {t}[M, N], gamma: f32[N], beta: f32[N])
+    -> (output: {t}[M, N], h: {t}[M, N]) {
+  h = dropout(input + bias, 0.1) + residual;
+  d = h - row_mean(h);
+  output = d * rsqrt(row_mean(d * d) + 1e-5) * gamma + beta;
+}
+""",
+    "softmax": """
+EPILOGUE softmax() -> (output: {t}[M, N]) {
+  e = exp(input - row_max(input));
+  output = e / row_sum(e);
+}
+""",
+    "rmsnorm": """
+EPILOGUE rmsnorm(gamma: f32[N]) -> (output: {t}[M, N]) {
+  output = input * rsqrt(row_mean(input * input) + 1e-6) * gamma;
+}
+""",
+}
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+M, K, N = 37, 64, 5000
+torch.manual_seed(0)
+for name, dtype in (("layernorm", "bf16"), ("softmax", "bf16"), ("rmsnorm", "bf16"),
+                    ("layernorm", "f16")):
+    source = PROGRAMS[name].replace("{t}", dtype)
+    forward = ReferenceProgram(source, dtype=dtype)
+    statistics = ReferenceProgram(source, dtype=dtype, derive="row_statistics")
+    apply = ReferenceProgram(source, dtype=dtype, derive="row_apply")
+    t = DTYPES[dtype]
+    a = torch.randn(M, K).to(t)
+    b = (torch.randn(N, K) / 8).to(t)
+    inputs = {"bias": torch.randn(N), "residual": torch.randn(M, N).to(t),
+              "gamma": torch.randn(N), "beta": torch.randn(N)}
+    inputs = {arg["name"]: inputs[arg["name"]] for arg in forward.arguments
+              if arg["role"] == "input" and arg["name"] != "seed"}
+    want = forward(a, b, seed=7, inputs=inputs)
+    saved = statistics(a, b, seed=7, inputs=inputs)
+    got = apply(a, b, seed=7, inputs=dict(inputs, **saved))
+    same = all(torch.equal(got[k], want[k]) for k in want)
+    print(f"{name} {dtype}: {sorted(saved)} -> {sorted(got)}, bit-identical {same}, "
+          f"non-zero {all(v.count_nonzero().item() > 0 for v in got.values())}")
+# CHECK: layernorm bf16: ['saved_acc', 'saved_row0', 'saved_row1'] -> ['h', 'output'], bit-identical True, non-zero True
+# CHECK: softmax bf16: ['saved_acc', 'saved_row0', 'saved_row1'] -> ['output'], bit-identical True, non-zero True
+# CHECK: rmsnorm bf16: ['saved_acc', 'saved_row0'] -> ['output'], bit-identical True, non-zero True
+# CHECK: layernorm f16: ['saved_acc', 'saved_row0', 'saved_row1'] -> ['h', 'output'], bit-identical True, non-zero True
