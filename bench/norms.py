@@ -6,7 +6,9 @@ One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed:
 
   out-proj + bias + residual + LayerNorm, writing h = x W^T + b + r and
   LayerNorm(h) (with its mean and rstd, which the backward reads), at
-  GPT-2's 768, BERT-large's 1024 and 4096 (K = N):
+  GPT-2's 768, BERT-large's 1024, 4096 and 8192 (K = N; at 8192, wider than
+  a cluster of tiles holds, coda runs the program's row split: the GEMM
+  writing its accumulator and row statistics, then the epilogue on them):
     gemm          cuBLAS GEMM alone (F.linear, no bias)
     eager         F.linear(x, W, b) + r, then F.layer_norm
     compile       torch.compile of eager
@@ -36,9 +38,10 @@ One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed:
                   a row statistic: per-tile partial sums, merged after it)
 
 Each fused result is checked against the unfused math first. Writes
-norms.json and norms.md to $OUT (or --out).
+norms.json and norms.md to $OUT (or --out); --only runs the rows whose name
+holds its text.
 
-    python3 bench/norms.py [--out DIR] [--m 8192] [--peers DIR]
+    python3 bench/norms.py [--out DIR] [--m 8192] [--peers DIR] [--only TEXT]
 """
 
 import os
@@ -120,7 +123,9 @@ def main():
     bf16 = dict(device=dev, dtype=torch.bfloat16)
     f32 = dict(device=dev, dtype=torch.float32)
 
-    for width in (768, 1024, 4096):
+    for width in (768, 1024, 4096, 8192):
+        if args.only not in f"outproj_residual_layernorm_{width}":
+            continue
         x = torch.randn(m, width, **bf16)
         w = torch.randn(width, width, **bf16) / width ** 0.5
         r = torch.randn(m, width, **bf16)
@@ -151,29 +156,32 @@ def main():
         res["rows"][f"outproj_residual_layernorm_{width}"] = row
 
     width = 4096
-    x = torch.randn(m, width, **bf16)
-    w = torch.randn(width, width, **bf16) / width ** 0.5
-    r = torch.randn(m, width, **bf16)
-    gamma = torch.randn(width, **f32)
-    want_h, want = rmsnorm_eager(x, w, r, gamma)
-    got = programs["rmsnorm"](x, w, residual=r, gamma=gamma)
-    res["rmsnorm4096_error"] = rel(got["output"], want)
-    compiled = torch.compile(rmsnorm_eager)
-    row = {
-        "gemm": bench(lambda: F.linear(x, w)),
-        "eager": bench(lambda: rmsnorm_eager(x, w, r, gamma)),
-        "compile": bench(lambda: compiled(x, w, r, gamma)),
-        "coda": bench(lambda: programs["rmsnorm"](x, w, residual=r, gamma=gamma)),
-    }
-    if quack:
-        def peer():
-            return quack.rmsnorm_fwd(F.linear(x, w), gamma, residual=r, eps=1e-6,
-                                     store_rstd=True)
-        res["rmsnorm4096_peer_quack_error"] = rel(peer()[0], want)
-        row["peer_quack"] = bench(peer)
-    res["rows"]["outproj_residual_rmsnorm_4096"] = row
+    if args.only in "outproj_residual_rmsnorm_4096":
+        x = torch.randn(m, width, **bf16)
+        w = torch.randn(width, width, **bf16) / width ** 0.5
+        r = torch.randn(m, width, **bf16)
+        gamma = torch.randn(width, **f32)
+        want_h, want = rmsnorm_eager(x, w, r, gamma)
+        got = programs["rmsnorm"](x, w, residual=r, gamma=gamma)
+        res["rmsnorm4096_error"] = rel(got["output"], want)
+        compiled = torch.compile(rmsnorm_eager)
+        row = {
+            "gemm": bench(lambda: F.linear(x, w)),
+            "eager": bench(lambda: rmsnorm_eager(x, w, r, gamma)),
+            "compile": bench(lambda: compiled(x, w, r, gamma)),
+            "coda": bench(lambda: programs["rmsnorm"](x, w, residual=r, gamma=gamma)),
+        }
+        if quack:
+            def peer():
+                return quack.rmsnorm_fwd(F.linear(x, w), gamma, residual=r, eps=1e-6,
+                                         store_rstd=True)
+            res["rmsnorm4096_peer_quack_error"] = rel(peer()[0], want)
+            row["peer_quack"] = bench(peer)
+        res["rows"]["outproj_residual_rmsnorm_4096"] = row
 
     for width in (2048, 4096):
+        if args.only not in f"rmsnorm_qkv_{width}":
+            continue
         x = torch.randn(m, width, **bf16)
         wo = torch.randn(width, width, **bf16) / width ** 0.5
         wqkv = torch.randn(3 * width, width, **bf16) / width ** 0.5
