@@ -260,6 +260,7 @@ llvm::Error GpuProgram::launchRowSplit(const ProblemShape &problem,
   }
   if (auto e = rowStatistics->launch(arguments, saved, stream, seedAddress))
     return e;
+  noteRowSplit();
   // The application's arguments by role and name: A, B, the forward's
   // epilogue inputs, then what the statistics wrote.
   SmallVector<DeviceValue> applied;

@@ -191,8 +191,19 @@ llvm::Error GpuProgram::prepare(const ProblemShape &problem,
     return prepareShape(shape, seedInMemory).takeError();
   if (auto e = loadRowSplit(tiled))
     return e;
-  return llvm::joinErrors(rowStatistics->prepare(tiled, seedInMemory),
-                          rowApply->prepare(tiled, seedInMemory));
+  llvm::Error error =
+      llvm::joinErrors(rowStatistics->prepare(tiled, seedInMemory),
+                       rowApply->prepare(tiled, seedInMemory));
+  if (!error)
+    noteRowSplit();
+  return error;
+}
+
+void GpuProgram::noteRowSplit() {
+  GpuCompileStats split = rowStatistics->getCompileStats();
+  split.rowSplit = true;
+  std::lock_guard<std::mutex> lock(runtime.impl->mutex);
+  stats = std::move(split);
 }
 
 llvm::Expected<std::shared_ptr<Kernel>>

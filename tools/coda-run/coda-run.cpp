@@ -361,6 +361,10 @@ int main(int argc, char **argv) {
             : std::string(),
         stats.shape.groupRows,
         stats.shape.schedule == Schedule::Pingpong ? " ping-pong" : "");
+    if (stats.rowSplit)
+      timing += "\n  rows wider than a cluster of tiles holds: the row split "
+                "(the GEMM writing its accumulator and row statistics, as "
+                "above, then its epilogue on them, no product)";
     if (stats.tuningFromDiskCache)
       timing += "\n  autotuned shape from the disk cache";
     for (const auto &[shape, ms] : stats.tuningMs)

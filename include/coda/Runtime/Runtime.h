@@ -145,6 +145,10 @@ struct GpuCompileStats {
   /// candidate order, when this launch tuned (empty when the choice was
   /// known, see tuningFromDiskCache).
   SmallVector<std::pair<std::string, double>> tuningMs;
+  /// Whether the problem prepared or launched last runs as the program's row
+  /// split (rows wider than a cluster of tiles holds): the fields above then
+  /// describe the split's first kernel, its GEMM writing the row statistics.
+  bool rowSplit = false;
   /// Whether the autotuned choice came from the on-disk cache.
   bool tuningFromDiskCache = false;
 };
@@ -227,6 +231,8 @@ private:
                      const KernelShape &shape) const;
   /// Loads the row split's programs, once.
   llvm::Error loadRowSplit(const ProblemShape &problem);
+  /// Takes the row split's first kernel's stats as the program's.
+  void noteRowSplit();
   /// Launches the row split of the program (deriveRowSplit: its GEMM
   /// writing its accumulator and row reductions into scratch from the
   /// stream-ordered allocator, then its epilogue on them, no product), for a
