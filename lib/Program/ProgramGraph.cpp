@@ -24,13 +24,6 @@ std::string spellShape(ArrayRef<int64_t> shape) {
   return text + "]";
 }
 
-/// "the call of 'p' (#1)".
-std::string describeCall(const ProgramGraph &graph, unsigned call) {
-  return "the call of '" +
-         graph.programs[graph.calls[call].program].functionName + "' (#" +
-         std::to_string(call) + ")";
-}
-
 /// Places values in the workspace as the calls make them: a value takes the
 /// lowest offset where it fits beside the values still to be read, those
 /// whose last reader is the current call or a later one.
@@ -199,6 +192,9 @@ ProgramGraph::plan(ArrayRef<SmallVector<int64_t>> shapes) const {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor)
       continue;
+    if (llvm::any_of(shapes[i], [](int64_t size) { return size < 0; }))
+      return makeError("argument #" + Twine(i) + " of '" + functionName +
+                       "' has a negative size: " + spellShape(shapes[i]));
     bool fits = static_cast<int64_t>(shapes[i].size()) == tensor.getRank();
     for (auto [size, declared] : llvm::zip(shapes[i], tensor.getShape()))
       fits &= ShapedType::isDynamic(declared) || size == declared;
@@ -237,8 +233,8 @@ ProgramGraph::plan(ArrayRef<SmallVector<int64_t>> shapes) const {
     llvm::Expected<ProblemShape> problem =
         program.inferProblemShape(argumentShapes);
     if (!problem)
-      return makeError(describeCall(*this, i) + " in '" + functionName +
-                       "': " + llvm::toString(problem.takeError()));
+      return makeError(describeCall(i) + ": " +
+                       llvm::toString(problem.takeError()));
     plan.problems.push_back(*problem);
     auto &outputShapes = plan.outputShapes.emplace_back();
     auto &places = plan.places.emplace_back();
@@ -262,6 +258,11 @@ ProgramGraph::plan(ArrayRef<SmallVector<int64_t>> shapes) const {
   }
   plan.workspaceBytes = workspace.getEnd();
   return plan;
+}
+
+std::string ProgramGraph::describeCall(unsigned call) const {
+  return "the call of '" + programs[calls[call].program].functionName + "' (#" +
+         std::to_string(call) + ") in '" + functionName + "'";
 }
 
 llvm::json::Object ProgramGraph::describe() const {

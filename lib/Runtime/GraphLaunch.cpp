@@ -8,7 +8,10 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <atomic>
+#include <set>
 #include <thread>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::coda;
@@ -88,22 +91,38 @@ llvm::Error GpuProgramGraph::prepare(ArrayRef<SmallVector<int64_t>> shapes) {
   llvm::Expected<GraphPlan> planned = plan(shapes);
   if (!planned)
     return planned.takeError();
-  std::vector<llvm::Error> errors;
-  for (size_t i = 0; i < graph.calls.size(); ++i)
-    errors.push_back(llvm::Error::success());
-  {
-    std::vector<std::thread> threads;
-    for (auto [i, call] : llvm::enumerate(graph.calls))
-      threads.emplace_back([&, i = i, program = call.program] {
-        errors[i] = programs[program]->prepare(planned->problems[i]);
-      });
-    for (std::thread &thread : threads)
-      thread.join();
+  // Each program's kernel for each of its problems once, on at most as many
+  // threads as the host has cores.
+  std::vector<std::pair<unsigned, unsigned>> jobs; // (call, program)
+  std::set<std::tuple<unsigned, int64_t, int64_t, int64_t, int64_t>> seen;
+  for (auto [i, call] : llvm::enumerate(graph.calls)) {
+    const ProblemShape &p = planned->problems[i];
+    if (seen.insert({call.program, p.batch, p.m, p.n, p.k}).second)
+      jobs.emplace_back(i, call.program);
   }
-  llvm::Error result = llvm::Error::success();
-  for (llvm::Error &e : errors)
-    result = llvm::joinErrors(std::move(result), std::move(e));
-  return result;
+  std::vector<std::string> errors(jobs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t j; (j = next++) < jobs.size();) {
+      auto [call, program] = jobs[j];
+      if (llvm::Error e = programs[program]->prepare(planned->problems[call]))
+        errors[j] =
+            graph.describeCall(call) + ": " + llvm::toString(std::move(e));
+    }
+  };
+  size_t count = std::min<size_t>(
+      jobs.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < count; ++t)
+    threads.emplace_back(work);
+  work();
+  for (std::thread &thread : threads)
+    thread.join();
+  std::string message;
+  for (const std::string &e : errors)
+    if (!e.empty())
+      message += (message.empty() ? "" : "\n") + e;
+  return message.empty() ? llvm::Error::success() : error(message);
 }
 
 llvm::Error GpuProgramGraph::launch(ArrayRef<DeviceValue> arguments,
@@ -156,9 +175,7 @@ llvm::Error GpuProgramGraph::launch(ArrayRef<DeviceValue> arguments,
     for (unsigned o = 0; o < planned->outputShapes[i].size(); ++o)
       outputs.push_back(tensorOf(i, o));
     if (llvm::Error e = programs[call.program]->launch(values, outputs, stream))
-      return error("the call of '" + graph.programs[call.program].functionName +
-                   "' (#" + Twine(i) + ") in '" + name +
-                   "': " + llvm::toString(std::move(e)));
+      return error(graph.describeCall(i) + ": " + llvm::toString(std::move(e)));
   }
   return llvm::Error::success();
 }

@@ -274,6 +274,10 @@ llvm::Error GpuProgram::launchRowSplit(const ProblemShape &problem,
     auto it = llvm::find_if(written.outputs, [&](const ProgramOutput &output) {
       return output.name == arg.name;
     });
+    if (it == written.outputs.end())
+      return error("the row split of '" + signature.functionName + "' takes '" +
+                   arg.name +
+                   "', which neither the program nor its statistics give");
     DeviceValue value;
     value.tensor = saved[it - written.outputs.begin()];
     applied.push_back(std::move(value));

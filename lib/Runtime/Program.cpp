@@ -204,6 +204,8 @@ void GpuProgram::noteRowSplit() {
   split.rowSplit = true;
   std::lock_guard<std::mutex> lock(runtime.impl->mutex);
   stats = std::move(split);
+  // The next kernel of the program's own takes its stats again.
+  loaded->lastShapeKey.clear();
 }
 
 llvm::Expected<std::shared_ptr<Kernel>>

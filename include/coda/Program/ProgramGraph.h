@@ -89,6 +89,9 @@ struct ProgramGraph {
   /// the call and its program.
   llvm::Expected<GraphPlan> plan(ArrayRef<SmallVector<int64_t>> shapes) const;
 
+  /// "the call of 'p' (#1) in 'f'": how errors name call `call`.
+  std::string describeCall(unsigned call) const;
+
   /// The calls and results as JSON: {"function": NAME, "calls": [{"program":
   /// NAME, "arguments": [VALUE...]}...], "results": [VALUE...]}, each VALUE
   /// ["argument", I] or ["call", J, OUTPUT].

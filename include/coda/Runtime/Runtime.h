@@ -312,7 +312,9 @@ public:
   /// offsets in `workspace` (a device address aligned to
   /// ProgramGraph::kWorkspaceAlignment, of `workspaceBytes` bytes, at least
   /// the plan's). Checks every shape and the workspace before launching
-  /// anything; an error names the call.
+  /// anything; a call that fails its own checks after that (a null pointer,
+  /// K = 0) stops the calls after it, those before it queued. An error names
+  /// the call.
   llvm::Error launch(ArrayRef<DeviceValue> arguments,
                      ArrayRef<DeviceTensor> results, uint64_t workspace,
                      uint64_t workspaceBytes, void *stream);

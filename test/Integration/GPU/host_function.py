@@ -95,6 +95,19 @@ from coda.host import _DeviceGraph
                                                                 [torch.bfloat16])
 print("program as a graph:", torch.equal(h_direct, h))
 # CHECK: program as a graph: True
+# A negative size given to the C API is refused, not planned.
+import ctypes
+from coda import runtime as coda_runtime
+from coda.reference import _Tensor, _Value
+
+graph = _DeviceGraph(torch, graph_source, "block", x.device)
+values = (_Value * 5)(*[_Value(_Tensor(0, 2, (ctypes.c_int64 * 3)(-1, 64, 0)), 0.0, 0)] * 5)
+results = (_Tensor * 2)()
+workspace = ctypes.c_uint64()
+lib = coda_runtime._library()
+if lib.coda_graph_plan(graph._handle, values, 5, results, 2, ctypes.byref(workspace)) != 0:
+    print("negative:", lib.coda_last_error().decode())
+# CHECK: negative: argument #0 of 'block' has a negative size: [-1, 64]
 for name in ("scaled", "nope"):
     try:
         _DeviceGraph(torch, graph_source, name, x.device)
