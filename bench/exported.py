@@ -124,8 +124,8 @@ def time_all(folder, out, m):
         for name, program in programs.items():
             args = inputs_for(program, (bias, gamma, beta), r)
             (output,) = program.outputs
-            out = {output["name"]: torch.full((m, n), float("nan"), device="cuda")}
-            got = program(a, b, inputs=args, out=out)[output["name"]]
+            poisoned = {output["name"]: torch.full((m, n), float("nan"), device="cuda")}
+            got = program(a, b, inputs=args, out=poisoned)[output["name"]]
             res[f"{case} {name}_error"] = ((got.double() - want).norm() / want.norm()).item()
             row[name] = bench(lambda: program(a, b, inputs=args))
             res[f"{case}_{name}_kernel"] = list(program.kernel_shape)

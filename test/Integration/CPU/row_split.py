@@ -8,7 +8,8 @@
 # (wider than the GPU's clusters hold) and a ragged M: a LayerNorm after
 # bias, dropout and residual (two reductions, the variance centered on the
 # mean), a softmax (a sum of exponentials shifted by the row maximum), an
-# RMSNorm, and a LayerNorm of f16 operands.
+# RMSNorm, an RMSNorm beside a softmax and its log-sum-exp (whose repeated
+# maximum and sum are saved once), and a LayerNorm of f16 operands.
 
 import os
 import sys
@@ -33,6 +34,16 @@ EPILOGUE softmax() -> (output: {t}[M, N]) {
   output = e / row_sum(e);
 }
 """,
+    "norms": """
+EPILOGUE norms(residual: {t}[M, N], gamma: f32[N])
+    -> (rms: {t}[M, N], softmax: f32[M, N], lse: f32[M]) {
+  x = input + residual;
+  rms = x * rsqrt(row_mean(x * x) + 1e-6) * gamma;
+  e = exp(input - row_max(input));
+  softmax = e / row_sum(e);
+  lse = row_max(input) + log(row_sum(e));
+}
+""",
     "rmsnorm": """
 EPILOGUE rmsnorm(gamma: f32[N]) -> (output: {t}[M, N]) {
   output = input * rsqrt(row_mean(input * input) + 1e-6) * gamma;
@@ -43,7 +54,7 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 M, K, N = 37, 64, 5000
 torch.manual_seed(0)
 for name, dtype in (("layernorm", "bf16"), ("softmax", "bf16"), ("rmsnorm", "bf16"),
-                    ("layernorm", "f16")):
+                    ("norms", "bf16"), ("layernorm", "f16")):
     source = PROGRAMS[name].replace("{t}", dtype)
     forward = ReferenceProgram(source, dtype=dtype)
     statistics = ReferenceProgram(source, dtype=dtype, derive="row_statistics")
@@ -64,4 +75,5 @@ for name, dtype in (("layernorm", "bf16"), ("softmax", "bf16"), ("rmsnorm", "bf1
 # CHECK: layernorm bf16: ['saved_acc', 'saved_row0', 'saved_row1'] -> ['h', 'output'], bit-identical True, non-zero True
 # CHECK: softmax bf16: ['saved_acc', 'saved_row0', 'saved_row1'] -> ['output'], bit-identical True, non-zero True
 # CHECK: rmsnorm bf16: ['saved_acc', 'saved_row0'] -> ['output'], bit-identical True, non-zero True
+# CHECK: norms bf16: ['saved_acc', 'saved_row0', 'saved_row1', 'saved_row2'] -> ['lse', 'rms', 'softmax'], bit-identical True, non-zero True
 # CHECK: layernorm f16: ['saved_acc', 'saved_row0', 'saved_row1'] -> ['h', 'output'], bit-identical True, non-zero True

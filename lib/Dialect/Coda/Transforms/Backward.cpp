@@ -819,8 +819,9 @@ void buildOperandGradients(Forward &forward, BackwardPrograms &programs) {
 /// reductions (`saved_acc`, `saved_row<i>`: `@f_row_statistics`'s outputs),
 /// writing the forward's outputs. It reads no accumulator of its own: its
 /// kernel runs no product.
-FailureOr<func::FuncOp> buildRowApply(Forward &forward,
-                                      ArrayRef<Operation *> rowReductions) {
+FailureOr<func::FuncOp>
+buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
+              const DenseMap<Operation *, unsigned> &savedIndex) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
   Type f32 = Float32Type::get(context);
@@ -864,7 +865,7 @@ FailureOr<func::FuncOp> buildRowApply(Forward &forward,
   for (unsigned i = 0; i < numInputs; ++i)
     mapping.map(fwd.getEpilogueBlock().getArgument(1 + i),
                 block.getArgument(1 + i));
-  for (auto [i, reduction] : llvm::enumerate(rowReductions))
+  for (auto [reduction, i] : savedIndex)
     mapping.map(reduction->getResult(0), block.getArgument(2 + numInputs + i));
   OpBuilder b = OpBuilder::atBlockEnd(&block);
   for (Operation &op : fwd.getEpilogueBlock().without_terminator())
@@ -891,10 +892,21 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
            << "cannot be split into its row statistics and their application: "
            << why;
   };
+  // Each row reduction is saved once: one that repeats an earlier one (the
+  // same kind over the same value, as a softmax's sum and a log-sum-exp's)
+  // reads the earlier one's.
   SmallVector<Operation *> reductions;
-  for (Operation &op : gemm.getEpilogueBlock().without_terminator())
-    if (isa<RowReduceOp>(op))
-      reductions.push_back(&op);
+  DenseMap<Operation *, unsigned> savedIndex;
+  for (auto op : gemm.getEpilogueBlock().getOps<RowReduceOp>()) {
+    auto same = llvm::find_if(reductions, [&](Operation *earlier) {
+      auto other = cast<RowReduceOp>(earlier);
+      return other.getKind() == op.getKind() &&
+             other.getInput() == op.getInput();
+    });
+    savedIndex[op] = same - reductions.begin();
+    if (same == reductions.end())
+      reductions.push_back(op);
+  }
   if (reductions.empty())
     return refuse("its epilogue reduces no row");
   if (RowStatistics::get(gemm, EpilogueDims(gemm)))
@@ -912,7 +924,8 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
                   "per-tile results computes (only a variance centered on a "
                   "mean and a sum of exponentials shifted by a maximum are)");
   }
-  FailureOr<func::FuncOp> apply = buildRowApply(*analyzed, reductions);
+  FailureOr<func::FuncOp> apply =
+      buildRowApply(*analyzed, reductions, savedIndex);
   if (failed(apply)) {
     statistics->erase();
     return failure();
