@@ -125,7 +125,7 @@ EPILOGUE scaled() -> (output: f32[M, N]) {
 error = run_program(SCALED, {"a": random(rng, 64, 64), "b": random(rng, 4104, 64)}, ["output"],
                     device="cuda", expect_failure=True)
 print(error.strip().splitlines()[-1])
-assert "wider than its GPU kernel's cluster of tiles holds, and cannot be split" in error, error
+assert "wider than a cluster of its GPU kernel's tiles holds, and cannot be split" in error, error
 assert "a row reduction reads another in a way no merge" in error, error
 
 # Row statistics (no element of the row needs them) at any width: each tile
