@@ -15,15 +15,6 @@ llvm::Error makeError(const Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-std::string spellShape(ArrayRef<int64_t> shape) {
-  std::string text = "[";
-  for (auto [i, size] : llvm::enumerate(shape))
-    text +=
-        (i ? ", " : "") +
-        (ShapedType::isDynamic(size) ? std::string("?") : std::to_string(size));
-  return text + "]";
-}
-
 /// Places values in the workspace as the calls make them: a value takes the
 /// lowest offset where it fits beside the values still to be read, those
 /// whose last reader is the current call or a later one.

@@ -242,7 +242,7 @@ static SmallVector<int64_t> shapeFor(unsigned dims,
   return shape;
 }
 
-static std::string shapeString(ArrayRef<int64_t> shape) {
+std::string mlir::coda::spellShape(ArrayRef<int64_t> shape) {
   std::string text = "[";
   for (auto [i, d] : llvm::enumerate(shape))
     text += (i ? ", " : "") +
@@ -262,12 +262,12 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
       continue;
     ArrayRef<int64_t> shape = shapes[i];
     if (static_cast<int64_t>(shape.size()) != type.getRank())
-      return error("'" + arg.name + "' has shape " + shapeString(shape) +
+      return error("'" + arg.name + "' has shape " + spellShape(shape) +
                    ", but the program expects a rank-" + Twine(type.getRank()) +
-                   " tensor (" + Twine(shapeString(type.getShape())) + ")");
+                   " tensor (" + Twine(spellShape(type.getShape())) + ")");
     for (auto [d, expected] : llvm::enumerate(type.getShape()))
       if (!ShapedType::isDynamic(expected) && expected != shape[d])
-        return error("'" + arg.name + "' has shape " + shapeString(shape) +
+        return error("'" + arg.name + "' has shape " + spellShape(shape) +
                      ", but the program fixes dim " + Twine(d) + " to " +
                      Twine(expected));
   }
@@ -303,12 +303,12 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
     SmallVector<int64_t> expected = shapeFor(arg.dims, problem);
     if (ArrayRef<int64_t>(shapes[i]) != ArrayRef<int64_t>(expected))
       return error(
-          "'" + arg.name + "' has shape " + shapeString(shapes[i]) +
+          "'" + arg.name + "' has shape " + spellShape(shapes[i]) +
           ", but for M = " + Twine(problem.m) + ", N = " + Twine(problem.n) +
-          " it must be " + shapeString(expected) + " (M is from 'a' " +
-          shapeString(shapes[findRole(ArgumentRole::A)]) +
+          " it must be " + spellShape(expected) + " (M is from 'a' " +
+          spellShape(shapes[findRole(ArgumentRole::A)]) +
           (transposeA ? ", stored [K, M]" : ", stored [M, K]") +
-          "; N from 'b' " + shapeString(shapes[findRole(ArgumentRole::B)]) +
+          "; N from 'b' " + spellShape(shapes[findRole(ArgumentRole::B)]) +
           (transposeB ? ", stored [N, K]" : ", stored [K, N]") +
           (halfNAccumulator ? ", twice its columns: the accumulator spans "
                               "[m, n/2])"
@@ -334,7 +334,7 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
     for (auto [d, expected] : llvm::enumerate(output.type.getShape()))
       if (!ShapedType::isDynamic(expected) && expected != shape[d])
         return error("output '" + output.name + "' would have shape " +
-                     shapeString(shape) + ", but the program fixes dim " +
+                     spellShape(shape) + ", but the program fixes dim " +
                      Twine(d) + " to " + Twine(expected));
   }
   return problem;

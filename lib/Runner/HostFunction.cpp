@@ -12,7 +12,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/StringExtras.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -29,19 +28,6 @@ constexpr llvm::StringLiteral kHostEntryName = "__coda_host_function";
 
 llvm::Error makeError(const Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// "[2, 3]".
-std::string spellShape(ArrayRef<int64_t> shape) {
-  return "[" +
-         llvm::join(llvm::map_range(shape,
-                                    [](int64_t size) {
-                                      return ShapedType::isDynamic(size)
-                                                 ? std::string("?")
-                                                 : std::to_string(size);
-                                    }),
-                    ", ") +
-         "]";
 }
 
 /// The run in progress on this thread: what the launches of its host code

@@ -454,15 +454,6 @@ getGraphArguments(const coda_graph *graph, const coda_value *arguments,
   return values;
 }
 
-/// The shapes of `values` (empty for scalars).
-static SmallVector<SmallVector<int64_t>>
-getShapes(ArrayRef<DeviceValue> values) {
-  SmallVector<SmallVector<int64_t>> shapes;
-  for (const DeviceValue &value : values)
-    shapes.emplace_back(value.tensor.shape.begin(), value.tensor.shape.end());
-  return shapes;
-}
-
 coda_status coda_graph_plan(const coda_graph *graph,
                             const coda_value *arguments, size_t num_arguments,
                             coda_tensor *results, size_t num_results,
@@ -473,7 +464,7 @@ coda_status coda_graph_plan(const coda_graph *graph,
     return status(values.takeError());
   if ((num_results && !results) || !workspace_bytes)
     return fail("coda_graph_plan: null argument");
-  llvm::Expected<GraphPlan> plan = graph->graph->plan(getShapes(*values));
+  llvm::Expected<GraphPlan> plan = graph->graph->plan(*values);
   if (!plan)
     return status(plan.takeError());
   if (num_results != plan->resultShapes.size())
@@ -494,7 +485,7 @@ coda_status coda_graph_prepare(coda_graph *graph, const coda_value *arguments,
       getGraphArguments(graph, arguments, num_arguments, "coda_graph_prepare");
   if (!values)
     return status(values.takeError());
-  return status(graph->graph->prepare(getShapes(*values)));
+  return status(graph->graph->prepare(*values));
 }
 
 coda_status coda_graph_launch(coda_graph *graph, const coda_value *arguments,

@@ -17,28 +17,6 @@ using namespace mlir;
 using namespace mlir::coda;
 using namespace mlir::coda::runtime;
 
-namespace {
-
-std::string spellShape(ArrayRef<int64_t> shape) {
-  std::string text = "[";
-  for (auto [i, size] : llvm::enumerate(shape))
-    text += (i ? ", " : "") + std::to_string(size);
-  return text + "]";
-}
-
-/// The shapes of the tensor arguments in `arguments` (empty for scalars).
-SmallVector<SmallVector<int64_t>>
-getArgumentShapes(const ProgramGraph &graph, ArrayRef<DeviceValue> arguments) {
-  SmallVector<SmallVector<int64_t>> shapes;
-  for (auto [type, value] : llvm::zip(graph.argumentTypes, arguments))
-    shapes.emplace_back(isa<RankedTensorType>(type)
-                            ? ArrayRef<int64_t>(value.tensor.shape)
-                            : ArrayRef<int64_t>());
-  return shapes;
-}
-
-} // namespace
-
 GpuProgramGraph::GpuProgramGraph(
     ProgramGraph graph, std::vector<std::unique_ptr<GpuProgram>> programs)
     : graph(std::move(graph)), programs(std::move(programs)) {}
@@ -87,8 +65,20 @@ llvm::Expected<std::unique_ptr<GpuProgramGraph>> GpuRuntime::loadProgramGraph(
       new GpuProgramGraph(std::move(*graph), std::move(programs)));
 }
 
-llvm::Error GpuProgramGraph::prepare(ArrayRef<SmallVector<int64_t>> shapes) {
-  llvm::Expected<GraphPlan> planned = plan(shapes);
+llvm::Expected<GraphPlan>
+GpuProgramGraph::plan(ArrayRef<DeviceValue> arguments) const {
+  // Scalars have no shape: ProgramGraph::plan reads only the tensors'.
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (auto [type, value] : llvm::zip(graph.argumentTypes, arguments))
+    shapes.emplace_back(isa<RankedTensorType>(type)
+                            ? ArrayRef<int64_t>(value.tensor.shape)
+                            : ArrayRef<int64_t>());
+  shapes.resize(arguments.size());
+  return graph.plan(shapes);
+}
+
+llvm::Error GpuProgramGraph::prepare(ArrayRef<DeviceValue> arguments) {
+  llvm::Expected<GraphPlan> planned = plan(arguments);
   if (!planned)
     return planned.takeError();
   // Each program's kernel for each of its problems once, on at most as many
@@ -136,7 +126,7 @@ llvm::Error GpuProgramGraph::launch(ArrayRef<DeviceValue> arguments,
   if (results.size() != graph.results.size())
     return error("'" + name + "' returns " + Twine(graph.results.size()) +
                  " results, got " + Twine(results.size()) + " to write");
-  llvm::Expected<GraphPlan> planned = plan(getArgumentShapes(graph, arguments));
+  llvm::Expected<GraphPlan> planned = plan(arguments);
   if (!planned)
     return planned.takeError();
   for (auto [i, result] : llvm::enumerate(results))

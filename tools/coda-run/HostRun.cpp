@@ -104,7 +104,6 @@ mlir::coda::runGraphOnDevice(GpuRuntime &runtime, const HostFunction &host,
     return buffers.back().get();
   };
   SmallVector<DeviceValue> values;
-  SmallVector<SmallVector<int64_t>> shapes;
   for (const HostArray &arg : args) {
     llvm::Expected<uint64_t> pointer = allocate(arg.data.size());
     if (!pointer)
@@ -114,9 +113,8 @@ mlir::coda::runGraphOnDevice(GpuRuntime &runtime, const HostFunction &host,
     DeviceValue &value = values.emplace_back();
     value.tensor.pointer = *pointer;
     value.tensor.shape.assign(arg.shape.begin(), arg.shape.end());
-    shapes.emplace_back(arg.shape.begin(), arg.shape.end());
   }
-  llvm::Expected<GraphPlan> plan = (*graph)->plan(shapes);
+  llvm::Expected<GraphPlan> plan = (*graph)->plan(values);
   if (!plan)
     return plan.takeError();
   std::vector<HostArray> results;

@@ -99,6 +99,9 @@ struct ProgramSignature {
                                       const ProblemShape &problem) const;
 };
 
+/// `shape` spelled "[2, ?, 3]" (? where dynamic), as errors give shapes.
+std::string spellShape(ArrayRef<int64_t> shape);
+
 /// Why `func` is not a coda program, as ProgramSignature::get reports it (no
 /// body, a body other than one coda.gemm and the return of its results, an
 /// operand that is not an argument or an argument that feeds two operands or

@@ -298,14 +298,14 @@ public:
   const ProgramGraph &getGraph() const { return graph; }
 
   /// The calls' problems, the results' shapes and the workspace's size for
-  /// arguments of `shapes` (ProgramGraph::plan).
-  llvm::Expected<GraphPlan> plan(ArrayRef<SmallVector<int64_t>> shapes) const {
-    return graph.plan(shapes);
-  }
+  /// `arguments` (ProgramGraph::plan on their shapes; their pointers and
+  /// scalars are not read).
+  llvm::Expected<GraphPlan> plan(ArrayRef<DeviceValue> arguments) const;
 
-  /// Prepares the kernel of every call for arguments of `shapes`
-  /// (GpuProgram::prepare), the calls on threads of their own.
-  llvm::Error prepare(ArrayRef<SmallVector<int64_t>> shapes);
+  /// Prepares the kernel of every call for arguments of the shapes of
+  /// `arguments` (GpuProgram::prepare), each kernel once, on a pool of
+  /// threads.
+  llvm::Error prepare(ArrayRef<DeviceValue> arguments);
 
   /// Launches every call in turn on `stream`: `arguments` in the function's
   /// order, `results` in its result order, the values between calls at their
