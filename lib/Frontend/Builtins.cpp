@@ -60,6 +60,11 @@ static std::vector<Builtin> buildTable() {
   elementwise("pow", "x, c", 2, Lowering::Pow, NodeKind::Pow);
   elementwise("dropout", "x, p", 2, Lowering::Dropout, NodeKind::Dropout);
   elementwise("detach", "x", 1, Lowering::Direct, NodeKind::Detach);
+  for (auto [name, type] : {std::pair("bf16", ElementType::BF16),
+                            std::pair("f16", ElementType::F16)}) {
+    elementwise(name, "x", 1, Lowering::Direct, NodeKind::Round);
+    table.back().rounding = type;
+  }
   for (uint32_t i = 0; i <= getMaxEnumValForReductionKind(); ++i) {
     auto kind = static_cast<ReductionKind>(i);
     table.push_back(makeBuiltin("row_" + stringifyReductionKind(kind).str(),

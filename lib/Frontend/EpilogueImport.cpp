@@ -140,6 +140,12 @@ Value ModuleBuilder::buildNode(OpBuilder &body, GemmOp gemm, const Node &node,
     return math::CosOp::create(body, loc, operand(0));
   case Node::Kind::Detach:
     return DetachOp::create(body, loc, f32, operand(0));
+  case Node::Kind::Round: {
+    Type narrow = *node.rounding == dsl::ElementType::BF16
+                      ? Type(body.getBF16Type())
+                      : Type(body.getF16Type());
+    return RoundOp::create(body, loc, f32, operand(0), TypeAttr::get(narrow));
+  }
   case Node::Kind::Activation:
     return ActivationOp::create(body, loc, f32, *node.activation, operand(0));
   case Node::Kind::Dropout: {

@@ -569,6 +569,7 @@ FailureOr<unsigned> Analyzer::analyzeCall(const Expr &expr,
     node.operands.assign(arguments.begin(), arguments.end());
     node.activation = builtin->activation;
     node.reduction = builtin->reduction;
+    node.rounding = builtin->rounding;
     return addNode(std::move(node));
   }
   case Lowering::Clamp: {

@@ -242,13 +242,14 @@ llvm::Error GpuProgram::launchRowSplit(const ProblemShape &problem,
                                        void *stream, uint64_t seedAddress) {
   if (auto e = loadRowSplit(problem))
     return e;
-  // The scratch: the accumulator [M, N] and each row reduction [M], f32.
+  // The scratch: the accumulator [M, N] in f32 (or a rounded value in its
+  // 16-bit type) and each row reduction [M] in f32.
   LaunchBuffers buffers(*runtime.impl->driver, static_cast<CUstream>(stream));
   const ProgramSignature &written = rowStatistics->getSignature();
   SmallVector<DeviceTensor> saved;
   for (auto [i, output] : llvm::enumerate(written.outputs)) {
     SmallVector<int64_t> shape = written.getOutputShape(i, problem);
-    uint64_t bytes = 4;
+    uint64_t bytes = output.type.getElementTypeBitWidth() / 8;
     for (int64_t size : shape)
       bytes *= size;
     llvm::Expected<CUdeviceptr> buffer =

@@ -265,7 +265,7 @@ void Generator::addOp(OpBuilder &body, Value seed) {
     break;
   case 6: {
     Value x = pick();
-    switch (in.ConsumeIntegralInRange<int>(0, 9)) {
+    switch (in.ConsumeIntegralInRange<int>(0, 10)) {
     case 0:
       result = math::ExpOp::create(body, loc, x);
       break;
@@ -292,6 +292,12 @@ void Generator::addOp(OpBuilder &body, Value seed) {
       break;
     case 8:
       result = DetachOp::create(body, loc, body.getF32Type(), x);
+      break;
+    case 9:
+      result = RoundOp::create(body, loc, body.getF32Type(), x,
+                               TypeAttr::get(in.ConsumeBool()
+                                                 ? Type(body.getBF16Type())
+                                                 : Type(body.getF16Type())));
       break;
     default:
       result = arith::NegFOp::create(body, loc, x);

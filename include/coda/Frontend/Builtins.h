@@ -67,6 +67,8 @@ struct Builtin {
   std::optional<ActivationKind> activation;
   /// The kind of a reduction.
   std::optional<ReductionKind> reduction;
+  /// The type a rounding rounds to.
+  std::optional<ElementType> rounding;
 };
 
 /// The built-in functions in the order diagnostics and the documentation list

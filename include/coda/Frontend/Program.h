@@ -48,6 +48,8 @@ struct Node {
     Cos,
     /// The operand, through which no gradient flows.
     Detach,
+    /// The operand rounded to `rounding` (bf16 or f16), as an f32.
+    Round,
     /// `activation` of the operand.
     Activation,
     /// Dropout of the operand with probability `constant`, stream `index`.
@@ -77,6 +79,8 @@ struct Node {
   std::optional<ActivationKind> activation;
   /// The kind of a RowReduce or ColReduce node.
   std::optional<ReductionKind> reduction;
+  /// The type a Round node rounds to.
+  std::optional<ElementType> rounding;
 };
 
 /// An operand or output of the epilogue.

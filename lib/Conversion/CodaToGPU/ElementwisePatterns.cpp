@@ -150,6 +150,22 @@ struct DetachPattern final : EpiloguePattern {
   }
 };
 
+/// coda.round: the value rounded to its 16-bit type and back.
+struct RoundPattern final : EpiloguePattern {
+  LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
+                           EpilogueBuilder &builder) const override {
+    auto round = dyn_cast<RoundOp>(op);
+    if (!round)
+      return failure();
+    OpBuilder &b = builder.getBuilder();
+    builder.define(round.getResult(), h, c,
+                   buildRounding(b, round.getLoc(),
+                                 builder.at(round.getInput(), h, c),
+                                 round.getTo()));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::coda::populateElementwisePatterns(EpiloguePatterns &patterns) {
@@ -157,4 +173,5 @@ void mlir::coda::populateElementwisePatterns(EpiloguePatterns &patterns) {
   patterns.push_back(std::make_unique<TrigonometryPattern>());
   patterns.push_back(std::make_unique<ScalarMathPattern>());
   patterns.push_back(std::make_unique<DetachPattern>());
+  patterns.push_back(std::make_unique<RoundPattern>());
 }

@@ -254,6 +254,11 @@ void mlir::coda::buildRowMergeKernel(OpBuilder &b, Location loc,
       }
       if (auto detach = dyn_cast<DetachOp>(inner))
         mapping.map(detach.getResult(), mapping.lookup(detach.getInput()));
+      else if (auto round = dyn_cast<RoundOp>(inner))
+        mapping.map(round.getResult(),
+                    buildRounding(kb, round.getLoc(),
+                                  mapping.lookup(round.getInput()),
+                                  round.getTo()));
       else
         kb.clone(*inner, mapping);
     }

@@ -452,6 +452,8 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
       return {buildActivation(b, l, act.getKind(), args[0])};
     if (auto act = dyn_cast<ActivationDerivativeOp>(inner))
       return {buildActivationDerivative(b, l, act.getKind(), args[0])};
+    if (auto round = dyn_cast<RoundOp>(inner))
+      return {buildRounding(b, l, args[0], round.getTo())};
     if (auto dropout = dyn_cast<DropoutOp>(inner)) {
       auto index = [&](unsigned bit) -> Value {
         if (!(space & bit))

@@ -161,9 +161,10 @@ private:
     Value scalar;
     /// The axis of each of its dims.
     SmallVector<unsigned> layout;
-    /// Whether the tensor holds `scalar` rounded to a narrower type, which
-    /// the epilogue can only do when it writes an output.
-    bool rounded = false;
+    /// The narrower type the tensor holds `scalar` rounded to, if any: a
+    /// reader rounds it (coda.round), an output written in that type rounds
+    /// it as it writes.
+    Type roundedTo;
     /// Whether `scalar` is a column reduction, which can only be yielded.
     bool columnReduction = false;
   };
@@ -176,9 +177,17 @@ private:
   /// A value of a linalg body, translated into the epilogue.
   struct Translated {
     Value value;
-    /// As FusedTensor::rounded.
-    bool rounded = false;
+    /// As FusedTensor::roundedTo.
+    Type roundedTo;
   };
+
+  /// The value `t` stands for: its scalar, rounded when it is.
+  Value materialize(const Translated &t) {
+    if (!t.roundedTo)
+      return t.value;
+    return RoundOp::create(builder, t.value.getLoc(), builder.getF32Type(),
+                           t.value, TypeAttr::get(t.roundedTo));
+  }
 
   LogicalResult fail(const Twine &why) {
     reason = why.str();
@@ -360,7 +369,7 @@ ContractionRaiser::lookup(DenseMap<Value, Translated> &values, Block &body,
     FailureOr<Value> scalar = readScalar(value);
     if (failed(scalar))
       return failure();
-    return Translated{*scalar, false};
+    return Translated{*scalar, Type()};
   }
   return fail("uses the running value of its reduction other than to "
               "combine it with the next element");
@@ -373,14 +382,10 @@ ContractionRaiser::translate(Operation &op, ArrayRef<Translated> operands) {
     FailureOr<Value> value = readConstant(constant.getValue());
     if (failed(value))
       return failure();
-    return Translated{*value, false};
+    return Translated{*value, Type()};
   }
-  if (auto ext = dyn_cast<arith::ExtFOp>(op); ext && ext.getType().isF32()) {
-    if (operands[0].rounded)
-      return fail("extends a value rounded to a narrower type; the epilogue "
-                  "cannot round in the middle of a computation");
-    return operands[0];
-  }
+  if (auto ext = dyn_cast<arith::ExtFOp>(op); ext && ext.getType().isF32())
+    return Translated{materialize(operands[0]), Type()};
   if (auto trunc = dyn_cast<arith::TruncFOp>(op)) {
     Type from = trunc.getIn().getType(), to = trunc.getType();
     if (!isNarrowFloat(to) ||
@@ -391,9 +396,8 @@ ContractionRaiser::translate(Operation &op, ArrayRef<Translated> operands) {
     if (!narrow && mode && *mode != arith::RoundingMode::to_nearest_even)
       return fail("rounds with a mode other than to-nearest-even, which is "
                   "how coda.gemm writes its outputs");
-    return Translated{operands[0].value, !narrow};
+    return Translated{operands[0].value, narrow ? Type() : to};
   }
-  bool retype = false;
   for (Type type :
        llvm::concat<Type>(op.getOperandTypes(), op.getResultTypes())) {
     if (type.isF32() || type.isSignlessInteger())
@@ -401,21 +405,32 @@ ContractionRaiser::translate(Operation &op, ArrayRef<Translated> operands) {
     if (!isNarrowFloat(type))
       return fail(Twine("computes on ") + print(type) +
                   "; the epilogue computes in f32");
-    if (!narrow)
-      return fail(Twine("computes in ") + print(type) +
-                  "; the epilogue computes in f32 (low-precision-epilogue="
-                  "true allows this, rounding once at the output)");
-    retype = true;
+    if (isa<arith::BitcastOp>(op))
+      return fail("bitcasts a narrow float, which has no f32 equivalent");
+    // Exactly, the ops whose result rounded from f32 is the narrow op's:
+    // f32 has more than twice the narrow types' precision, so rounding the
+    // f32 result again is rounding the exact one (and comparisons, the
+    // maximum, the minimum, negation and selection are exact).
+    if (!narrow &&
+        !isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+             arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, arith::CmpFOp,
+             arith::SelectOp, arith::ConstantOp, math::SqrtOp>(op))
+      return fail(Twine("computes '") + op.getName().getStringRef() + "' in " +
+                  print(type) +
+                  ", which f32 does not give exactly; the epilogue computes "
+                  "in f32 (low-precision-epilogue=true allows this, rounding "
+                  "once at the output)");
   }
-  if (retype && isa<arith::BitcastOp>(op))
-    return fail("bitcasts a narrow float, which has no f32 equivalent");
   IRMapping mapping;
   for (auto [original, operand] : llvm::zip(op.getOperands(), operands))
-    mapping.map(original, operand.value);
+    mapping.map(original, narrow ? operand.value : materialize(operand));
   Operation *clone = builder.clone(op, mapping);
-  if (isNarrowFloat(clone->getResult(0).getType()))
-    clone->getResult(0).setType(builder.getF32Type());
-  return Translated{clone->getResult(0), false};
+  Type resultType = clone->getResult(0).getType();
+  if (!isNarrowFloat(resultType))
+    return Translated{clone->getResult(0), Type()};
+  clone->getResult(0).setType(builder.getF32Type());
+  // An exact narrow op's result is its f32 result rounded.
+  return Translated{clone->getResult(0), narrow ? Type() : resultType};
 }
 
 LogicalResult ContractionRaiser::mapLoops(linalg::LinalgOp op,
@@ -430,10 +445,6 @@ LogicalResult ContractionRaiser::mapLoops(linalg::LinalgOp op,
     if (tensor.columnReduction)
       return fail("reads a column reduction, which is complete only after "
                   "every row: it can only be an output");
-    if (tensor.rounded)
-      return fail("reads a value rounded to a narrower type; the epilogue "
-                  "cannot round in the middle of a computation "
-                  "(low-precision-epilogue=true goes on in f32)");
     for (auto [expr, axis] :
          llvm::zip(operand.map.getResults(), tensor.layout)) {
       if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
@@ -590,10 +601,10 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
     FailureOr<Value> value = readOperand(read, loops);
     if (failed(value))
       return failure();
-    bool rounded = false;
+    Type roundedTo;
     if (auto it = fused.find(read.source); it != fused.end())
-      rounded = it->second.rounded;
-    values[arg] = {*value, rounded};
+      roundedTo = it->second.roundedTo;
+    values[arg] = {*value, roundedTo};
   }
   for (Operation &inner : body.without_terminator()) {
     if (!liveOps.contains(&inner) ||
@@ -625,7 +636,7 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
           readConstant(builder.getF32FloatAttr(rounded.convertToFloat()));
       if (failed(constant))
         return failure();
-      values[inner.getResult(0)] = {*constant, false};
+      values[inner.getResult(0)] = {*constant, Type()};
       continue;
     }
     SmallVector<Translated> operands;
@@ -665,10 +676,10 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
     Value reduced =
         columnReduction
             ? ColReduceOp::create(builder, loc, builder.getF32Type(), kind,
-                                  x->value)
+                                  materialize(*x))
                   .getResult()
             : RowReduceOp::create(builder, loc, builder.getF32Type(), kind,
-                                  x->value)
+                                  materialize(*x))
                   .getResult();
     // A reduction starts from its init: unless that is the identity, it is
     // combined with the reduced value.
@@ -684,7 +695,7 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
         return failure();
       reduced = buildReductionCombine(builder, loc, kind, *start, reduced);
     }
-    results.push_back({reduced, false});
+    results.push_back({reduced, Type()});
   }
 
   // Everything the epilogue reads must be available where the coda.gemm
@@ -696,7 +707,7 @@ LogicalResult ContractionRaiser::absorb(linalg::LinalgOp op) {
   for (auto [result, layout, value, isLive] :
        llvm::zip(op->getResults(), resultLayouts, results, live))
     if (isLive)
-      fused[result] = {value.value, layout, value.rounded, columnReduction};
+      fused[result] = {value.value, layout, value.roundedTo, columnReduction};
   fusedOps.push_back(op);
   return success();
 }
@@ -741,7 +752,7 @@ LogicalResult ContractionRaiser::seedAccumulator() {
   }
   // What the contraction itself reads is defined before it.
   toHoist.clear();
-  fused[contraction->getResult(0)] = {acc, layout, false, false};
+  fused[contraction->getResult(0)] = {acc, layout, Type(), false};
   fusedOps.push_back(contraction);
   return success();
 }

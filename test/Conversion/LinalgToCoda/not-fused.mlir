@@ -623,33 +623,6 @@ func.func @extract_in_body(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %scale: te
 #tr = affine_map<(d0, d1) -> (d1, d0)>
 #row = affine_map<(d0, d1) -> (d1)>
 
-// Rounding to bf16 and back in the middle of a computation.
-// CHECK-LABEL: func.func @round_trip_bf16
-// CHECK:         %[[G:.*]] = coda.gemm
-// CHECK:         linalg.generic
-// CHECK-SAME:      %[[G]]
-func.func @round_trip_bf16(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
-  %zero = arith.constant 0.000000e+00 : f32
-  %e = tensor.empty() : tensor<4x16xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
-  // expected-remark @+1 {{not fused into the coda.gemm epilogue: extends a value rounded to a narrower type; the epilogue cannot round in the middle of a computation}}
-  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%mm : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
-  ^bb0(%x: f32, %o: f32):
-    %t = arith.truncf %x : f32 to bf16
-    %r = arith.extf %t : bf16 to f32
-    linalg.yield %r : f32
-  } -> tensor<4x16xf32>
-  return %y : tensor<4x16xf32>
-}
-
-// -----
-
-#id = affine_map<(d0, d1) -> (d0, d1)>
-#tr = affine_map<(d0, d1) -> (d1, d0)>
-#row = affine_map<(d0, d1) -> (d1)>
-
 // Rounding to an fp8 type.
 // CHECK-LABEL: func.func @fp8_output
 // CHECK:         %[[G:.*]] = coda.gemm
@@ -696,68 +669,6 @@ func.func @round_away(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16x
     linalg.yield %t : bf16
   } -> tensor<4x16xbf16>
   return %y : tensor<4x16xbf16>
-}
-
-// -----
-
-#id = affine_map<(d0, d1) -> (d0, d1)>
-#tr = affine_map<(d0, d1) -> (d1, d0)>
-#row = affine_map<(d0, d1) -> (d1)>
-
-// torch-mlir's elementwise ops of a bf16 model compute in bf16.
-// CHECK-LABEL: func.func @bf16_arithmetic
-// CHECK:         %[[G:.*]] = coda.gemm
-// CHECK-SAME:      -> (tensor<4x16xbf16> [m, n])
-// CHECK:         linalg.generic
-// CHECK-SAME:      ins(%[[G]], %{{.*}} : tensor<4x16xbf16>, tensor<16xbf16>)
-func.func @bf16_arithmetic(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xbf16>) -> tensor<4x16xbf16> {
-  %zero = arith.constant 0.000000e+00 : f32
-  %e = tensor.empty() : tensor<4x16xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %eb = tensor.empty() : tensor<4x16xbf16>
-  %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%mm : tensor<4x16xf32>) outs(%eb : tensor<4x16xbf16>) {
-  ^bb0(%x: f32, %o: bf16):
-    %r = arith.truncf %x : f32 to bf16
-    linalg.yield %r : bf16
-  } -> tensor<4x16xbf16>
-  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads a value rounded to a narrower type; the epilogue cannot round in the middle of a computation (low-precision-epilogue=true goes on in f32)}}
-  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%t, %bias : tensor<4x16xbf16>, tensor<16xbf16>) outs(%eb : tensor<4x16xbf16>) {
-  ^bb0(%x: bf16, %v: bf16, %o: bf16):
-    %r = arith.addf %x, %v : bf16
-    linalg.yield %r : bf16
-  } -> tensor<4x16xbf16>
-  return %y : tensor<4x16xbf16>
-}
-
-// -----
-
-#id = affine_map<(d0, d1) -> (d0, d1)>
-#tr = affine_map<(d0, d1) -> (d1, d0)>
-#row = affine_map<(d0, d1) -> (d1)>
-
-// Adding a bf16 bias in bf16 (rather than widening it) rounds the sum to bf16.
-// CHECK-LABEL: func.func @bf16_bias
-// CHECK:         %[[G:.*]] = coda.gemm
-// CHECK:         linalg.generic
-// CHECK-SAME:      %[[G]]
-func.func @bf16_bias(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xbf16>) -> tensor<4x16xf32> {
-  %zero = arith.constant 0.000000e+00 : f32
-  %e = tensor.empty() : tensor<4x16xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
-  // expected-remark @+1 {{not fused into the coda.gemm epilogue: computes in bf16; the epilogue computes in f32 (low-precision-epilogue=true allows this, rounding once at the output)}}
-  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%mm, %bias : tensor<4x16xf32>, tensor<16xbf16>) outs(%e : tensor<4x16xf32>) {
-  ^bb0(%x: f32, %v: bf16, %o: f32):
-    %t = arith.truncf %x : f32 to bf16
-    %s = arith.addf %t, %v : bf16
-    %r = arith.extf %s : bf16 to f32
-    linalg.yield %r : f32
-  } -> tensor<4x16xf32>
-  return %y : tensor<4x16xf32>
 }
 
 // -----

@@ -708,3 +708,15 @@ func.func @accumulator_half_n_output(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf1
   }
   return %0 : tensor<8x16xf32>
 }
+
+// -----
+
+func.func @round_to_f32(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'coda.round' op attribute 'to' failed to satisfy constraint: type attribute of bfloat16 type or 16-bit float}}
+    %r = coda.round %acc to f32
+    coda.yield %r : f32
+  }
+  return %0 : tensor<8x32xf32>
+}

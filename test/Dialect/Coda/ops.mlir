@@ -143,6 +143,20 @@ func.func @positions(%a: tensor<4x8x16xbf16>, %b: tensor<16x32xbf16>) -> (tensor
   return %0#0, %0#1 : tensor<4x8x16xbf16>, tensor<4x8x32xf32>
 }
 
+// A value rounded to a 16-bit type, kept as f32.
+// CHECK-LABEL: func.func @rounded
+// CHECK:         coda.round %{{.*}} to bf16
+// CHECK:         coda.round %{{.*}} to f16
+func.func @rounded(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    %r = coda.round %acc to bf16
+    %s = coda.round %r to f16
+    coda.yield %s : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
 // A value the backward's derivation does not differentiate through.
 // CHECK-LABEL: func.func @detached
 // CHECK:         coda.detach %{{.*}}

@@ -114,3 +114,30 @@ with tempfile.TemporaryDirectory() as folder:
     ref.check("copies y", outs["y"], x.astype(np.float64), "f32")
     ref.check("copies v", outs["v"], vec.astype(np.float64), "f32")
     ref.check("copies w", outs["w"], acc * vec + mat * 0.5, "f32")
+
+# bf16(x) and f16(x): the f32 value rounded to nearest even, the number it then
+# is (compared bit for bit with the rounding of the f32 value the program also
+# writes); what follows computes on it (a LayerNorm of the rounded h).
+ROUNDED = """
+EPILOGUE rounded(r: bf16[M, N]) -> (x: f32[M, N], xb: f32[M, N], xh: f32[M, N], ln: f32[M, N]) {
+  x = input * 3 + r;
+  xb = bf16(x);
+  xh = f16(x);
+  d = xb - row_mean(xb);
+  ln = d * rsqrt(row_mean(d * d) + 1e-5);
+}
+"""
+with tempfile.TemporaryDirectory() as folder:
+    path = os.path.join(folder, "rounded.coda")
+    open(path, "w").write(ROUNDED)
+    a, b, r = random(rng, 29, 16), random(rng, 45, 16), random(rng, 29, 45)
+    outs = run_program(path, {"a": a, "b": b, "r": r}, ["x", "xb", "xh", "ln"],
+                       extra=["--dtype", "bf16"])
+    x = outs["x"].astype(np.float32)
+    for name, want in (("xb", ref.round_bf16(x)), ("xh", ref.round_to(x, "f16"))):
+        if not np.array_equal(outs[name].astype(np.float64), want) or np.array_equal(want, x):
+            sys.exit(f"{name}: not x rounded to nearest even")
+    xb = ref.round_bf16(x)
+    d = xb - xb.mean(1, keepdims=True)
+    ref.check("a LayerNorm of bf16(x)", outs["ln"], d / np.sqrt((d * d).mean(1, keepdims=True) + 1e-5),
+              "f32")

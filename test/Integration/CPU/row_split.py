@@ -9,7 +9,9 @@
 # bias, dropout and residual (two reductions, the variance centered on the
 # mean), a softmax (a sum of exponentials shifted by the row maximum), an
 # RMSNorm, an RMSNorm beside a softmax and its log-sum-exp (whose repeated
-# maximum and sum are saved once), and a LayerNorm of f16 operands.
+# maximum and sum are saved once), a LayerNorm of f16 operands, and a
+# LayerNorm of h rounded to its type (bf16(...), f16(...)), which the split
+# saves in that type instead of the f32 accumulator.
 
 import os
 import sys
@@ -44,6 +46,14 @@ EPILOGUE norms(residual: {t}[M, N], gamma: f32[N])
   lse = row_max(input) + log(row_sum(e));
 }
 """,
+    "rounded": """
+EPILOGUE rounded(bias: f32[N], residual: {t}[M, N], gamma: f32[N], beta: f32[N])
+    -> (output: {t}[M, N], h: {t}[M, N]) {
+  h = {t}(input + bias + residual);
+  d = h - row_mean(h);
+  output = d * rsqrt(row_mean(d * d) + 1e-5) * gamma + beta;
+}
+""",
     "rmsnorm": """
 EPILOGUE rmsnorm(gamma: f32[N]) -> (output: {t}[M, N]) {
   output = input * rsqrt(row_mean(input * input) + 1e-6) * gamma;
@@ -54,7 +64,8 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 M, K, N = 37, 64, 5000
 torch.manual_seed(0)
 for name, dtype in (("layernorm", "bf16"), ("softmax", "bf16"), ("rmsnorm", "bf16"),
-                    ("norms", "bf16"), ("layernorm", "f16")):
+                    ("norms", "bf16"), ("layernorm", "f16"), ("rounded", "bf16"),
+                    ("rounded", "f16")):
     source = PROGRAMS[name].replace("{t}", dtype)
     forward = ReferenceProgram(source, dtype=dtype)
     statistics = ReferenceProgram(source, dtype=dtype, derive="row_statistics")
@@ -68,12 +79,15 @@ for name, dtype in (("layernorm", "bf16"), ("softmax", "bf16"), ("rmsnorm", "bf1
               if arg["role"] == "input" and arg["name"] != "seed"}
     want = forward(a, b, seed=7, inputs=inputs)
     saved = statistics(a, b, seed=7, inputs=inputs)
+    kept = {k: str(v.dtype).replace("torch.", "") for k, v in saved.items() if v.dim() == 2}
     got = apply(a, b, seed=7, inputs=dict(inputs, **saved))
     same = all(torch.equal(got[k], want[k]) for k in want)
-    print(f"{name} {dtype}: {sorted(saved)} -> {sorted(got)}, bit-identical {same}, "
+    print(f"{name} {dtype}: {sorted(saved)} ({kept}) -> {sorted(got)}, bit-identical {same}, "
           f"non-zero {all(v.count_nonzero().item() > 0 for v in got.values())}")
-# CHECK: layernorm bf16: ['saved_acc', 'saved_row0', 'saved_row1'] -> ['h', 'output'], bit-identical True, non-zero True
-# CHECK: softmax bf16: ['saved_acc', 'saved_row0', 'saved_row1'] -> ['output'], bit-identical True, non-zero True
-# CHECK: rmsnorm bf16: ['saved_acc', 'saved_row0'] -> ['output'], bit-identical True, non-zero True
-# CHECK: norms bf16: ['saved_acc', 'saved_row0', 'saved_row1', 'saved_row2'] -> ['lse', 'rms', 'softmax'], bit-identical True, non-zero True
-# CHECK: layernorm f16: ['saved_acc', 'saved_row0', 'saved_row1'] -> ['h', 'output'], bit-identical True, non-zero True
+# CHECK: layernorm bf16: ['saved_acc', 'saved_row0', 'saved_row1'] ({'saved_acc': 'float32'}) -> ['h', 'output'], bit-identical True, non-zero True
+# CHECK: softmax bf16: ['saved_acc', 'saved_row0', 'saved_row1'] ({'saved_acc': 'float32'}) -> ['output'], bit-identical True, non-zero True
+# CHECK: rmsnorm bf16: ['saved_acc', 'saved_row0'] ({'saved_acc': 'float32'}) -> ['output'], bit-identical True, non-zero True
+# CHECK: norms bf16: ['saved_acc', 'saved_row0', 'saved_row1', 'saved_row2'] ({'saved_acc': 'float32'}) -> ['lse', 'rms', 'softmax'], bit-identical True, non-zero True
+# CHECK: layernorm f16: ['saved_acc', 'saved_row0', 'saved_row1'] ({'saved_acc': 'float32'}) -> ['h', 'output'], bit-identical True, non-zero True
+# CHECK: rounded bf16: ['saved_rounded', 'saved_row0', 'saved_row1'] ({'saved_rounded': 'bfloat16'}) -> ['h', 'output'], bit-identical True, non-zero True
+# CHECK: rounded f16: ['saved_rounded', 'saved_row0', 'saved_row1'] ({'saved_rounded': 'float16'}) -> ['h', 'output'], bit-identical True, non-zero True

@@ -115,6 +115,31 @@ for m, n, k, extra in ((64, 4104, 64, ()), (257, 10000, 72, ()), (130, 4104, 64,
     case(m, n, k, extra=extra)
 print("row split: LayerNorm, RMSNorm, softmax and log-sum-exp past 4096 columns")
 
+# A LayerNorm of h rounded to bf16 (what PyTorch normalizes): in a cluster at
+# 768 columns, and past the widest cluster, where the split saves the rounded
+# h in bf16 instead of the f32 accumulator.
+ROUNDED = program("rounded", """
+EPILOGUE rounded(bias: f32[N], residual: bf16[M, N], gamma: f32[N], beta: f32[N])
+    -> (h: bf16[M, N], output: bf16[M, N]) {
+  h = bf16(input + bias + residual);
+  d = h - row_mean(h);
+  output = d * rsqrt(row_mean(d * d) + 1e-5) * gamma + beta;
+}
+""")
+for m, n, k in ((1000, 768, 136), (130, 4104, 64), (64, 10000, 72)):
+    arrays = {"a": random(rng, m, k), "b": random(rng, n, k) / np.float32(np.sqrt(k)),
+              "bias": random(rng, n), "residual": random(rng, m, n),
+              "gamma": random(rng, n), "beta": random(rng, n)}
+    outs = run_program(ROUNDED, arrays, ["h", "output"], device="cuda",
+                       extra=["--check", "--dtype", "bf16"])
+    h = ref.round_bf16(gemm(arrays, "bf16") + arrays["bias"] + ref.round_bf16(arrays["residual"]))
+    d = h - h.mean(axis=1, keepdims=True)
+    ref.check(f"rounded h {m}x{n}x{k}", outs["h"], h, "bf16")
+    ref.check(f"layernorm of rounded h {m}x{n}x{k}", outs["output"],
+              d / np.sqrt((d * d).mean(axis=1, keepdims=True) + 1e-5) * arrays["gamma"]
+              + arrays["beta"], "bf16")
+print("rounded: a LayerNorm of bf16(h) in a cluster and through the split")
+
 # A program whose row reductions cannot be split (a sum of values scaled by
 # the row's maximum: no merge of per-tile results computes it) says so.
 SCALED = program("scaled", """

@@ -108,7 +108,7 @@ using DifferentiableOps =
            arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, arith::SelectOp,
            math::ExpOp, math::LogOp, math::SqrtOp, math::RsqrtOp, math::TanhOp,
            math::AbsFOp, math::PowFOp, math::SinOp, math::CosOp, ActivationOp,
-           DropoutOp, RowReduceOp, PartnerOp, CoordOp, DetachOp>;
+           DropoutOp, RowReduceOp, PartnerOp, CoordOp, DetachOp, RoundOp>;
 } // namespace
 
 FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
@@ -225,6 +225,8 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
           })
           .Case([&](CoordOp) { return SmallVector<Value>{}; })
           .Case([&](DetachOp) { return SmallVector<Value>{Value()}; })
+          // Straight through: rounding's derivative is taken as 1.
+          .Case([&](RoundOp) { return SmallVector<Value>{g}; })
           .Case([&](RowReduceOp reduce) {
             return SmallVector<Value>{rowReduceAdjoint(
                 b, loc, a, reduce.getKind(), reduce.getInput(), result(), g)};

@@ -21,6 +21,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -436,13 +437,13 @@ SmallVector<Slot> getSavedRowSlots(Forward &forward,
 /// `@f_saving`: the forward, then its accumulator in the operand type
 /// (`withAccumulator`) and the values of the row reductions `rowReductions`.
 /// `@f_row_statistics` (`suffix`) writes, without the forward's outputs
-/// (`withOutputs` false), its accumulator in f32 (`accumulatorType`) and the
+/// (`withOutputs` false), its accumulator in f32 (`accumulatorType`), or the
+/// rounded value `rounded` of the forward's epilogue in its own type, and the
 /// row reductions.
-FailureOr<func::FuncOp>
-buildSavingProgram(Forward &forward, ArrayRef<Operation *> rowReductions,
-                   bool withAccumulator, bool withOutputs = true,
-                   Type accumulatorType = {},
-                   StringRef suffix = BackwardNames::kSaving) {
+FailureOr<func::FuncOp> buildSavingProgram(
+    Forward &forward, ArrayRef<Operation *> rowReductions, bool withAccumulator,
+    bool withOutputs = true, Type accumulatorType = {},
+    StringRef suffix = BackwardNames::kSaving, RoundOp rounded = {}) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
   SmallVector<Slot> args;
@@ -458,7 +459,11 @@ buildSavingProgram(Forward &forward, ArrayRef<Operation *> rowReductions,
     results.push_back({output.type, output.name});
     resultDims.push_back(fwd.getResultDimsAt(i));
   }
-  if (withAccumulator) {
+  if (rounded) {
+    results.push_back(
+        {forward.spaceType(rounded.getTo()), BackwardNames::kSavedRounded});
+    resultDims.push_back(DimsAttr::get(context, kSpace));
+  } else if (withAccumulator) {
     results.push_back({forward.spaceType(accumulatorType ? accumulatorType
                                                          : forward.elementType),
                        BackwardNames::kSavedAcc});
@@ -502,7 +507,9 @@ buildSavingProgram(Forward &forward, ArrayRef<Operation *> rowReductions,
   for (Value v : fwd.getYield().getValues())
     if (withOutputs)
       values.push_back(mapping.lookup(v));
-  if (withAccumulator)
+  if (rounded)
+    values.push_back(mapping.lookup(rounded.getResult()));
+  else if (withAccumulator)
     values.push_back(savingGemm.getAccumulator());
   for (Operation *reduction : rowReductions)
     values.push_back(mapping.lookup(reduction->getResult(0)));
@@ -815,20 +822,74 @@ void buildOperandGradients(Forward &forward, BackwardPrograms &programs) {
       forward.aType, "a", forward.bType, BackwardNames::kGradB);
 }
 
-/// `@f_row_apply`: the forward's epilogue on its saved accumulator and row
-/// reductions (`saved_acc`, `saved_row<i>`: `@f_row_statistics`'s outputs),
-/// writing the forward's outputs. It reads no accumulator of its own: its
-/// kernel runs no product.
+/// The ops of `gemm`'s epilogue that its outputs need, in order, when the
+/// values `given` are given rather than computed.
+SmallVector<Operation *> getNeededOps(GemmOp gemm,
+                                      const llvm::DenseSet<Value> &given) {
+  llvm::DenseSet<Value> needed(gemm.getYield().getValues().begin(),
+                               gemm.getYield().getValues().end());
+  SmallVector<Operation *> ops;
+  for (Operation &op :
+       llvm::reverse(gemm.getEpilogueBlock().without_terminator())) {
+    if (llvm::none_of(op.getResults(), [&](Value result) {
+          return needed.contains(result) && !given.contains(result);
+        }))
+      continue;
+    ops.push_back(&op);
+    needed.insert(op.operand_begin(), op.operand_end());
+  }
+  std::reverse(ops.begin(), ops.end());
+  return ops;
+}
+
+/// The rounded value of `gemm`'s epilogue that a row split saves instead of
+/// the accumulator: the first coda.round that depends on no row reduction
+/// and from which, with the row reductions `reductions` given, the outputs
+/// need nothing else of the accumulator; else null.
+RoundOp findSavedRounding(GemmOp gemm, ArrayRef<Operation *> reductions) {
+  llvm::DenseSet<Value> afterReduction;
+  for (Operation &op : gemm.getEpilogueBlock().without_terminator())
+    if (isa<RowReduceOp>(op) ||
+        llvm::any_of(op.getOperands(), [&](Value operand) {
+          return afterReduction.contains(operand);
+        }))
+      afterReduction.insert(op.getResult(0));
+  for (auto round : gemm.getEpilogueBlock().getOps<RoundOp>()) {
+    if (afterReduction.contains(round.getResult()))
+      continue;
+    llvm::DenseSet<Value> given{round.getResult()};
+    for (Operation *reduction : reductions)
+      given.insert(reduction->getResult(0));
+    Value acc = gemm.getAccumulator();
+    bool readsAcc = llvm::is_contained(gemm.getYield().getValues(), acc);
+    for (Operation *op : getNeededOps(gemm, given))
+      readsAcc |= llvm::is_contained(op->getOperands(), acc);
+    if (!readsAcc)
+      return round;
+  }
+  return {};
+}
+
+/// `@f_row_apply`: the forward's epilogue on its saved accumulator (or the
+/// rounded value `rounded`) and row reductions (`saved_acc` or
+/// `saved_rounded`, `saved_row<i>`: `@f_row_statistics`'s outputs), writing
+/// the forward's outputs. It reads no accumulator of its own: its kernel
+/// runs no product.
 FailureOr<func::FuncOp>
 buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
-              const DenseMap<Operation *, unsigned> &savedIndex) {
+              const DenseMap<Operation *, unsigned> &savedIndex,
+              RoundOp rounded) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
   Type f32 = Float32Type::get(context);
   SmallVector<Slot> args{{forward.aType, ""}, {forward.bType, ""}};
   SmallVector<DimsAttr> inputDims;
   appendInputs(forward, args, inputDims);
-  args.push_back({forward.spaceType(f32), BackwardNames::kSavedAcc});
+  if (rounded)
+    args.push_back(
+        {forward.spaceType(rounded.getTo()), BackwardNames::kSavedRounded});
+  else
+    args.push_back({forward.spaceType(f32), BackwardNames::kSavedAcc});
   inputDims.push_back(DimsAttr::get(context, kSpace));
   for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
     args.push_back(slot);
@@ -857,20 +918,26 @@ buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
         return gemm;
       });
   // Block arguments: the unread accumulator, the forward's inputs, the saved
-  // accumulator, the saved row reductions.
+  // accumulator (or rounded value), the saved row reductions.
   Block &block = gemm.getEpilogueBlock();
   unsigned numInputs = fwd.getInputs().size();
   IRMapping mapping;
-  mapping.map(fwd.getAccumulator(), block.getArgument(1 + numInputs));
+  mapping.map(rounded ? Value(rounded.getResult())
+                      : Value(fwd.getAccumulator()),
+              block.getArgument(1 + numInputs));
   for (unsigned i = 0; i < numInputs; ++i)
     mapping.map(fwd.getEpilogueBlock().getArgument(1 + i),
                 block.getArgument(1 + i));
-  for (auto [reduction, i] : savedIndex)
+  llvm::DenseSet<Value> given;
+  for (auto [reduction, i] : savedIndex) {
     mapping.map(reduction->getResult(0), block.getArgument(2 + numInputs + i));
+    given.insert(reduction->getResult(0));
+  }
+  if (rounded)
+    given.insert(rounded.getResult());
   OpBuilder b = OpBuilder::atBlockEnd(&block);
-  for (Operation &op : fwd.getEpilogueBlock().without_terminator())
-    if (!mapping.contains(op.getResult(0)))
-      b.clone(op, mapping);
+  for (Operation *op : getNeededOps(fwd, given))
+    b.clone(*op, mapping);
   SmallVector<Value> values;
   for (Value v : fwd.getYield().getValues())
     values.push_back(mapping.lookup(v));
@@ -912,9 +979,11 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
   if (RowStatistics::get(gemm, EpilogueDims(gemm)))
     return refuse("its row reductions are row statistics already, merged "
                   "after the GEMM at any width");
+  RoundOp rounded = findSavedRounding(gemm, reductions);
   FailureOr<func::FuncOp> statistics = buildSavingProgram(
       *analyzed, reductions, /*withAccumulator=*/true, /*withOutputs=*/false,
-      Float32Type::get(forward.getContext()), BackwardNames::kRowStatistics);
+      Float32Type::get(forward.getContext()), BackwardNames::kRowStatistics,
+      rounded);
   if (failed(statistics))
     return failure();
   GemmOp statisticsGemm = *statistics->getOps<GemmOp>().begin();
@@ -925,7 +994,7 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
                   "mean and a sum of exponentials shifted by a maximum are)");
   }
   FailureOr<func::FuncOp> apply =
-      buildRowApply(*analyzed, reductions, savedIndex);
+      buildRowApply(*analyzed, reductions, savedIndex, rounded);
   if (failed(apply)) {
     statistics->erase();
     return failure();

@@ -312,6 +312,12 @@ Value mlir::coda::buildDropoutApplyAdd(OpBuilder &b, Location loc, Value x,
 // Reductions
 //===----------------------------------------------------------------------===//
 
+Value mlir::coda::buildRounding(OpBuilder &b, Location loc, Value x,
+                                Type narrow) {
+  Value rounded = arith::TruncFOp::create(b, loc, narrow, x);
+  return arith::ExtFOp::create(b, loc, x.getType(), rounded);
+}
+
 double mlir::coda::getReductionIdentity(ReductionKind kind) {
   switch (kind) {
   case ReductionKind::Sum:

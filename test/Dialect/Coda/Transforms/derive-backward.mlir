@@ -126,6 +126,28 @@ func.func @center(%x: tensor<?x768xbf16>, %w: tensor<768x3072xbf16>)
 
 // -----
 
+// Rounding (coda.round) passes the gradient through, as PyTorch's casts do:
+// y = bf16(acc) * 3 gives grad_acc = 3 g, with no rounding in the backward.
+// CHECK-LABEL: func.func @rounded_backward
+// CHECK:         ^bb0(%{{.*}}: f32, %[[G:.*]]: f32):
+// CHECK-NOT:       coda.round
+// CHECK:           %[[D:.*]] = arith.mulf %[[G]], %{{.*}} : f32
+// CHECK-NOT:       coda.round
+// CHECK:           coda.yield %[[D]] : f32
+func.func @rounded(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>)
+    -> (tensor<?x256xbf16> {coda.name = "output"}) {
+  %0 = coda.gemm %a, %b : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    %r = coda.round %acc to bf16
+    %c = arith.constant 3.0 : f32
+    %y = arith.mulf %r, %c : f32
+    coda.yield %y : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}
+
+// -----
+
 // Outputs that span [m] (row statistics) take no gradient: an op without a
 // derivative that only they read is not differentiated, and is dropped from
 // the backward with everything else no gradient needs.

@@ -50,6 +50,67 @@ func.func @layernorm(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
 
 // -----
 
+// A LayerNorm of h rounded to bf16 (coda.round, the DSL's bf16(...)): what
+// follows the row reductions starts from the rounded h, so the statistics
+// save it in bf16 (saved_rounded) instead of the f32 accumulator, and the
+// application reads neither the accumulator nor the residual.
+// CHECK-LABEL: func.func @rounded_row_statistics(
+// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "saved_rounded"}, tensor<?xf32> {coda.name = "saved_row0"}, tensor<?xf32> {coda.name = "saved_row1"})
+// CHECK:           %[[H:.*]] = coda.round %{{.*}} to bf16
+// CHECK:           coda.yield %[[H]], %{{.*}}, %{{.*}} : f32, f32, f32
+// CHECK-LABEL: func.func @rounded_row_apply(
+// CHECK-SAME:      %{{.*}}: tensor<?x8192xbf16> {coda.name = "saved_rounded"}
+// CHECK:         ^bb0(%[[UNREAD:.*]]: f32, %[[RES:.*]]: f32, %[[SH:.*]]: f32, %[[SMEAN:.*]]: f32, %[[SVAR:.*]]: f32):
+// CHECK-NEXT:      %[[D:.*]] = arith.subf %[[SH]], %[[SMEAN]]
+// CHECK-NOT:       %[[UNREAD]]
+// CHECK-NOT:       %[[RES]]
+// CHECK-NOT:       coda.round
+// CHECK:           coda.yield %[[SH]],
+func.func @rounded(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
+                   %res: tensor<?x8192xbf16> {coda.name = "residual"})
+    -> (tensor<?x8192xbf16> {coda.name = "h"}, tensor<?x8192xbf16> {coda.name = "output"}) {
+  %0:2 = coda.gemm %a, %b transpose_b ins(%res : tensor<?x8192xbf16> [m, n])
+      : tensor<?x64xbf16>, tensor<8192x64xbf16> -> (tensor<?x8192xbf16> [m, n], tensor<?x8192xbf16> [m, n]) {
+  ^bb0(%acc: f32, %r: f32):
+    %sum = arith.addf %acc, %r : f32
+    %h = coda.round %sum to bf16
+    %mean = coda.row_reduce mean %h
+    %d = arith.subf %h, %mean : f32
+    %sq = arith.mulf %d, %d : f32
+    %var = coda.row_reduce mean %sq
+    %eps = arith.constant 1.0e-5 : f32
+    %v = arith.addf %var, %eps : f32
+    %rstd = math.rsqrt %v : f32
+    %n = arith.mulf %d, %rstd : f32
+    coda.yield %h, %n : f32, f32
+  }
+  return %0#0, %0#1 : tensor<?x8192xbf16>, tensor<?x8192xbf16>
+}
+
+// -----
+
+// A value rounded after the row reductions, or one that leaves the
+// accumulator needed past them, is not saved: the statistics keep the f32
+// accumulator.
+// CHECK-LABEL: func.func @rounded_late_row_statistics(
+// CHECK-SAME:      -> (tensor<?x8192xf32> {coda.name = "saved_acc"}
+// CHECK-LABEL: func.func @rounded_late_row_apply(
+func.func @rounded_late(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
+    -> (tensor<?x8192xbf16> {coda.name = "output"}) {
+  %0 = coda.gemm %a, %b transpose_b
+      : tensor<?x64xbf16>, tensor<8192x64xbf16> -> (tensor<?x8192xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    %h = coda.round %acc to bf16
+    %mean = coda.row_reduce mean %h
+    %d = arith.subf %acc, %mean : f32
+    %late = coda.round %d to bf16
+    coda.yield %late : f32
+  }
+  return %0 : tensor<?x8192xbf16>
+}
+
+// -----
+
 // Row statistics (an rstd written [m]) are merged after the GEMM at any
 // width, and a program without row reductions has none to split: both are
 // left as they are.

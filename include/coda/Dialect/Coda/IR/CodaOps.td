@@ -407,6 +407,27 @@ def Coda_DetachOp : Coda_EpilogueOp<"detach", [Pure]> {
   let assemblyFormat = "$input attr-dict";
 }
 
+def Coda_RoundOp : Coda_EpilogueOp<"round", [Pure]> {
+  let summary = "a value rounded to a 16-bit float type, kept as f32";
+  let description = [{
+    `input` rounded to `to` (bf16 or f16, to nearest even), as the f32
+    value that the rounded number is: what a program computes when it goes on
+    from a value as it is written to memory rather than from the f32 value
+    before the write (PyTorch's `h = (x @ w.T + r).bfloat16()` followed by a
+    LayerNorm of `h`). Its derivative is 1: the backward passes gradients
+    through the rounding, as PyTorch's casts do. A program whose row
+    reductions read a rounded value saves it in that type when its rows are split
+    (`coda-split-rows`), not in f32.
+
+    ```mlir
+    %h = coda.round %sum to bf16
+    ```
+  }];
+  let arguments = (ins F32:$input, TypeAttrOf<AnyTypeOf<[BF16, F16]>>:$to);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$input `to` $to attr-dict";
+}
+
 class Coda_ReduceOp<string mnemonic> : Coda_EpilogueOp<mnemonic, [Pure]> {
   let arguments = (ins Coda_ReductionKindAttr:$kind, F32:$input);
   let results = (outs F32:$result);

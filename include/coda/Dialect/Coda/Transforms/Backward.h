@@ -74,6 +74,9 @@ struct BackwardNames {
   static constexpr const char *kInference = "inference";
   /// The accumulator the saving program writes.
   static constexpr const char *kSavedAcc = "saved_acc";
+  /// The rounded value (coda.round) a row split saves in its own type instead
+  /// of the accumulator, when what follows the row reductions starts from it.
+  static constexpr const char *kSavedRounded = "saved_rounded";
   /// The prefix of the row statistics the saving program writes
   /// (`saved_row0`, ...: the values of the forward's row reductions that its
   /// epilogue gradient reads, `[m]` in f32).
@@ -131,12 +134,17 @@ struct RowSplitPrograms {
   /// `@f_row_statistics`: the forward's GEMM, writing its accumulator
   /// (`saved_acc`, `[m, n]` f32) and the value of every row reduction
   /// (`saved_row<i>`, `[m]` f32), which are then row statistics, merged
-  /// after the GEMM at any width; not the forward's outputs.
+  /// after the GEMM at any width; not the forward's outputs. When everything
+  /// the outputs need past the row reductions starts from one rounded value
+  /// (coda.round, e.g. `h = bf16(input + bias + residual)` before a
+  /// LayerNorm of h), it writes that value in its own type instead
+  /// (`saved_rounded`, `[m, n]` bf16 or f16): half the bytes, and the
+  /// application reads no other input to recompute it.
   func::FuncOp statistics;
-  /// `@f_row_apply`: A, B, the forward's inputs, `saved_acc` and
-  /// `saved_row<i>`; the forward's epilogue on them, each row reduction
-  /// read, writing the forward's outputs. It reads no accumulator of its own,
-  /// so its kernel runs no product.
+  /// `@f_row_apply`: A, B, the forward's inputs, `saved_acc` (or
+  /// `saved_rounded`) and `saved_row<i>`; the forward's epilogue on them,
+  /// each row reduction read, writing the forward's outputs. It reads no
+  /// accumulator of its own, so its kernel runs no product.
   func::FuncOp apply;
 };
 

@@ -57,6 +57,10 @@ Value buildActivationDerivative(
     OpBuilder &b, Location loc, ActivationKind kind, Value x,
     const ActivationPrimitives &primitives = ActivationPrimitives::exact());
 
+/// Builds coda.round: `x` rounded to `narrow` (bf16 or f16, to nearest even)
+/// and extended back to x's type (f32; f64 in the widened programs).
+Value buildRounding(OpBuilder &b, Location loc, Value x, Type narrow);
+
 //===----------------------------------------------------------------------===//
 // Reductions (coda.row_reduce, coda.col_reduce)
 //===----------------------------------------------------------------------===//
