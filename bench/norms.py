@@ -6,13 +6,16 @@ One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed:
 
   out-proj + bias + residual + LayerNorm, writing h = x W^T + b + r and
   LayerNorm(h) (with its mean and rstd, which the backward reads), at
-  GPT-2's 768, BERT-large's 1024, 4096 and 8192 (K = N; at 8192, wider than
-  a cluster of tiles holds, coda runs the program's row split: the GEMM
-  writing its accumulator and row statistics, then the epilogue on them):
+  GPT-2's 768, BERT-large's 1024, 4096 and 8192 (K = N; coda runs the
+  program's row split: the GEMM writing its accumulator and row statistics,
+  then the epilogue on them):
     gemm          cuBLAS GEMM alone (F.linear, no bias)
     eager         F.linear(x, W, b) + r, then F.layer_norm
     compile       torch.compile of eager
-    coda          one coda kernel (a cluster of blocks spans each row)
+    coda          the program (LayerNorm of the f32 h): its row split saves
+                  the f32 accumulator
+    coda_rounded  the same program with h = bf16(...), a LayerNorm of h as
+                  written, as PyTorch's: its row split saves h in bf16
     coda_stats    coda's kernel writing h, mean and rstd only (LayerNorm's
                   statistics for the next GEMM to apply: per-tile means and
                   squared deviations, Chan-merged after it)
@@ -27,7 +30,7 @@ One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed:
     qkv_gemm      the QKV GEMM alone
     eager         F.linear + r, RMSNorm, F.linear
     compile       torch.compile of eager
-    coda_norm     coda's out-proj kernel writing h and RMSNorm(h), then
+    coda_norm     coda's out-proj program writing h and RMSNorm(h), then
                   coda's GEMM on RMSNorm(h)
     coda_folded   coda's out-proj kernel writing h and rstd (no normalized
                   tensor), W_qkv scaled by gamma, then the QKV GEMM on h
@@ -74,6 +77,8 @@ EPILOGUE residual_rmsnorm(residual: bf16[M, N], gamma: f32[N])
   output = h * rstd * gamma;
 }
 """
+LAYERNORM_ROUNDED = LAYERNORM.replace("h = input + bias + residual;",
+                                      "h = bf16(input + bias + residual);")
 LAYERNORM_STATS = """
 EPILOGUE residual_layernorm_stats(bias: f32[N], residual: bf16[M, N])
     -> (h: bf16[M, N], mean: f32[M], rstd: f32[M]) {
@@ -116,7 +121,8 @@ def main():
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d"), "m": m, "rows": {}}
     programs = {name: coda.Program(source) for name, source in
-                (("layernorm", LAYERNORM), ("layernorm_stats", LAYERNORM_STATS),
+                (("layernorm", LAYERNORM), ("layernorm_rounded", LAYERNORM_ROUNDED),
+                 ("layernorm_stats", LAYERNORM_STATS),
                  ("rmsnorm", RMSNORM), ("gemm", GEMM),
                  ("rms_stats", RMS_STATS), ("row_scaled", ROW_SCALED))}
     quack = load_peers(args.peers).get("peer_quack_norm")
@@ -134,6 +140,8 @@ def main():
         got = programs["layernorm"](x, w, bias=b, residual=r, gamma=gamma, beta=beta)
         res[f"layernorm{width}_error"] = rel(got["output"], want)
         res[f"layernorm{width}_h_error"] = rel(got["h"], want_h)
+        rounded = programs["layernorm_rounded"](x, w, bias=b, residual=r, gamma=gamma, beta=beta)
+        res[f"layernorm{width}_rounded_error"] = rel(rounded["output"], want)
         stats = programs["layernorm_stats"](x, w, bias=b, residual=r)
         res[f"layernorm{width}_rstd_error"] = rel(stats["rstd"], got["rstd"])
         compiled = torch.compile(layernorm_eager)
@@ -144,6 +152,8 @@ def main():
             "coda_gemm": bench(lambda: programs["gemm"](x, w)),
             "coda": bench(lambda: programs["layernorm"](x, w, bias=b, residual=r,
                                                         gamma=gamma, beta=beta)),
+            "coda_rounded": bench(lambda: programs["layernorm_rounded"](
+                x, w, bias=b, residual=r, gamma=gamma, beta=beta)),
             "coda_stats": bench(lambda: programs["layernorm_stats"](x, w, bias=b, residual=r)),
         }
         if quack:

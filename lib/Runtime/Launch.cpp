@@ -191,7 +191,10 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   *problem = getTiledProblem(*problem);
   if (!isAutotuned()) {
     KernelShape shape = chooseShape(*problem);
-    if (needsRowSplit(*problem, shape))
+    llvm::Expected<bool> split = usesRowSplit(*problem, shape);
+    if (!split)
+      return split.takeError();
+    if (*split)
       return launchRowSplit(*problem, arguments, outputs, stream, seedAddress);
     return launchShape(shape, *problem, arguments, outputs, stream,
                        seedAddress);
@@ -203,34 +206,53 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
   return launchShape(*tuned, *problem, arguments, outputs, stream, seedAddress);
 }
 
-bool GpuProgram::needsRowSplit(const ProblemShape &problem,
-                               const KernelShape &shape) const {
+llvm::Expected<bool> GpuProgram::usesRowSplit(const ProblemShape &problem,
+                                              const KernelShape &shape) {
+  if (constraint != TileConstraint::RowCluster)
+    return false;
   int64_t tileN = shape.tileN ? shape.tileN : KernelShape::kDefaultTileN;
-  return constraint == TileConstraint::RowCluster &&
-         problem.n > tileN * std::max<int64_t>(shape.clusterN, 1);
+  bool fits = problem.n <= tileN * std::max<int64_t>(shape.clusterN, 1);
+  if (fits && options.shape.clusterN)
+    return false;
+  llvm::Error refused = loadRowSplit(problem);
+  if (!refused)
+    return true;
+  if (!fits)
+    return std::move(refused);
+  llvm::consumeError(std::move(refused));
+  return false;
 }
 
 llvm::Error GpuProgram::loadRowSplit(const ProblemShape &problem) {
   std::lock_guard<std::mutex> lock(loaded->rowSplit);
   if (rowApply)
     return llvm::Error::success();
+  const std::string &name = signature.functionName;
+  auto refuse = [&] {
+    return error("'" + name + "' reduces rows over N = " + Twine(problem.n) +
+                 ", wider than a cluster of its GPU kernel's tiles holds, and "
+                 "cannot be split (the CPU reference reduces any width): " +
+                 rowSplitRefusal);
+  };
+  if (!rowSplitRefusal.empty())
+    return refuse();
   // The tile rule chooses the split's shapes: a pinned cluster would
   // exchange its statistics again.
   GpuCompileOptions split;
   split.fastActivations = options.fastActivations;
   split.deterministic = options.deterministic;
-  const std::string &name = signature.functionName;
   auto statistics = runtime.loadProgram(source, name, split, sourceName,
                                         BackwardNames::kRowStatistics);
-  if (!statistics)
-    return error("'" + name + "' reduces rows over N = " + Twine(problem.n) +
-                 ", wider than a cluster of its GPU kernel's tiles holds, and "
-                 "cannot be split (the CPU reference reduces any width): " +
-                 llvm::toString(statistics.takeError()));
+  if (!statistics) {
+    rowSplitRefusal = llvm::toString(statistics.takeError());
+    return refuse();
+  }
   auto apply = runtime.loadProgram(source, name, split, sourceName,
                                    BackwardNames::kRowApply);
-  if (!apply)
-    return apply.takeError();
+  if (!apply) {
+    rowSplitRefusal = llvm::toString(apply.takeError());
+    return refuse();
+  }
   rowStatistics = std::move(*statistics);
   rowApply = std::move(*apply);
   return llvm::Error::success();

@@ -187,10 +187,11 @@ llvm::Error GpuProgram::prepare(const ProblemShape &problem,
   ProblemShape tiled = getTiledProblem(problem);
   KernelShape shape = chooseShape(tiled);
   seedInMemory = seedInMemory && signature.findSeed() >= 0;
-  if (!needsRowSplit(tiled, shape))
+  llvm::Expected<bool> split = usesRowSplit(tiled, shape);
+  if (!split)
+    return split.takeError();
+  if (!*split)
     return prepareShape(shape, seedInMemory).takeError();
-  if (auto e = loadRowSplit(tiled))
-    return e;
   llvm::Error error =
       llvm::joinErrors(rowStatistics->prepare(tiled, seedInMemory),
                        rowApply->prepare(tiled, seedInMemory));

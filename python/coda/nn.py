@@ -592,10 +592,10 @@ class ResidualNormMLP(nn.Module):
     """The second half of a pre-norm Transformer block: h = dropout(x W^T +
     b, p) + residual, then y = h + mlp(norm(h)), with norm LayerNorm
     (nanoGPT's and GPT-2's ln_2) or RMSNorm (LLaMA's post-attention norm)
-    and mlp a coda.nn.MLP or GatedMLP. Three kernels forward: the attention
-    output projection writes h and norm(h) (the row statistics combined
-    across the blocks that share a row: rows of at most 4096 columns on the
-    GPU), then the MLP's two, h added in the second. Backward, the MLP's,
+    and mlp a coda.nn.MLP or GatedMLP. Forward: the attention output
+    projection writes h and norm(h) (on the GPU its row split: the GEMM with
+    the rows' statistics, then their application), then the MLP's two
+    kernels, h added in the second. Backward, the MLP's,
     with the projection's epilogue gradient (the norm's backward, the
     residual's gradient, the gradients of b and of the norm's weight and
     bias) in the epilogue of fc1's dgrad GEMM, and the projection's two

@@ -224,12 +224,14 @@ private:
                                         ArrayRef<DeviceValue> arguments,
                                         ArrayRef<DeviceTensor> outputs,
                                         void *stream, uint64_t seedAddress);
-  /// Whether `problem`'s rows are wider than the cluster of tiles of
-  /// `shape` (chooseShape's) holds: the program's row reductions then run
-  /// as its row split.
-  bool needsRowSplit(const ProblemShape &problem,
-                     const KernelShape &shape) const;
-  /// Loads the row split's programs, once.
+  /// Whether the program's row reductions run as its row split: for rows
+  /// wider than the cluster of tiles of `shape` (chooseShape's) holds, and,
+  /// unless a cluster is pinned, for narrower ones too (the split's two
+  /// kernels take less time than a cluster's exchanges); those fall back to
+  /// the exchange when the program cannot be split. Loads the split.
+  llvm::Expected<bool> usesRowSplit(const ProblemShape &problem,
+                                    const KernelShape &shape);
+  /// Loads the row split's programs, once; a refusal is kept and given again.
   llvm::Error loadRowSplit(const ProblemShape &problem);
   /// Takes the row split's first kernel's stats as the program's.
   void noteRowSplit();
@@ -285,6 +287,9 @@ private:
   /// The row split's two programs, loaded at the first launch that needs
   /// them (Loaded::rowSplit guards them).
   std::unique_ptr<GpuProgram> rowStatistics, rowApply;
+  /// Why the program cannot be split (deriveRowSplit's error), once
+  /// loadRowSplit found out.
+  std::string rowSplitRefusal;
 };
 
 /// A program graph (coda/Program/ProgramGraph.h: a function that calls coda
