@@ -59,12 +59,17 @@ func.func @linear_gelu_bf16(%x: tensor<6x8xbf16>, %w: tensor<12x8xbf16>, %bias: 
 }
 
 // A bf16 model as torch-mlir lowers it: the bias add and the tanh GELU (with
-// torch-mlir's constant) compute in bf16. Exact raising stops at the first
-// bf16 rounding; low-precision raising fuses everything.
+// torch-mlir's constant) compute in bf16. Exact raising fuses the bias add
+// (the product rounded, coda.round, then added in f32 and rounded as the
+// output is written: what the bf16 add gives) and stops at the GELU, whose
+// tanh and power in bf16 f32 does not give exactly; low-precision raising
+// fuses everything.
 // EXACT-LABEL: func.func @bf16_chain
-// EXACT:         %[[G:.*]] = coda.gemm {{.*}} -> (tensor<6x12xbf16> [m, n])
+// EXACT:         %[[G:.*]] = coda.gemm {{.*}} ins(%{{.*}} : tensor<12xbf16> [n]) {{.*}} -> (tensor<6x12xbf16> [m, n])
+// EXACT:           coda.round %{{.*}} to bf16
 // EXACT:         linalg.generic
 // EXACT-SAME:      ins(%[[G]]
+// EXACT:           math.tanh %{{.*}} : bf16
 // NARROW-LABEL: func.func @bf16_chain
 // NARROW-NOT:    linalg.
 // NARROW:        coda.gemm {{.*}} -> (tensor<6x12xbf16> [m, n])
