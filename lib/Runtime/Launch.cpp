@@ -212,7 +212,9 @@ llvm::Expected<bool> GpuProgram::usesRowSplit(const ProblemShape &problem,
     return false;
   int64_t tileN = shape.tileN ? shape.tileN : KernelShape::kDefaultTileN;
   bool fits = problem.n <= tileN * std::max<int64_t>(shape.clusterN, 1);
-  if (fits && options.shape.clusterN)
+  // Rows one tile holds need no exchange; a pinned kernel shape is kept.
+  if (fits &&
+      (shape.clusterN <= 1 || options.shape.isPinned() || rowSplitRefused))
     return false;
   llvm::Error refused = loadRowSplit(problem);
   if (!refused)
@@ -245,12 +247,14 @@ llvm::Error GpuProgram::loadRowSplit(const ProblemShape &problem) {
                                         BackwardNames::kRowStatistics);
   if (!statistics) {
     rowSplitRefusal = llvm::toString(statistics.takeError());
+    rowSplitRefused = true;
     return refuse();
   }
   auto apply = runtime.loadProgram(source, name, split, sourceName,
                                    BackwardNames::kRowApply);
   if (!apply) {
     rowSplitRefusal = llvm::toString(apply.takeError());
+    rowSplitRefused = true;
     return refuse();
   }
   rowStatistics = std::move(*statistics);

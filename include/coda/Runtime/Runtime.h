@@ -26,6 +26,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -226,9 +227,10 @@ private:
                                         void *stream, uint64_t seedAddress);
   /// Whether the program's row reductions run as its row split: for rows
   /// wider than the cluster of tiles of `shape` (chooseShape's) holds, and,
-  /// unless a cluster is pinned, for narrower ones too (the split's two
-  /// kernels take less time than a cluster's exchanges); those fall back to
-  /// the exchange when the program cannot be split. Loads the split.
+  /// unless the kernel shape is pinned, for rows that need a cluster of
+  /// more than one tile (the split's two kernels take less time than a
+  /// cluster's exchanges); those fall back to the exchange when the program
+  /// cannot be split. Loads the split.
   llvm::Expected<bool> usesRowSplit(const ProblemShape &problem,
                                     const KernelShape &shape);
   /// Loads the row split's programs, once; a refusal is kept and given again.
@@ -288,8 +290,10 @@ private:
   /// them (Loaded::rowSplit guards them).
   std::unique_ptr<GpuProgram> rowStatistics, rowApply;
   /// Why the program cannot be split (deriveRowSplit's error), once
-  /// loadRowSplit found out.
+  /// loadRowSplit found out; and whether it did, read without the lock by
+  /// launches that then use the cluster exchange.
   std::string rowSplitRefusal;
+  std::atomic<bool> rowSplitRefused{false};
 };
 
 /// A program graph (coda/Program/ProgramGraph.h: a function that calls coda

@@ -28,10 +28,13 @@ using namespace mlir::coda;
 namespace {
 
 /// The float arithmetic of `kernel` may contract a product feeding a sum into
-/// one fma (nvcc's --fmad=true).
+/// one fma (nvcc's --fmad=true). Conversions keep their flags: a rounding
+/// (coda.round's truncf, then extf) marked contract would fold away.
 void contractFloatArithmetic(gpu::GPUFuncOp kernel) {
   MLIRContext *context = kernel.getContext();
   kernel.walk([&](arith::ArithFastMathInterface op) {
+    if (isa<arith::TruncFOp, arith::ExtFOp>(op))
+      return;
     auto flags = op.getFastMathFlagsAttr();
     arith::FastMathFlags contracted =
         (flags ? flags.getValue() : arith::FastMathFlags::none) |

@@ -614,6 +614,15 @@ struct ConvertCodaToLinalg final
         return converter.isSignatureLegal(func.getFunctionType());
       return converter.isLegal(op);
     });
+    // coda.round's scalar conversions through its 16-bit type, in the
+    // widened programs too.
+    target.addDynamicallyLegalOp<arith::TruncFOp, arith::ExtFOp>(
+        [&](Operation *op) {
+          auto scalar = [](Type type) { return isa<FloatType>(type); };
+          return converter.isLegal(op) ||
+                 (llvm::all_of(op->getOperandTypes(), scalar) &&
+                  llvm::all_of(op->getResultTypes(), scalar));
+        });
     RewritePatternSet patterns(context);
     populateCodaToLinalgConversionPatterns(converter, patterns);
     if (widenToF64) {

@@ -91,3 +91,17 @@ for name, dtype in (("layernorm", "bf16"), ("softmax", "bf16"), ("rmsnorm", "bf1
 # CHECK: layernorm f16: ['saved_acc', 'saved_row0', 'saved_row1'] ({'saved_acc': 'float32'}) -> ['h', 'output'], bit-identical True, non-zero True
 # CHECK: rounded bf16: ['saved_rounded', 'saved_row0', 'saved_row1'] ({'saved_rounded': 'bfloat16'}) -> ['h', 'output'], bit-identical True, non-zero True
 # CHECK: rounded f16: ['saved_rounded', 'saved_row0', 'saved_row1'] ({'saved_rounded': 'float16'}) -> ['h', 'output'], bit-identical True, non-zero True
+
+# The float64 reference (widened) rounds as the f32 program does: through f32.
+WIDE = """
+EPILOGUE wide(residual: f32[M, N]) -> (output: f32[M, N], x: f32[M, N]) {
+  x = input + residual;
+  output = bf16(x);
+}
+"""
+wide = ReferenceProgram(WIDE, dtype="f32", widen_to_f64=True)
+a, b = torch.randn(M, K, dtype=torch.float64), torch.randn(N, K, dtype=torch.float64) / 8
+got = wide(a, b, inputs={"residual": torch.randn(M, N, dtype=torch.float64)})
+print("widened bf16(x):", torch.equal(got["output"], got["x"].float().bfloat16().double()),
+      bool((got["output"] != got["x"]).any()))
+# CHECK: widened bf16(x): True True

@@ -1,9 +1,10 @@
 # REQUIRES: cuda-gpu, numpy, torch
 # RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %testlib %coda_src
 #
-# Row reductions over rows wider than a tile, as fused kernels on the GPU:
-# the blocks of a cluster along N compute one row block and exchange their
-# rows' partial results. LayerNorm (with its mean and rstd), RMSNorm,
+# Row reductions over rows wider than a tile on the GPU: as the program's row
+# split (the runtime's choice for rows that need a cluster of tiles), and,
+# with the kernel shape pinned, as fused kernels whose cluster of blocks
+# along N exchange their rows' partial results. LayerNorm (with its mean and rstd), RMSNorm,
 # softmax and log-sum-exp at widths from 2 tiles to 16 (129 to 4096 columns,
 # ragged M, N not a multiple of 8 in places), bf16 and f16, against fp64
 # numpy; coda-run --check poisons the outputs with NaN and compares them with
@@ -115,9 +116,9 @@ for m, n, k, extra in ((64, 4104, 64, ()), (257, 10000, 72, ()), (130, 4104, 64,
     case(m, n, k, extra=extra)
 print("row split: LayerNorm, RMSNorm, softmax and log-sum-exp past 4096 columns")
 
-# A LayerNorm of h rounded to bf16 (what PyTorch normalizes): in a cluster at
-# 768 columns, and past the widest cluster, where the split saves the rounded
-# h in bf16 instead of the f32 accumulator.
+# A LayerNorm of h rounded to bf16 (what PyTorch normalizes) at 768, 4104 and
+# 10000 columns, where the split saves the rounded h in bf16 instead of the
+# f32 accumulator.
 ROUNDED = program("rounded", """
 EPILOGUE rounded(bias: f32[N], residual: bf16[M, N], gamma: f32[N], beta: f32[N])
     -> (h: bf16[M, N], output: bf16[M, N]) {

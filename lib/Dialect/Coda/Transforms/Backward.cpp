@@ -844,9 +844,9 @@ SmallVector<Operation *> getNeededOps(GemmOp gemm,
 
 /// The rounded value of `gemm`'s epilogue that a row split saves instead of
 /// the accumulator: the first coda.round that depends on no row reduction
-/// and from which, with the row reductions `reductions` given, the outputs
-/// need nothing else of the accumulator; else null.
-RoundOp findSavedRounding(GemmOp gemm, ArrayRef<Operation *> reductions) {
+/// and from which, with the row reductions given, the outputs need nothing
+/// else of the accumulator; else null.
+RoundOp findSavedRounding(GemmOp gemm) {
   llvm::DenseSet<Value> afterReduction;
   for (Operation &op : gemm.getEpilogueBlock().without_terminator())
     if (isa<RowReduceOp>(op) ||
@@ -858,8 +858,8 @@ RoundOp findSavedRounding(GemmOp gemm, ArrayRef<Operation *> reductions) {
     if (afterReduction.contains(round.getResult()))
       continue;
     llvm::DenseSet<Value> given{round.getResult()};
-    for (Operation *reduction : reductions)
-      given.insert(reduction->getResult(0));
+    for (auto reduction : gemm.getEpilogueBlock().getOps<RowReduceOp>())
+      given.insert(reduction.getResult());
     Value acc = gemm.getAccumulator();
     bool readsAcc = llvm::is_contained(gemm.getYield().getValues(), acc);
     for (Operation *op : getNeededOps(gemm, given))
@@ -979,7 +979,7 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
   if (RowStatistics::get(gemm, EpilogueDims(gemm)))
     return refuse("its row reductions are row statistics already, merged "
                   "after the GEMM at any width");
-  RoundOp rounded = findSavedRounding(gemm, reductions);
+  RoundOp rounded = findSavedRounding(gemm);
   FailureOr<func::FuncOp> statistics = buildSavingProgram(
       *analyzed, reductions, /*withAccumulator=*/true, /*withOutputs=*/false,
       Float32Type::get(forward.getContext()), BackwardNames::kRowStatistics,

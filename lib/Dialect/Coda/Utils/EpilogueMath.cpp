@@ -314,7 +314,11 @@ Value mlir::coda::buildDropoutApplyAdd(OpBuilder &b, Location loc, Value x,
 
 Value mlir::coda::buildRounding(OpBuilder &b, Location loc, Value x,
                                 Type narrow) {
-  Value rounded = arith::TruncFOp::create(b, loc, narrow, x);
+  // A widened f64 value goes through f32, as the f32 program's does.
+  Value f32 = x.getType().isF32()
+                  ? x
+                  : arith::TruncFOp::create(b, loc, b.getF32Type(), x);
+  Value rounded = arith::TruncFOp::create(b, loc, narrow, f32);
   return arith::ExtFOp::create(b, loc, x.getType(), rounded);
 }
 

@@ -108,7 +108,7 @@ std::optional<RowStatistics> RowStatistics::get(EpilogueOpInterface op,
                       [&](Value v) { return derived.contains(v); }))
       continue;
     if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()) &&
-        !isa<DetachOp>(inner))
+        !isa<DetachOp, RoundOp>(inner))
       return std::nullopt;
     for (Value operand : inner.getOperands()) {
       if (derived.contains(operand))

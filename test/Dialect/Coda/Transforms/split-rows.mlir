@@ -89,6 +89,27 @@ func.func @rounded(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
 
 // -----
 
+// A reduction repeated (saved once) still leaves the rounded h the only value
+// the outputs need.
+// CHECK-LABEL: func.func @rounded_repeated_row_statistics(
+// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "saved_rounded"}, tensor<?xf32> {coda.name = "saved_row0"})
+func.func @rounded_repeated(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
+    -> (tensor<?x8192xbf16> {coda.name = "h"}, tensor<?x8192xbf16> {coda.name = "output"}) {
+  %0:2 = coda.gemm %a, %b transpose_b
+      : tensor<?x64xbf16>, tensor<8192x64xbf16> -> (tensor<?x8192xbf16> [m, n], tensor<?x8192xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    %h = coda.round %acc to bf16
+    %m1 = coda.row_reduce max %acc
+    %x = arith.subf %h, %m1 : f32
+    %m2 = coda.row_reduce max %acc
+    %y = arith.subf %x, %m2 : f32
+    coda.yield %h, %y : f32, f32
+  }
+  return %0#0, %0#1 : tensor<?x8192xbf16>, tensor<?x8192xbf16>
+}
+
+// -----
+
 // A value rounded after the row reductions, or one that leaves the
 // accumulator needed past them, is not saved: the statistics keep the f32
 // accumulator.

@@ -58,7 +58,8 @@ Value buildActivationDerivative(
     const ActivationPrimitives &primitives = ActivationPrimitives::exact());
 
 /// Builds coda.round: `x` rounded to `narrow` (bf16 or f16, to nearest even)
-/// and extended back to x's type (f32; f64 in the widened programs).
+/// and extended back to x's type (f32; f64 in the widened programs, which
+/// round to f32 first).
 Value buildRounding(OpBuilder &b, Location loc, Value x, Type narrow);
 
 //===----------------------------------------------------------------------===//
