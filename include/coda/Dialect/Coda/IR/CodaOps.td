@@ -415,7 +415,8 @@ def Coda_RoundOp : Coda_EpilogueOp<"round", [Pure]> {
     from a value as it is written to memory rather than from the f32 value
     before the write (PyTorch's `h = (x @ w.T + r).bfloat16()` followed by a
     LayerNorm of `h`). Its derivative is 1: the backward passes gradients
-    through the rounding, as PyTorch's casts do. A program whose row
+    through the rounding, as PyTorch's casts do. The float64 reference
+    rounds through f32, as the f32 program does. A program whose row
     reductions read a rounded value saves it in that type when its rows are split
     (`coda-split-rows`), not in f32.
 
