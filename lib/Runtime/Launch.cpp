@@ -230,14 +230,19 @@ llvm::Error GpuProgram::loadRowSplit(const ProblemShape &problem) {
   if (rowApply)
     return llvm::Error::success();
   const std::string &name = signature.functionName;
-  auto refuse = [&] {
+  auto refusal = [&] {
     return error("'" + name + "' reduces rows over N = " + Twine(problem.n) +
                  ", wider than a cluster of its GPU kernel's tiles holds, and "
                  "cannot be split (the CPU reference reduces any width): " +
                  rowSplitRefusal);
   };
-  if (!rowSplitRefusal.empty())
-    return refuse();
+  auto refuse = [&](llvm::Error why) {
+    rowSplitRefusal = llvm::toString(std::move(why));
+    rowSplitRefused = true;
+    return refusal();
+  };
+  if (rowSplitRefused)
+    return refusal();
   // The tile rule chooses the split's shapes: a pinned cluster would
   // exchange its statistics again.
   GpuCompileOptions split;
@@ -245,18 +250,12 @@ llvm::Error GpuProgram::loadRowSplit(const ProblemShape &problem) {
   split.deterministic = options.deterministic;
   auto statistics = runtime.loadProgram(source, name, split, sourceName,
                                         BackwardNames::kRowStatistics);
-  if (!statistics) {
-    rowSplitRefusal = llvm::toString(statistics.takeError());
-    rowSplitRefused = true;
-    return refuse();
-  }
+  if (!statistics)
+    return refuse(statistics.takeError());
   auto apply = runtime.loadProgram(source, name, split, sourceName,
                                    BackwardNames::kRowApply);
-  if (!apply) {
-    rowSplitRefusal = llvm::toString(apply.takeError());
-    rowSplitRefused = true;
-    return refuse();
-  }
+  if (!apply)
+    return refuse(apply.takeError());
   rowStatistics = std::move(*statistics);
   rowApply = std::move(*apply);
   return llvm::Error::success();

@@ -842,6 +842,17 @@ SmallVector<Operation *> getNeededOps(GemmOp gemm,
   return ops;
 }
 
+/// The values a row split's application is given rather than computes: every
+/// row reduction's, and the rounded value `rounded` when it is saved.
+llvm::DenseSet<Value> getSplitGiven(GemmOp gemm, RoundOp rounded) {
+  llvm::DenseSet<Value> given;
+  for (auto reduction : gemm.getEpilogueBlock().getOps<RowReduceOp>())
+    given.insert(reduction.getResult());
+  if (rounded)
+    given.insert(rounded.getResult());
+  return given;
+}
+
 /// The rounded value of `gemm`'s epilogue that a row split saves instead of
 /// the accumulator: the first coda.round that depends on no row reduction
 /// and from which, with the row reductions given, the outputs need nothing
@@ -857,12 +868,9 @@ RoundOp findSavedRounding(GemmOp gemm) {
   for (auto round : gemm.getEpilogueBlock().getOps<RoundOp>()) {
     if (afterReduction.contains(round.getResult()))
       continue;
-    llvm::DenseSet<Value> given{round.getResult()};
-    for (auto reduction : gemm.getEpilogueBlock().getOps<RowReduceOp>())
-      given.insert(reduction.getResult());
     Value acc = gemm.getAccumulator();
     bool readsAcc = llvm::is_contained(gemm.getYield().getValues(), acc);
-    for (Operation *op : getNeededOps(gemm, given))
+    for (Operation *op : getNeededOps(gemm, getSplitGiven(gemm, round)))
       readsAcc |= llvm::is_contained(op->getOperands(), acc);
     if (!readsAcc)
       return round;
@@ -928,15 +936,10 @@ buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
   for (unsigned i = 0; i < numInputs; ++i)
     mapping.map(fwd.getEpilogueBlock().getArgument(1 + i),
                 block.getArgument(1 + i));
-  llvm::DenseSet<Value> given;
-  for (auto [reduction, i] : savedIndex) {
+  for (auto [reduction, i] : savedIndex)
     mapping.map(reduction->getResult(0), block.getArgument(2 + numInputs + i));
-    given.insert(reduction->getResult(0));
-  }
-  if (rounded)
-    given.insert(rounded.getResult());
   OpBuilder b = OpBuilder::atBlockEnd(&block);
-  for (Operation *op : getNeededOps(fwd, given))
+  for (Operation *op : getNeededOps(fwd, getSplitGiven(fwd, rounded)))
     b.clone(*op, mapping);
   SmallVector<Value> values;
   for (Value v : fwd.getYield().getValues())

@@ -308,10 +308,6 @@ Value mlir::coda::buildDropoutApplyAdd(OpBuilder &b, Location loc, Value x,
   return selectKept(b, loc, x, bits, threshold, y, y);
 }
 
-//===----------------------------------------------------------------------===//
-// Reductions
-//===----------------------------------------------------------------------===//
-
 Value mlir::coda::buildRounding(OpBuilder &b, Location loc, Value x,
                                 Type narrow) {
   // A widened f64 value goes through f32, as the f32 program's does.
@@ -321,6 +317,10 @@ Value mlir::coda::buildRounding(OpBuilder &b, Location loc, Value x,
   Value rounded = arith::TruncFOp::create(b, loc, narrow, f32);
   return arith::ExtFOp::create(b, loc, x.getType(), rounded);
 }
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
 
 double mlir::coda::getReductionIdentity(ReductionKind kind) {
   switch (kind) {
