@@ -23,6 +23,20 @@ One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed:
                   quack's layernorm_fwd
   out-proj + residual + RMSNorm at 4096 (LLaMA-7B), writing h and RMSNorm(h):
     the same, with quack's rmsnorm_fwd(residual=...) taking the residual add
+  the norm's backward in the epilogue of the dgrad GEMM that produces its
+  output's gradient (fc1's, dY [M, 4 width] times W1 [4 width, width]):
+  nn.ResidualNormMLP's backward program (backward_saved of the projection's
+  LayerNorm at 768, 1024 and 4096, RMSNorm at 4096), writing the gradients of
+  h (the accumulator's and the residual's), of the bias, gamma and beta:
+    gemm          the cuBLAS dgrad GEMM alone
+    eager         the GEMM, then aten's LayerNorm backward (RMSNorm's in
+                  torch ops), the gradient of h added, the bias's summed
+    compile       torch.compile of eager
+    coda          the program: its row split past one tile (the GEMM writing
+                  its accumulator and the rows' separated reductions, then
+                  the epilogue on them)
+    coda_exchange the program with its tile pinned: a cluster of tiles
+                  exchanging each row's partial reductions, twice
   RMSNorm(h) W_qkv^T after out-proj + residual, at 2048 and 4096 (QKV of
   3 x width columns; the normalization folded into the QKV GEMM as
   coda-raise-linalg folds it):
@@ -47,6 +61,7 @@ holds its text.
     python3 bench/norms.py [--out DIR] [--m 8192] [--peers DIR] [--only TEXT]
 """
 
+import importlib
 import os
 import sys
 import time
@@ -111,6 +126,69 @@ def rmsnorm_eager(x, w, r, gamma):
     h = F.linear(x, w) + r
     hf = h.float()
     return h, (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-6) * gamma).to(h.dtype)
+
+
+def norm_backward_eager(norm, g, w1, saved, b, r, gamma, beta, mean, rstd, grad_h):
+    """The eager backward: dgrad GEMM, the norm's backward, grad_h added."""
+    dy = g @ w1
+    h = saved + r if b is None else saved + b + r
+    n = h.shape[-1]
+    if norm == "layernorm":
+        dh, dgamma, dbeta = torch.ops.aten.native_layer_norm_backward(
+            dy, h, [n], mean[:, None], rstd[:, None], gamma, beta, [True, True, True])
+    else:
+        xhat = h.float() * rstd[:, None]
+        gdy = dy.float() * gamma
+        dh = (rstd[:, None] * (gdy - xhat * (gdy * xhat).mean(-1, keepdim=True))).bfloat16()
+        dgamma, dbeta = (dy.float() * xhat).sum(0), None
+    dh = dh + grad_h
+    return dh, dh.float().sum(0), dgamma, dbeta
+
+
+def norm_backward(res, norm, width, m):
+    """The norm's backward in fc1's dgrad epilogue against eager, compile
+    and cuBLAS (see the module's description)."""
+    _projection_norm = importlib.import_module(coda.__name__ + ".nn")._projection_norm
+    bf16 = dict(device="cuda", dtype=torch.bfloat16)
+    layernorm = norm == "layernorm"
+    source = _projection_norm(norm, 1e-5, layernorm, layernorm, 0.0).source("bf16")
+    split = coda.Program(source, derive="backward_saved")
+    exchange = coda.Program(source, derive="backward_saved", tile_n=128 if width <= 1024 else 256)
+    k = 4 * width
+    g = torch.randn(m, k, **bf16)
+    w1 = torch.randn(k, width, **bf16) / k ** 0.5
+    saved = torch.randn(m, width, **bf16)
+    r = torch.randn(m, width, **bf16)
+    grad_h = torch.randn(m, width, **bf16)
+    gamma = torch.randn(width, **bf16)
+    b, beta = (torch.randn(width, **bf16), torch.randn(width, **bf16)) if layernorm else (None, None)
+    h = (saved.float() + r.float() + (b.float() if layernorm else 0)).bfloat16().float()
+    mean = h.mean(-1) if layernorm else None
+    var = ((h - mean[:, None]) ** 2).mean(-1) if layernorm else (h * h).mean(-1)
+    rstd = torch.rsqrt(var + 1e-5)
+    inputs = dict(residual=r, gamma=gamma, saved_acc=saved, grad_h=grad_h)
+    if layernorm:
+        inputs.update(bias=b, beta=beta, saved_row0=mean, saved_row1=var)
+    else:
+        inputs.update(saved_row0=var)
+
+    def eager():
+        return norm_backward_eager(norm, g, w1, saved, b, r, gamma, beta, mean, rstd, grad_h)
+
+    want = eager()
+    for name, program in (("", split), ("_exchange", exchange)):
+        got = program(g, w1, **inputs)
+        res[f"{norm}_backward{width}{name}_error"] = rel(got["grad_acc"], want[0])
+        res[f"{norm}_backward{width}{name}_gamma_error"] = rel(got["grad_gamma"], want[2])
+    compiled = torch.compile(norm_backward_eager)
+    res["rows"][f"{norm}_backward_{width}"] = {
+        "gemm": bench(lambda: g @ w1),
+        "eager": bench(eager),
+        "compile": bench(lambda: compiled(norm, g, w1, saved, b, r, gamma, beta, mean, rstd,
+                                          grad_h)),
+        "coda": bench(lambda: split(g, w1, **inputs)),
+        "coda_exchange": bench(lambda: exchange(g, w1, **inputs)),
+    }
 
 
 def main():
@@ -188,6 +266,11 @@ def main():
             res["rmsnorm4096_peer_quack_error"] = rel(peer()[0], want)
             row["peer_quack"] = bench(peer)
         res["rows"]["outproj_residual_rmsnorm_4096"] = row
+
+    for norm, width in (("layernorm", 768), ("layernorm", 1024), ("layernorm", 4096),
+                        ("rmsnorm", 4096)):
+        if args.only in f"{norm}_backward_{width}":
+            norm_backward(res, norm, width, m)
 
     for width in (2048, 4096):
         if args.only not in f"rmsnorm_qkv_{width}":

@@ -84,13 +84,13 @@ for name, dtype in (("layernorm", "bf16"), ("softmax", "bf16"), ("rmsnorm", "bf1
     same = all(torch.equal(got[k], want[k]) for k in want)
     print(f"{name} {dtype}: {sorted(saved)} ({kept}) -> {sorted(got)}, bit-identical {same}, "
           f"non-zero {all(v.count_nonzero().item() > 0 for v in got.values())}")
-# CHECK: layernorm bf16: ['saved_acc', 'saved_row0', 'saved_row1'] ({'saved_acc': 'float32'}) -> ['h', 'output'], bit-identical True, non-zero True
-# CHECK: softmax bf16: ['saved_acc', 'saved_row0', 'saved_row1'] ({'saved_acc': 'float32'}) -> ['output'], bit-identical True, non-zero True
-# CHECK: rmsnorm bf16: ['saved_acc', 'saved_row0'] ({'saved_acc': 'float32'}) -> ['output'], bit-identical True, non-zero True
-# CHECK: norms bf16: ['saved_acc', 'saved_row0', 'saved_row1', 'saved_row2'] ({'saved_acc': 'float32'}) -> ['lse', 'rms', 'softmax'], bit-identical True, non-zero True
-# CHECK: layernorm f16: ['saved_acc', 'saved_row0', 'saved_row1'] ({'saved_acc': 'float32'}) -> ['h', 'output'], bit-identical True, non-zero True
-# CHECK: rounded bf16: ['saved_rounded', 'saved_row0', 'saved_row1'] ({'saved_rounded': 'bfloat16'}) -> ['h', 'output'], bit-identical True, non-zero True
-# CHECK: rounded f16: ['saved_rounded', 'saved_row0', 'saved_row1'] ({'saved_rounded': 'float16'}) -> ['h', 'output'], bit-identical True, non-zero True
+# CHECK: layernorm bf16: ['split_acc', 'split_row0', 'split_row1'] ({'split_acc': 'float32'}) -> ['h', 'output'], bit-identical True, non-zero True
+# CHECK: softmax bf16: ['split_acc', 'split_row0', 'split_row1'] ({'split_acc': 'float32'}) -> ['output'], bit-identical True, non-zero True
+# CHECK: rmsnorm bf16: ['split_acc', 'split_row0'] ({'split_acc': 'float32'}) -> ['output'], bit-identical True, non-zero True
+# CHECK: norms bf16: ['split_acc', 'split_row0', 'split_row1', 'split_row2'] ({'split_acc': 'float32'}) -> ['lse', 'rms', 'softmax'], bit-identical True, non-zero True
+# CHECK: layernorm f16: ['split_acc', 'split_row0', 'split_row1'] ({'split_acc': 'float32'}) -> ['h', 'output'], bit-identical True, non-zero True
+# CHECK: rounded bf16: ['split_rounded', 'split_row0', 'split_row1'] ({'split_rounded': 'bfloat16'}) -> ['h', 'output'], bit-identical True, non-zero True
+# CHECK: rounded f16: ['split_rounded', 'split_row0', 'split_row1'] ({'split_rounded': 'float16'}) -> ['h', 'output'], bit-identical True, non-zero True
 
 # The float64 reference (widened) rounds as the f32 program does: through f32.
 WIDE = """

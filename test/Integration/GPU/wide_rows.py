@@ -12,7 +12,8 @@
 # column), results identical bit for bit from run to run, rows past the
 # widest cluster (4104 and 10000 columns) through the row split (the GEMM
 # writing its accumulator and row statistics, then the epilogue on them),
-# the error for a program that cannot be split, row statistics merged after
+# a reduction of values scaled by another separated for the split, the
+# error for a program that cannot be split, row statistics merged after
 # the GEMM at any width, and the
 # derived backward of residual + LayerNorm at GPT-2's width against fp64
 # autograd.
@@ -141,11 +142,22 @@ for m, n, k in ((1000, 768, 136), (130, 4104, 64), (64, 10000, 72)):
               + arrays["beta"], "bf16")
 print("rounded: a LayerNorm of bf16(h) in a cluster and through the split")
 
-# A program whose row reductions cannot be split (a sum of values scaled by
-# the row's maximum: no merge of per-tile results computes it) says so.
+# A reduction of values scaled by another reduction is separated into
+# reductions of the row's values (mean(x max(x)) = max(x) mean(x)), which
+# the split merges after the GEMM; a function of such values (an
+# exponential) no merge of per-tile results computes, which the launch says.
+SEPARATED = program("separated", """
+EPILOGUE separated() -> (output: f32[M, N]) {
+  output = input - row_mean(input * row_max(input)) / row_max(input);
+}
+""")
+arrays = {"a": random(rng, 64, 64), "b": random(rng, 4104, 64) / np.float32(8)}
+outs = run_program(SEPARATED, arrays, ["output"], device="cuda", extra=["--check"])
+acc = gemm(arrays, "bf16")
+ref.check("separated 64x4104x64", outs["output"], acc - acc.mean(axis=1, keepdims=True), "f32")
 SCALED = program("scaled", """
 EPILOGUE scaled() -> (output: f32[M, N]) {
-  output = input / row_sum(input * row_max(input));
+  output = input / row_sum(exp(input * row_max(input)));
 }
 """)
 error = run_program(SCALED, {"a": random(rng, 64, 64), "b": random(rng, 4104, 64)}, ["output"],

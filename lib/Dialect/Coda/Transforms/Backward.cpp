@@ -422,15 +422,17 @@ SmallVector<Operation *> neededRowReductions(Forward &forward,
   return reductions;
 }
 
-/// The `[m]` f32 slots `saved_row<i>` of the row reductions `reductions`.
-SmallVector<Slot> getSavedRowSlots(Forward &forward,
-                                   ArrayRef<Operation *> reductions) {
+/// The `[m]` f32 slots `<prefix><i>` (`saved_row<i>`, or `split_row<i>` in a
+/// row split) of the row reductions `reductions`.
+SmallVector<Slot>
+getSavedRowSlots(Forward &forward, ArrayRef<Operation *> reductions,
+                 StringRef prefix = BackwardNames::kSavedRow) {
   SmallVector<Slot> slots;
   for (unsigned i = 0, e = reductions.size(); i < e; ++i)
     slots.push_back(
         {RankedTensorType::get({forward.m},
                                Float32Type::get(forward.func.getContext())),
-         BackwardNames::kSavedRow + std::to_string(i)});
+         (prefix + Twine(i)).str()});
   return slots;
 }
 
@@ -439,7 +441,9 @@ SmallVector<Slot> getSavedRowSlots(Forward &forward,
 /// `@f_row_statistics` (`suffix`) writes, without the forward's outputs
 /// (`withOutputs` false), its accumulator in f32 (`accumulatorType`), or the
 /// rounded value `rounded` of the forward's epilogue in its own type, and the
-/// row reductions.
+/// row reductions, under the names of a row split (`split_acc` or
+/// `split_rounded`, `split_row<i>`: a derived program may take `saved_*`
+/// inputs of its own).
 FailureOr<func::FuncOp> buildSavingProgram(
     Forward &forward, ArrayRef<Operation *> rowReductions, bool withAccumulator,
     bool withOutputs = true, Type accumulatorType = {},
@@ -459,17 +463,21 @@ FailureOr<func::FuncOp> buildSavingProgram(
     results.push_back({output.type, output.name});
     resultDims.push_back(fwd.getResultDimsAt(i));
   }
+  bool split = suffix == BackwardNames::kRowStatistics;
   if (rounded) {
     results.push_back(
-        {forward.spaceType(rounded.getTo()), BackwardNames::kSavedRounded});
+        {forward.spaceType(rounded.getTo()), BackwardNames::kSplitRounded});
     resultDims.push_back(DimsAttr::get(context, kSpace));
   } else if (withAccumulator) {
-    results.push_back({forward.spaceType(accumulatorType ? accumulatorType
-                                                         : forward.elementType),
-                       BackwardNames::kSavedAcc});
+    results.push_back(
+        {forward.spaceType(accumulatorType ? accumulatorType
+                                           : forward.elementType),
+         split ? BackwardNames::kSplitAcc : BackwardNames::kSavedAcc});
     resultDims.push_back(DimsAttr::get(context, kSpace));
   }
-  for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
+  for (const Slot &slot : getSavedRowSlots(forward, rowReductions,
+                                           split ? BackwardNames::kSplitRow
+                                                 : BackwardNames::kSavedRow)) {
     results.push_back(slot);
     resultDims.push_back(DimsAttr::get(context, DimsAttr::kM));
   }
@@ -879,8 +887,8 @@ RoundOp findSavedRounding(GemmOp gemm) {
 }
 
 /// `@f_row_apply`: the forward's epilogue on its saved accumulator (or the
-/// rounded value `rounded`) and row reductions (`saved_acc` or
-/// `saved_rounded`, `saved_row<i>`: `@f_row_statistics`'s outputs), writing
+/// rounded value `rounded`) and row reductions (`split_acc` or
+/// `split_rounded`, `split_row<i>`: `@f_row_statistics`'s outputs), writing
 /// the forward's outputs. It reads no accumulator of its own: its kernel
 /// runs no product.
 FailureOr<func::FuncOp>
@@ -895,11 +903,12 @@ buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
   appendInputs(forward, args, inputDims);
   if (rounded)
     args.push_back(
-        {forward.spaceType(rounded.getTo()), BackwardNames::kSavedRounded});
+        {forward.spaceType(rounded.getTo()), BackwardNames::kSplitRounded});
   else
-    args.push_back({forward.spaceType(f32), BackwardNames::kSavedAcc});
+    args.push_back({forward.spaceType(f32), BackwardNames::kSplitAcc});
   inputDims.push_back(DimsAttr::get(context, kSpace));
-  for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
+  for (const Slot &slot :
+       getSavedRowSlots(forward, rowReductions, BackwardNames::kSplitRow)) {
     args.push_back(slot);
     inputDims.push_back(DimsAttr::get(context, DimsAttr::kM));
   }
@@ -962,6 +971,7 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
            << "cannot be split into its row statistics and their application: "
            << why;
   };
+  separateRowReductions(gemm);
   // Each row reduction is saved once: one that repeats an earlier one (the
   // same kind over the same value, as a softmax's sum and a log-sum-exp's)
   // reads the earlier one's.

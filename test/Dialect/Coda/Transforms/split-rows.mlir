@@ -5,14 +5,14 @@
 // the program becomes a graph of its row statistics (the accumulator in f32,
 // the mean, the variance centered on it) and their application, which reads
 // no accumulator. Inputs keep their names; what the two pass is named
-// saved_acc and saved_row<i>.
+// split_acc and split_row<i>.
 // CHECK-LABEL: func.func @layernorm(
 // CHECK-SAME:      %[[A:.*]]: tensor<?x64xbf16>, %[[B:.*]]: tensor<8192x64xbf16>, %[[G:.*]]: tensor<8192xf32> {coda.name = "gamma"})
 // CHECK-NEXT:    %[[S:.*]]:3 = call @layernorm_row_statistics(%[[A]], %[[B]], %[[G]])
 // CHECK-NEXT:    %[[O:.*]] = call @layernorm_row_apply(%[[A]], %[[B]], %[[G]], %[[S]]#0, %[[S]]#1, %[[S]]#2)
 // CHECK-NEXT:    return %[[O]]
 // CHECK-LABEL: func.func @layernorm_row_statistics(
-// CHECK-SAME:      -> (tensor<?x8192xf32> {coda.name = "saved_acc"}, tensor<?xf32> {coda.name = "saved_row0"}, tensor<?xf32> {coda.name = "saved_row1"})
+// CHECK-SAME:      -> (tensor<?x8192xf32> {coda.name = "split_acc"}, tensor<?xf32> {coda.name = "split_row0"}, tensor<?xf32> {coda.name = "split_row1"})
 // CHECK-SAME:      attributes {coda.derived_from = @layernorm}
 // CHECK:         ^bb0(%[[ACC:.*]]: f32, %{{.*}}: f32):
 // CHECK-NEXT:      %[[MEAN:.*]] = coda.row_reduce mean %[[ACC]]
@@ -21,7 +21,7 @@
 // CHECK-NEXT:      %[[VAR:.*]] = coda.row_reduce mean %[[SQ]]
 // CHECK-NEXT:      coda.yield %[[ACC]], %[[MEAN]], %[[VAR]]
 // CHECK-LABEL: func.func @layernorm_row_apply(
-// CHECK-SAME:      %{{.*}}: tensor<?x8192xf32> {coda.name = "saved_acc"}, %{{.*}}: tensor<?xf32> {coda.name = "saved_row0"}, %{{.*}}: tensor<?xf32> {coda.name = "saved_row1"})
+// CHECK-SAME:      %{{.*}}: tensor<?x8192xf32> {coda.name = "split_acc"}, %{{.*}}: tensor<?xf32> {coda.name = "split_row0"}, %{{.*}}: tensor<?xf32> {coda.name = "split_row1"})
 // CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "output"})
 // CHECK:         ^bb0(%[[UNREAD:.*]]: f32, %[[GAMMA:.*]]: f32, %[[SACC:.*]]: f32, %[[SMEAN:.*]]: f32, %[[SVAR:.*]]: f32):
 // CHECK-NOT:       coda.row_reduce
@@ -52,14 +52,14 @@ func.func @layernorm(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
 
 // A LayerNorm of h rounded to bf16 (coda.round, the DSL's bf16(...)): what
 // follows the row reductions starts from the rounded h, so the statistics
-// save it in bf16 (saved_rounded) instead of the f32 accumulator, and the
+// save it in bf16 (split_rounded) instead of the f32 accumulator, and the
 // application reads neither the accumulator nor the residual.
 // CHECK-LABEL: func.func @rounded_row_statistics(
-// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "saved_rounded"}, tensor<?xf32> {coda.name = "saved_row0"}, tensor<?xf32> {coda.name = "saved_row1"})
+// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "split_rounded"}, tensor<?xf32> {coda.name = "split_row0"}, tensor<?xf32> {coda.name = "split_row1"})
 // CHECK:           %[[H:.*]] = coda.round %{{.*}} to bf16
 // CHECK:           coda.yield %[[H]], %{{.*}}, %{{.*}} : f32, f32, f32
 // CHECK-LABEL: func.func @rounded_row_apply(
-// CHECK-SAME:      %{{.*}}: tensor<?x8192xbf16> {coda.name = "saved_rounded"}
+// CHECK-SAME:      %{{.*}}: tensor<?x8192xbf16> {coda.name = "split_rounded"}
 // CHECK:         ^bb0(%[[UNREAD:.*]]: f32, %[[RES:.*]]: f32, %[[SH:.*]]: f32, %[[SMEAN:.*]]: f32, %[[SVAR:.*]]: f32):
 // CHECK-NEXT:      %[[D:.*]] = arith.subf %[[SH]], %[[SMEAN]]
 // CHECK-NOT:       %[[UNREAD]]
@@ -92,7 +92,7 @@ func.func @rounded(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
 // A reduction repeated (saved once) still leaves the rounded h the only value
 // the outputs need.
 // CHECK-LABEL: func.func @rounded_repeated_row_statistics(
-// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "saved_rounded"}, tensor<?xf32> {coda.name = "saved_row0"})
+// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "split_rounded"}, tensor<?xf32> {coda.name = "split_row0"})
 func.func @rounded_repeated(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
     -> (tensor<?x8192xbf16> {coda.name = "h"}, tensor<?x8192xbf16> {coda.name = "output"}) {
   %0:2 = coda.gemm %a, %b transpose_b
@@ -114,7 +114,7 @@ func.func @rounded_repeated(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
 // accumulator needed past them, is not saved: the statistics keep the f32
 // accumulator.
 // CHECK-LABEL: func.func @rounded_late_row_statistics(
-// CHECK-SAME:      -> (tensor<?x8192xf32> {coda.name = "saved_acc"}
+// CHECK-SAME:      -> (tensor<?x8192xf32> {coda.name = "split_acc"}
 // CHECK-LABEL: func.func @rounded_late_row_apply(
 func.func @rounded_late(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
     -> (tensor<?x8192xbf16> {coda.name = "output"}) {
@@ -153,9 +153,51 @@ func.func @statistics(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
 
 // -----
 
-// What cannot be split fails the pass, saying why: a reduction of values
-// scaled by another reduction (no merge of per-tile results computes it),
-// and a batched GEMM.
+// A reduction of values that read another reduction, linearly (as a
+// LayerNorm's gradient does), is separated first: mean(-(acc - c s acc) / s)
+// is -mean(acc) / s + mean(acc) / s * c s, from reductions of the row's
+// values only (mean(acc) computed once), which are row statistics.
+// CHECK-LABEL: func.func @separated_row_statistics(
+// CHECK-SAME:      -> (tensor<?x8192xf32> {coda.name = "split_acc"}, tensor<?xf32> {coda.name = "split_row0"}, tensor<?xf32> {coda.name = "split_row1"})
+// CHECK:         ^bb0(%[[ACC:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[SQ:.*]] = arith.mulf %[[ACC]], %[[ACC]] : f32
+// CHECK-NEXT:      %[[C:.*]] = coda.row_reduce mean %[[SQ]]
+// CHECK-NEXT:      %[[MEAN:.*]] = coda.row_reduce mean %[[ACC]]
+// CHECK-NEXT:      coda.yield %[[ACC]], %[[C]], %[[MEAN]] : f32, f32, f32
+// CHECK-LABEL: func.func @separated_row_apply(
+// CHECK:         ^bb0(%{{.*}}: f32, %[[S:.*]]: f32, %[[X:.*]]: f32, %[[C:.*]]: f32, %[[MEAN:.*]]: f32):
+// CHECK-NEXT:      %[[K:.*]] = arith.mulf %[[C]], %[[S]] : f32
+// CHECK-NEXT:      %[[D0:.*]] = arith.divf %[[MEAN]], %[[S]] : f32
+// CHECK-NEXT:      %[[N0:.*]] = arith.negf %[[D0]] : f32
+// CHECK-NEXT:      %[[D1:.*]] = arith.divf %[[MEAN]], %[[S]] : f32
+// CHECK-NEXT:      %[[T1:.*]] = arith.mulf %[[D1]], %[[K]] : f32
+// CHECK-NEXT:      %[[R:.*]] = arith.addf %[[N0]], %[[T1]] : f32
+// CHECK-NEXT:      %[[Y:.*]] = arith.mulf %[[X]], %[[R]] : f32
+// CHECK-NEXT:      coda.yield %[[Y]] : f32
+func.func @separated(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
+                     %scale: tensor<?xf32> {coda.name = "scale"}) -> tensor<?x8192xbf16> {
+  %0 = coda.gemm %a, %b transpose_b ins(%scale : tensor<?xf32> [m])
+      : tensor<?x64xbf16>, tensor<8192x64xbf16> -> (tensor<?x8192xbf16> [m, n]) {
+  ^bb0(%acc: f32, %s: f32):
+    %sq = arith.mulf %acc, %acc : f32
+    %c = coda.row_reduce mean %sq
+    %k = arith.mulf %c, %s : f32
+    %p = arith.mulf %k, %acc : f32
+    %q = arith.subf %acc, %p : f32
+    %d = arith.divf %q, %s : f32
+    %n = arith.negf %d : f32
+    %r = coda.row_reduce mean %n
+    %y = arith.mulf %acc, %r : f32
+    coda.yield %y : f32
+  }
+  return %0 : tensor<?x8192xbf16>
+}
+
+// -----
+
+// What cannot be split fails the pass, saying why: a reduction of a function
+// of values scaled by another reduction (no merge of per-tile results
+// computes it), and a batched GEMM.
 // ERR: error: 'coda.gemm' op cannot be split into its row statistics and their application: a row reduction reads another in a way no merge of per-tile results computes (only a variance centered on a mean and a sum of exponentials shifted by a maximum are)
 func.func @scaled(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>) -> tensor<?x8192xbf16> {
   %0 = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<8192x64xbf16>
@@ -163,7 +205,8 @@ func.func @scaled(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>) -> tensor<?x8
   ^bb0(%acc: f32):
     %mx = coda.row_reduce max %acc
     %p = arith.mulf %acc, %mx : f32
-    %s = coda.row_reduce sum %p
+    %e = math.exp %p : f32
+    %s = coda.row_reduce sum %e
     %y = arith.divf %acc, %s : f32
     coda.yield %y : f32
   }

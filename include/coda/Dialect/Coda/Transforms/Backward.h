@@ -35,6 +35,8 @@
 
 namespace mlir::coda {
 
+class GemmOp;
+
 /// Where the epilogue gradient finds the forward's accumulator.
 enum class AccumulatorSource {
   /// `@f_backward` recomputes the forward GEMM on A and B; the gradient of
@@ -74,9 +76,6 @@ struct BackwardNames {
   static constexpr const char *kInference = "inference";
   /// The accumulator the saving program writes.
   static constexpr const char *kSavedAcc = "saved_acc";
-  /// The rounded value (coda.round) a row split saves in its own type instead
-  /// of the accumulator, when what follows the row reductions starts from it.
-  static constexpr const char *kSavedRounded = "saved_rounded";
   /// The prefix of the row statistics the saving program writes
   /// (`saved_row0`, ...: the values of the forward's row reductions that its
   /// epilogue gradient reads, `[m]` in f32).
@@ -88,6 +87,13 @@ struct BackwardNames {
   /// epilogue on them.
   static constexpr const char *kRowStatistics = "row_statistics";
   static constexpr const char *kRowApply = "row_apply";
+  /// What the row statistics write and their application reads: the
+  /// accumulator (f32), or the rounded value (coda.round) in its own type
+  /// when what follows the row reductions starts from it, and the row
+  /// reductions (`split_row0`, ...).
+  static constexpr const char *kSplitAcc = "split_acc";
+  static constexpr const char *kSplitRounded = "split_rounded";
+  static constexpr const char *kSplitRow = "split_row";
   /// The attribute of a derived program: the symbol of its forward.
   static constexpr const char *kDerivedFrom = "coda.derived_from";
 };
@@ -132,23 +138,32 @@ func::FuncOp deriveInference(func::FuncOp forward);
 /// rows have no width limit on the GPU.
 struct RowSplitPrograms {
   /// `@f_row_statistics`: the forward's GEMM, writing its accumulator
-  /// (`saved_acc`, `[m, n]` f32) and the value of every row reduction
-  /// (`saved_row<i>`, `[m]` f32), which are then row statistics, merged
+  /// (`split_acc`, `[m, n]` f32) and the value of every row reduction
+  /// (`split_row<i>`, `[m]` f32), which are then row statistics, merged
   /// after the GEMM at any width; not the forward's outputs. When everything
   /// the outputs need past the row reductions starts from one rounded value
   /// (coda.round, e.g. `h = bf16(input + bias + residual)` before a
   /// LayerNorm of h), it writes that value in its own type instead
-  /// (`saved_rounded`, `[m, n]` bf16 or f16): half the bytes, and the
+  /// (`split_rounded`, `[m, n]` bf16 or f16): half the bytes, and the
   /// application reads no other input to recompute it.
   func::FuncOp statistics;
-  /// `@f_row_apply`: A, B, the forward's inputs, `saved_acc` (or
-  /// `saved_rounded`) and `saved_row<i>`; the forward's epilogue on them,
+  /// `@f_row_apply`: A, B, the forward's inputs, `split_acc` (or
+  /// `split_rounded`) and `split_row<i>`; the forward's epilogue on them,
   /// each row reduction read, writing the forward's outputs. It reads no
   /// accumulator of its own, so its kernel runs no product.
   func::FuncOp apply;
 };
 
-/// Inserts after `forward` its row split. Emits an error and fails when its
+/// Rewrites each sum or mean over a row in `gemm`'s epilogue whose values are
+/// a sum of terms, each values that read no row reduction times factors
+/// uniform along the row (row reductions, `[m]` inputs, constants), into the
+/// sum of the factors times each term's reduction: the same value, computed
+/// from reductions that read no other (SeparateRowReductions.cpp). Others are
+/// kept.
+void separateRowReductions(GemmOp gemm);
+
+/// Inserts after `forward` its row split, first separating the row reductions
+/// of its epilogue (separateRowReductions). Emits an error and fails when its
 /// epilogue has no row reduction, when they are row statistics already, or
 /// when one reads another in a way no merge of per-tile results computes;
 /// and, as deriveBackward, for a batched GEMM, a C operand or an accumulator

@@ -59,8 +59,8 @@ def CodaSplitRows : Pass<"coda-split-rows", "::mlir::ModuleOp"> {
     columns. This pass makes each such program `@f` a program graph
     (docs/gpu.md#program-graphs) of two derived programs whose rows have no
     width limit (deriveRowSplit, docs/autodiff.md): `@f_row_statistics`, the
-    GEMM writing its accumulator (`saved_acc`, f32) and its row reductions
-    as row statistics (`saved_row<i>`, merged after the GEMM), then
+    GEMM writing its accumulator (`split_acc`, f32) and its row reductions
+    as row statistics (`split_row<i>`, merged after the GEMM), then
     `@f_row_apply`, the epilogue on them, which runs no product. The GPU
     runtime does this itself for a launch whose rows are too wide for a
     cluster. A program that cannot be split fails the pass, saying why.
