@@ -321,14 +321,15 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
            << " bytes of shared memory sm_90a gives a block; use fewer "
               "stages or a smaller tile";
 
-  plan.chunkedLoads =
-      !op.getAccumulatorHalfN() &&
-      llvm::none_of(op.getEpilogueBlock().without_terminator(),
-                    [](Operation &inner) {
-                      return isa<DropoutOp, RowReduceOp, ColReduceOp>(inner);
-                    });
   plan.hasRowReduction = rowReduction;
   plan.readsAccumulator = !op.getAccumulator().use_empty();
+  plan.chunkedLoads =
+      !op.getAccumulatorHalfN() &&
+      (!plan.readsAccumulator ||
+       llvm::none_of(op.getEpilogueBlock().without_terminator(),
+                     [](Operation &inner) {
+                       return isa<DropoutOp, RowReduceOp, ColReduceOp>(inner);
+                     }));
   // Rows of one tile need no merge.
   plan.rowPartials = statistics && tile.clusterN == 1 &&
                      (ShapedType::isDynamic(n) || n > tile.tileN);

@@ -168,7 +168,9 @@ struct KernelPlan {
   /// Whether the epilogue reads 16-bit tensors that span m and n (a
   /// residual, C) 16 bytes per lane, regrouped by the quad transpose, rather
   /// than a 4-byte pair at a time: unless the region has dropout or a
-  /// reduction. Without them the epilogue waits on its loads (a residual
+  /// reduction and reads the accumulator (a kernel without its product
+  /// holds no accumulator fragments, and waits on its loads). Without them
+  /// the epilogue waits on its loads (a residual
   /// added 2.5-4% faster on fc1 and BERT-L, after bias + GELU 2-3%);
   /// dropout's Philox makes it bound by its instructions, and the transpose's
   /// cost more than the fewer loads save (the paper's chain 2% slower;

@@ -736,8 +736,18 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
   for (auto [i, reduction] : llvm::enumerate(rowReductions))
     saved[reduction] = block.getArgument(2 + numInputs + i);
   unsigned firstGrad = 2 + numInputs + rowReductions.size();
-  SmallVector<std::pair<unsigned, Value>> seeds{
-      {outputs.front(), gemm.getAccumulator()}};
+  // The gradient of an output arrives in the output's type, as the other
+  // outputs' (grad_<output> inputs) and PyTorch's: the accumulator rounded
+  // to a 16-bit output's type.
+  Value gradOutput = gemm.getAccumulator();
+  Type outputType =
+      forward.signature.outputs[outputs.front()].type.getElementType();
+  if (isa<BFloat16Type, Float16Type>(outputType)) {
+    OpBuilder b = OpBuilder::atBlockBegin(&block);
+    gradOutput = RoundOp::create(b, fwd.getLoc(), gradOutput.getType(),
+                                 gradOutput, TypeAttr::get(outputType));
+  }
+  SmallVector<std::pair<unsigned, Value>> seeds{{outputs.front(), gradOutput}};
   for (auto [i, output] : llvm::enumerate(ArrayRef(outputs).drop_front()))
     seeds.push_back({output, block.getArgument(firstGrad + i)});
   if (failed(fillEpilogueGradient(forward, gemm, savedAcc, 1, seeds, saved))) {

@@ -17,7 +17,8 @@
 // CHECK-SAME:    -> (tensor<?x256xbf16> {coda.name = "grad_acc"})
 // CHECK:         coda.gemm %[[DY]], %[[WN]] accumulator [m, n/2] ins(%[[SAVED]] : tensor<?x256xbf16> [m, n])
 // CHECK-SAME:      -> (tensor<?x256xbf16> [m, n])
-// CHECK:         ^bb0(%[[G:.*]]: f32, %[[S:.*]]: f32):
+// CHECK:         ^bb0(%[[GACC:.*]]: f32, %[[S:.*]]: f32):
+// CHECK-NEXT:      %[[G:.*]] = coda.round %[[GACC]] to bf16
 // CHECK-DAG:       %[[UP:.*]] = coda.partner %[[S]] xor 1
 // CHECK-DAG:       %[[SILU:.*]] = coda.activation silu %[[S]]
 // CHECK-DAG:       %[[DSILU:.*]] = coda.activation_derivative silu %[[S]]

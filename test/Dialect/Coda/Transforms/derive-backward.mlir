@@ -263,7 +263,8 @@ func.func @tt(%a: tensor<64x128xbf16>, %b: tensor<256x64xbf16>) -> tensor<128x25
 // accumulator=saved: @layer_saving is the forward that also writes its
 // accumulator (in the operand type); @layer_backward_saved runs on the
 // accumulator of dY [M, ?] * W_next [?, N] (no transposes), the gradient of
-// the first [m, n] output, and recomputes the forward epilogue from
+// the first [m, n] output, which it rounds to that output's type (bf16) as
+// the gradient arrives in PyTorch, and recomputes the forward epilogue from
 // saved_acc. The gradient of the other [m, n] output is an input.
 // SAVED-LABEL: func.func @layer_saving
 // SAVED-SAME:    (%[[X:[a-z0-9_]+]]: tensor<?x768xbf16>, %[[W:[a-z0-9_]+]]: tensor<3072x768xbf16>, %[[BIAS:[a-z0-9_]+]]: tensor<3072xf32> {coda.name = "bias"})
@@ -283,7 +284,8 @@ func.func @tt(%a: tensor<64x128xbf16>, %b: tensor<256x64xbf16>) -> tensor<128x25
 // SAVED:         coda.gemm %[[DY]], %[[WN]] ins(%[[BIAS]] : tensor<3072xf32> [n], %[[SAVED]] : tensor<?x3072xbf16> [m, n], %[[GPRE]] : tensor<?x3072xf32> [m, n])
 // SAVED-SAME:      : tensor<?x?xbf16>, tensor<?x3072xbf16>
 // SAVED-SAME:      -> (tensor<?x3072xbf16> [m, n], tensor<3072xf32> [n])
-// SAVED:         ^bb0(%[[GOUT:.*]]: f32, %[[BV:.*]]: f32, %[[SACC:.*]]: f32, %[[GP:.*]]: f32):
+// SAVED:         ^bb0(%[[GACC:.*]]: f32, %[[BV:.*]]: f32, %[[SACC:.*]]: f32, %[[GP:.*]]: f32):
+// SAVED-NEXT:      %[[GOUT:.*]] = coda.round %[[GACC]] to bf16
 // SAVED:           %[[PRE:.*]] = arith.addf %[[SACC]], %[[BV]] : f32
 // SAVED:           %[[T:.*]] = arith.mulf %[[GOUT]], %{{.*}} : f32
 // SAVED-NEXT:      %[[DPRE:.*]] = arith.addf %[[GP]], %[[T]] : f32
