@@ -568,9 +568,11 @@ def _projection_norm(norm, eps, bias, norm_bias, dropout):
     """The program family of an output projection whose epilogue adds its
     bias (when `bias`), applies dropout (probability `dropout`) and adds the
     residual, h, then normalizes h over its row: LayerNorm (with its bias
-    when `norm_bias`) or RMSNorm, both with the weight `gamma`, in f32.
-    Writes norm(h) first (the output whose gradient fc1's dgrad GEMM
-    gives), then h."""
+    when `norm_bias`) or RMSNorm, both with the weight `gamma`, in f32. In
+    a 16-bit type h is normalized as written (bf16(...)), as PyTorch's
+    modules normalize the h they are given; on the GPU its row split then
+    saves h in that type instead of the f32 accumulator. Writes norm(h)
+    first (the output whose gradient fc1's dgrad GEMM gives), then h."""
     inputs = ((["bias: {t}[N]"] if bias else []) + ["residual: {t}[M, N]", "gamma: {t}[N]"]
               + (["beta: {t}[N]"] if norm_bias else []))
     linear = "input + bias" if bias else "input"
@@ -584,8 +586,10 @@ def _projection_norm(norm, eps, bias, norm_bias, dropout):
         body = f"  normed = h * rsqrt(row_mean(h * h) + {eps!r}) * gamma;\n"
     text = (f"EPILOGUE projection_{norm}({', '.join(inputs)})\n"
             "    -> (normed: {t}[M, N], h: {t}[M, N]) {\n"
-            f"  h = {linear} + residual;\n{body}}}\n")
-    return ProgramFamily(lambda t: text.replace("{t}", t))
+            f"  h = {{h}};\n{body}}}\n")
+    h = f"{linear} + residual"
+    return ProgramFamily(lambda t: text.replace("{h}", f"{t}({h})" if t in ("bf16", "f16") else h)
+                         .replace("{t}", t))
 
 
 class ResidualNormMLP(nn.Module):

@@ -113,6 +113,16 @@ for what, got, want in zip(("x", "norm weight", "proj weight"), results[1], resu
 print("compiled: done")
 # CHECK: compiled: done
 
+# In bf16 and f16 the projection normalizes h as written, rounded to its
+# type, as PyTorch's modules normalize the h they are given; in f32 and
+# f64 as computed.
+for dtype in ("bf16", "f16", "f32"):
+    source = coda.nn.ResidualNormMLP(K, D, H)._proj.source(dtype)
+    print(dtype, next(line.strip() for line in source.splitlines() if line.strip().startswith("h =")))
+# CHECK: bf16 h = bf16(input + bias + residual);
+# CHECK: f16 h = f16(input + bias + residual);
+# CHECK: f32 h = input + bias + residual;
+
 try:
     coda.nn.ResidualNormMLP(K, D, H, norm="batchnorm")
     failures.append("no error for an unknown norm")
