@@ -268,11 +268,22 @@ llvm::Error GpuProgram::launchRowSplit(const ProblemShape &problem,
   if (auto e = loadRowSplit(problem))
     return e;
   // The scratch: the accumulator [M, N] in f32 (or a rounded value in its
-  // 16-bit type) and each row reduction [M] in f32.
+  // 16-bit type) and each row reduction [M] in f32; a rounded value that
+  // is an output of the program as it is goes to that output instead.
   LaunchBuffers buffers(*runtime.impl->driver, static_cast<CUstream>(stream));
   const ProgramSignature &written = rowStatistics->getSignature();
+  auto findOutput = [&](StringRef name) {
+    auto it = llvm::find_if(signature.outputs, [&](const ProgramOutput &o) {
+      return o.name == name;
+    });
+    return it == signature.outputs.end() ? -1 : it - signature.outputs.begin();
+  };
   SmallVector<DeviceTensor> saved;
   for (auto [i, output] : llvm::enumerate(written.outputs)) {
+    if (int64_t own = findOutput(output.name); own >= 0) {
+      saved.push_back(outputs[own]);
+      continue;
+    }
     SmallVector<int64_t> shape = written.getOutputShape(i, problem);
     uint64_t bytes = output.type.getElementTypeBitWidth() / 8;
     for (int64_t size : shape)
@@ -308,7 +319,12 @@ llvm::Error GpuProgram::launchRowSplit(const ProblemShape &problem,
     value.tensor = saved[it - written.outputs.begin()];
     applied.push_back(std::move(value));
   }
-  return rowApply->launch(applied, outputs, stream, seedAddress);
+  // The application's outputs by name: the program's but those the
+  // statistics wrote.
+  SmallVector<DeviceTensor> appliedOutputs;
+  for (const ProgramOutput &output : rowApply->getSignature().outputs)
+    appliedOutputs.push_back(outputs[findOutput(output.name)]);
+  return rowApply->launch(applied, appliedOutputs, stream, seedAddress);
 }
 
 llvm::Error GpuProgram::launchShape(const KernelShape &shape,

@@ -443,11 +443,13 @@ getSavedRowSlots(Forward &forward, ArrayRef<Operation *> reductions,
 /// rounded value `rounded` of the forward's epilogue in its own type, and the
 /// row reductions, under the names of a row split (`split_acc` or
 /// `split_rounded`, `split_row<i>`: a derived program may take `saved_*`
-/// inputs of its own).
+/// inputs of its own); the rounded value under the name of the forward's
+/// output `roundedOutput` when that output writes it as it is.
 FailureOr<func::FuncOp> buildSavingProgram(
     Forward &forward, ArrayRef<Operation *> rowReductions, bool withAccumulator,
     bool withOutputs = true, Type accumulatorType = {},
-    StringRef suffix = BackwardNames::kSaving, RoundOp rounded = {}) {
+    StringRef suffix = BackwardNames::kSaving, RoundOp rounded = {},
+    std::optional<unsigned> roundedOutput = std::nullopt) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
   SmallVector<Slot> args;
@@ -465,8 +467,10 @@ FailureOr<func::FuncOp> buildSavingProgram(
   }
   bool split = suffix == BackwardNames::kRowStatistics;
   if (rounded) {
-    results.push_back(
-        {forward.spaceType(rounded.getTo()), BackwardNames::kSplitRounded});
+    results.push_back({forward.spaceType(rounded.getTo()),
+                       roundedOutput
+                           ? forward.signature.outputs[*roundedOutput].name
+                           : std::string(BackwardNames::kSplitRounded)});
     resultDims.push_back(DimsAttr::get(context, kSpace));
   } else if (withAccumulator) {
     results.push_back(
@@ -899,12 +903,13 @@ RoundOp findSavedRounding(GemmOp gemm) {
 /// `@f_row_apply`: the forward's epilogue on its saved accumulator (or the
 /// rounded value `rounded`) and row reductions (`split_acc` or
 /// `split_rounded`, `split_row<i>`: `@f_row_statistics`'s outputs), writing
-/// the forward's outputs. It reads no accumulator of its own: its kernel
-/// runs no product.
+/// the forward's outputs but `roundedOutput`, which the statistics wrote
+/// (and which the application reads by that output's name). It reads no
+/// accumulator of its own: its kernel runs no product.
 FailureOr<func::FuncOp>
 buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
               const DenseMap<Operation *, unsigned> &savedIndex,
-              RoundOp rounded) {
+              RoundOp rounded, std::optional<unsigned> roundedOutput) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
   Type f32 = Float32Type::get(context);
@@ -912,8 +917,10 @@ buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
   SmallVector<DimsAttr> inputDims;
   appendInputs(forward, args, inputDims);
   if (rounded)
-    args.push_back(
-        {forward.spaceType(rounded.getTo()), BackwardNames::kSplitRounded});
+    args.push_back({forward.spaceType(rounded.getTo()),
+                    roundedOutput
+                        ? forward.signature.outputs[*roundedOutput].name
+                        : std::string(BackwardNames::kSplitRounded)});
   else
     args.push_back({forward.spaceType(f32), BackwardNames::kSplitAcc});
   inputDims.push_back(DimsAttr::get(context, kSpace));
@@ -925,6 +932,8 @@ buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
   SmallVector<Slot> results;
   SmallVector<DimsAttr> resultDims;
   for (auto [i, output] : llvm::enumerate(forward.signature.outputs)) {
+    if (i == roundedOutput)
+      continue;
     results.push_back({output.type, output.name});
     resultDims.push_back(fwd.getResultDimsAt(i));
   }
@@ -961,10 +970,24 @@ buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
   for (Operation *op : getNeededOps(fwd, getSplitGiven(fwd, rounded)))
     b.clone(*op, mapping);
   SmallVector<Value> values;
-  for (Value v : fwd.getYield().getValues())
-    values.push_back(mapping.lookup(v));
+  for (auto [i, v] : llvm::enumerate(fwd.getYield().getValues()))
+    if (i != roundedOutput)
+      values.push_back(mapping.lookup(v));
   finishEpilogue(gemm, values);
   return apply;
+}
+
+/// The output of `forward` that writes the rounded value `rounded` as it is
+/// (in its type, over [m, n]), which the row statistics then write in its
+/// place; nullopt when none does.
+std::optional<unsigned> findRoundedOutput(Forward &forward, RoundOp rounded) {
+  GemmOp fwd = forward.gemm;
+  for (auto [i, v] : llvm::enumerate(fwd.getYield().getValues()))
+    if (v == rounded.getResult() &&
+        forward.signature.outputs[i].type.getElementType() == rounded.getTo() &&
+        fwd.getResultDimsAt(i).getMask() == kSpace)
+      return i;
+  return std::nullopt;
 }
 
 } // namespace
@@ -1003,10 +1026,12 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
     return refuse("its row reductions are row statistics already, merged "
                   "after the GEMM at any width");
   RoundOp rounded = findSavedRounding(gemm);
+  std::optional<unsigned> roundedOutput =
+      rounded ? findRoundedOutput(*analyzed, rounded) : std::nullopt;
   FailureOr<func::FuncOp> statistics = buildSavingProgram(
       *analyzed, reductions, /*withAccumulator=*/true, /*withOutputs=*/false,
       Float32Type::get(forward.getContext()), BackwardNames::kRowStatistics,
-      rounded);
+      rounded, roundedOutput);
   if (failed(statistics))
     return failure();
   GemmOp statisticsGemm = *statistics->getOps<GemmOp>().begin();
@@ -1017,7 +1042,7 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
                   "mean and a sum of exponentials shifted by a maximum are)");
   }
   FailureOr<func::FuncOp> apply =
-      buildRowApply(*analyzed, reductions, savedIndex, rounded);
+      buildRowApply(*analyzed, reductions, savedIndex, rounded, roundedOutput);
   if (failed(apply)) {
     statistics->erase();
     return failure();

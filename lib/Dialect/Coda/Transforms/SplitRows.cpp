@@ -39,12 +39,25 @@ struct CodaSplitRows final : coda::impl::CodaSplitRowsBase<CodaSplitRows> {
     for (func::FuncOp program : getPrograms(getOperation()))
       if (exchangesRows(program))
         programs.push_back(program);
+    // The names of a program's outputs (ProgramSignature's: `coda.name`,
+    // else result<i>).
+    auto names = [&](func::FuncOp func) {
+      FailureOr<ProgramSignature> signature =
+          ProgramSignature::get(getOperation(), func.getName());
+      SmallVector<std::string> result;
+      for (const ProgramOutput &output : signature->outputs)
+        result.push_back(output.name);
+      return result;
+    };
     for (func::FuncOp program : programs) {
+      SmallVector<std::string> outputs = names(program);
       FailureOr<RowSplitPrograms> split = deriveRowSplit(program);
       if (failed(split))
         return signalPassFailure();
       // @f calls the two: the statistics on its own arguments, then their
       // application on A, B, its epilogue inputs and what the first wrote.
+      // An output the statistics write (a rounded h, named as the output)
+      // comes from them, the others from the application.
       Block &body = program.getBody().front();
       GemmOp gemm = *body.getOps<GemmOp>().begin();
       OpBuilder b(gemm);
@@ -55,7 +68,16 @@ struct CodaSplitRows final : coda::impl::CodaSplitRowsBase<CodaSplitRows> {
       llvm::append_range(operands, statistics.getResults());
       auto apply =
           func::CallOp::create(b, gemm.getLoc(), split->apply, operands);
-      gemm.replaceAllUsesWith(apply.getResults());
+      SmallVector<std::string> written = names(split->statistics);
+      SmallVector<std::string> applied = names(split->apply);
+      for (auto [i, name] : llvm::enumerate(outputs)) {
+        auto fromStatistics = llvm::find(written, name);
+        Value value =
+            fromStatistics != written.end()
+                ? statistics.getResult(fromStatistics - written.begin())
+                : apply.getResult(llvm::find(applied, name) - applied.begin());
+        gemm.getResult(i).replaceAllUsesWith(value);
+      }
       gemm.erase();
     }
   }

@@ -52,20 +52,27 @@ func.func @layernorm(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
 
 // A LayerNorm of h rounded to bf16 (coda.round, the DSL's bf16(...)): what
 // follows the row reductions starts from the rounded h, so the statistics
-// save it in bf16 (split_rounded) instead of the f32 accumulator, and the
-// application reads neither the accumulator nor the residual.
+// save it in bf16 instead of the f32 accumulator, and the application reads
+// neither the accumulator nor the residual. h is an output as it is: the
+// statistics write it there (named as the output), the application reads it
+// and writes the rest.
+// CHECK-LABEL: func.func @rounded(
+// CHECK-NEXT:    %[[S:.*]]:3 = call @rounded_row_statistics(
+// CHECK-NEXT:    %[[O:.*]] = call @rounded_row_apply(%{{.*}}, %{{.*}}, %{{.*}}, %[[S]]#0, %[[S]]#1, %[[S]]#2)
+// CHECK-NEXT:    return %[[S]]#0, %[[O]]
 // CHECK-LABEL: func.func @rounded_row_statistics(
-// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "split_rounded"}, tensor<?xf32> {coda.name = "split_row0"}, tensor<?xf32> {coda.name = "split_row1"})
+// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "h"}, tensor<?xf32> {coda.name = "split_row0"}, tensor<?xf32> {coda.name = "split_row1"})
 // CHECK:           %[[H:.*]] = coda.round %{{.*}} to bf16
 // CHECK:           coda.yield %[[H]], %{{.*}}, %{{.*}} : f32, f32, f32
 // CHECK-LABEL: func.func @rounded_row_apply(
-// CHECK-SAME:      %{{.*}}: tensor<?x8192xbf16> {coda.name = "split_rounded"}
+// CHECK-SAME:      %{{.*}}: tensor<?x8192xbf16> {coda.name = "h"}
+// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "output"})
 // CHECK:         ^bb0(%[[UNREAD:.*]]: f32, %[[RES:.*]]: f32, %[[SH:.*]]: f32, %[[SMEAN:.*]]: f32, %[[SVAR:.*]]: f32):
 // CHECK-NEXT:      %[[D:.*]] = arith.subf %[[SH]], %[[SMEAN]]
 // CHECK-NOT:       %[[UNREAD]]
 // CHECK-NOT:       %[[RES]]
 // CHECK-NOT:       coda.round
-// CHECK:           coda.yield %[[SH]],
+// CHECK:           coda.yield %{{.*}} : f32
 func.func @rounded(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
                    %res: tensor<?x8192xbf16> {coda.name = "residual"})
     -> (tensor<?x8192xbf16> {coda.name = "h"}, tensor<?x8192xbf16> {coda.name = "output"}) {
@@ -92,7 +99,7 @@ func.func @rounded(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>,
 // A reduction repeated (saved once) still leaves the rounded h the only value
 // the outputs need.
 // CHECK-LABEL: func.func @rounded_repeated_row_statistics(
-// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "split_rounded"}, tensor<?xf32> {coda.name = "split_row0"})
+// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "h"}, tensor<?xf32> {coda.name = "split_row0"})
 func.func @rounded_repeated(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
     -> (tensor<?x8192xbf16> {coda.name = "h"}, tensor<?x8192xbf16> {coda.name = "output"}) {
   %0:2 = coda.gemm %a, %b transpose_b
@@ -106,6 +113,31 @@ func.func @rounded_repeated(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
     coda.yield %h, %y : f32, f32
   }
   return %0#0, %0#1 : tensor<?x8192xbf16>, tensor<?x8192xbf16>
+}
+
+// -----
+
+// A rounded value that is no output as it is (here: written in f32) is
+// saved as split_rounded.
+// CHECK-LABEL: func.func @rounded_unwritten(
+// CHECK-NEXT:    %[[S:.*]]:2 = call @rounded_unwritten_row_statistics(
+// CHECK-NEXT:    %[[O:.*]]:2 = call @rounded_unwritten_row_apply(
+// CHECK-NEXT:    return %[[O]]#0, %[[O]]#1
+// CHECK-LABEL: func.func @rounded_unwritten_row_statistics(
+// CHECK-SAME:      -> (tensor<?x8192xbf16> {coda.name = "split_rounded"}, tensor<?xf32> {coda.name = "split_row0"})
+// CHECK-LABEL: func.func @rounded_unwritten_row_apply(
+// CHECK-SAME:      -> (tensor<?x8192xf32> {coda.name = "h"}, tensor<?x8192xbf16> {coda.name = "output"})
+func.func @rounded_unwritten(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
+    -> (tensor<?x8192xf32> {coda.name = "h"}, tensor<?x8192xbf16> {coda.name = "output"}) {
+  %0:2 = coda.gemm %a, %b transpose_b
+      : tensor<?x64xbf16>, tensor<8192x64xbf16> -> (tensor<?x8192xf32> [m, n], tensor<?x8192xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    %h = coda.round %acc to bf16
+    %mean = coda.row_reduce mean %h
+    %d = arith.subf %h, %mean : f32
+    coda.yield %h, %d : f32, f32
+  }
+  return %0#0, %0#1 : tensor<?x8192xf32>, tensor<?x8192xbf16>
 }
 
 // -----

@@ -145,12 +145,15 @@ struct RowSplitPrograms {
   /// (coda.round, e.g. `h = bf16(input + bias + residual)` before a
   /// LayerNorm of h), it writes that value in its own type instead
   /// (`split_rounded`, `[m, n]` bf16 or f16): half the bytes, and the
-  /// application reads no other input to recompute it.
+  /// application reads no other input to recompute it; when the forward
+  /// writes that value as it is (an output h in its type), under that
+  /// output's name, in its place.
   func::FuncOp statistics;
-  /// `@f_row_apply`: A, B, the forward's inputs, `split_acc` (or
-  /// `split_rounded`) and `split_row<i>`; the forward's epilogue on them,
-  /// each row reduction read, writing the forward's outputs. It reads no
-  /// accumulator of its own, so its kernel runs no product.
+  /// `@f_row_apply`: A, B, the forward's inputs, `split_acc` (or the rounded
+  /// value) and `split_row<i>`; the forward's epilogue on them, each row
+  /// reduction read, writing the forward's outputs but one the statistics
+  /// wrote. It reads no accumulator of its own, so its kernel runs no
+  /// product.
   func::FuncOp apply;
 };
 
