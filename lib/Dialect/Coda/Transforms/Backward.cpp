@@ -80,7 +80,9 @@ LogicalResult checkUniqueNames(Forward &forward, StringRef program,
              << "'; rename the forward's input or output that it comes from "
                 "(the derived names are grad_<input>, grad_<output>, "
              << BackwardNames::kGradAcc << ", " << BackwardNames::kSavedAcc
-             << " and " << BackwardNames::kSavedRow << "<i>)";
+             << ", " << BackwardNames::kSavedRow << "<i>, "
+             << BackwardNames::kSplitAcc << ", " << BackwardNames::kSplitRounded
+             << " and " << BackwardNames::kSplitRow << "<i>)";
   return success();
 }
 
@@ -485,7 +487,12 @@ FailureOr<func::FuncOp> buildSavingProgram(
     results.push_back(slot);
     resultDims.push_back(DimsAttr::get(context, DimsAttr::kM));
   }
-  if (failed(checkUniqueNames(forward, suffix, results, "results")))
+  // A row split's results and the forward's outputs are bound by name.
+  SmallVector<Slot> named(results);
+  for (auto [i, output] : llvm::enumerate(forward.signature.outputs))
+    if (split && i != roundedOutput)
+      named.push_back({output.type, output.name});
+  if (failed(checkUniqueNames(forward, suffix, named, "results")))
     return failure();
   GemmOp savingGemm;
   func::FuncOp saving = createProgram(

@@ -92,7 +92,7 @@ func.func @no_space_output(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>) -> te
 
 // Derived names must not clash: an input named acc would give a second
 // grad_acc result.
-// expected-error @+1 {{cannot derive '@input_acc_backward': two of its results would be named 'grad_acc'; rename the forward's input or output that it comes from (the derived names are grad_<input>, grad_<output>, grad_acc, saved_acc and saved_row<i>)}}
+// expected-error @+1 {{cannot derive '@input_acc_backward': two of its results would be named 'grad_acc'; rename the forward's input or output that it comes from (the derived names are grad_<input>, grad_<output>, grad_acc, saved_acc, saved_row<i>, split_acc, split_rounded and split_row<i>)}}
 func.func @input_acc(%a: tensor<?x64xbf16>, %b: tensor<64x256xbf16>, %bias: tensor<256xf32> {coda.name = "acc"}) -> (tensor<?x256xbf16> {coda.name = "output"}) {
   %0 = coda.gemm %a, %b ins(%bias : tensor<256xf32> [n]) : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
   ^bb0(%acc: f32, %x: f32):

@@ -258,3 +258,20 @@ func.func @batched(%a: tensor<4x?x64xbf16>, %b: tensor<8192x64xbf16>) -> tensor<
   }
   return %0 : tensor<4x?x8192xbf16>
 }
+
+// -----
+
+// The split's values and the program's outputs are bound by name: an output
+// named as one of the split's own is refused.
+// ERR: error: cannot derive '@clash_row_statistics': two of its results would be named 'split_row0'; rename the forward's input or output that it comes from (the derived names are grad_<input>, grad_<output>, grad_acc, saved_acc, saved_row<i>, split_acc, split_rounded and split_row<i>)
+func.func @clash(%a: tensor<?x64xbf16>, %b: tensor<8192x64xbf16>)
+    -> (tensor<?x8192xbf16> {coda.name = "output"}, tensor<?xf32> {coda.name = "split_row0"}) {
+  %0:2 = coda.gemm %a, %b transpose_b
+      : tensor<?x64xbf16>, tensor<8192x64xbf16> -> (tensor<?x8192xbf16> [m, n], tensor<?xf32> [m]) {
+  ^bb0(%acc: f32):
+    %mx = coda.row_reduce max %acc
+    %y = arith.subf %acc, %mx : f32
+    coda.yield %y, %mx : f32, f32
+  }
+  return %0#0, %0#1 : tensor<?x8192xbf16>, tensor<?xf32>
+}
