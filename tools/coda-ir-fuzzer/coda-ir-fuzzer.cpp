@@ -7,10 +7,11 @@
 // dropout, row and column reductions, partners, coordinates, selects) on
 // earlier values, and outputs of every dims the values allow. The program
 // then runs through each of coda's pipelines on a copy of its own: the
-// canonicalizer, coda-derive-backward, the CPU reference lowering, and the
+// canonicalizer, coda-derive-backward, the CPU reference lowering, the
 // GPU lowering's coda passes (coda-plan-kernels, coda-to-gpu,
-// coda-lower-tile-epilogues), and the CPU and GPU lowerings again on the
-// derived backward programs. A pipeline may refuse a program, but only with
+// coda-lower-tile-epilogues), the CPU and GPU lowerings again on the
+// derived backward programs, and coda-split-rows (its reductions separated)
+// on both. A pipeline may refuse a program, but only with
 // an error; it must not crash, trip a sanitizer, fail silently or produce IR
 // that does not verify. A built program that does not verify is a bug of
 // this generator or of the verifier: the fuzzer stops and prints it.
@@ -412,9 +413,10 @@ OwningOpRef<ModuleOp> runPipeline(ModuleOp module, StringRef pipeline) {
 }
 
 /// The pipelines every program goes through; a derived backward module goes
-/// through the lowerings again.
+/// through the lowerings again, and both through the row split.
 constexpr const char *kCanonicalize = "canonicalize,cse";
 constexpr const char *kDerive = "coda-derive-backward";
+constexpr const char *kSplit = "coda-split-rows";
 constexpr const char *kLowerings[] = {
     "coda-cpu-pipeline",
     "coda-plan-kernels,coda-to-gpu,coda-lower-tile-epilogues"};
@@ -460,6 +462,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (derived)
       runPipeline(*derived, lowering);
   }
+  runPipeline(*module, kSplit);
+  if (derived)
+    runPipeline(*derived, kSplit);
   static uint64_t inputs = 0;
   if (llvm::isPowerOf2_64(++inputs))
     printCounts(inputs);
