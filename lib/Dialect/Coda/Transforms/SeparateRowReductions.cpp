@@ -52,7 +52,7 @@ private:
   bool expand(Value v, const Term &scale, SmallVectorImpl<Term> &terms);
 
   /// The reduction `kind` of `values`: an earlier one of the same values, or
-  /// a new one before `at`.
+  /// a new one at `b`'s insertion point.
   Value reduceOf(OpBuilder &b, ReductionKind kind, Value values);
 
   GemmOp gemm;
