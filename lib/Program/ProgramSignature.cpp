@@ -224,6 +224,13 @@ int ProgramSignature::findInput(StringRef name) const {
   return -1;
 }
 
+int ProgramSignature::findOutput(StringRef name) const {
+  for (auto [i, output] : llvm::enumerate(outputs))
+    if (output.name == name)
+      return i;
+  return -1;
+}
+
 int ProgramSignature::findSeed() const {
   int seed = findInput("seed");
   return seed >= 0 && arguments[seed].type.isInteger(64) ? seed : -1;

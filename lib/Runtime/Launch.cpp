@@ -272,15 +272,9 @@ llvm::Error GpuProgram::launchRowSplit(const ProblemShape &problem,
   // is an output of the program as it is goes to that output instead.
   LaunchBuffers buffers(*runtime.impl->driver, static_cast<CUstream>(stream));
   const ProgramSignature &written = rowStatistics->getSignature();
-  auto findOutput = [&](StringRef name) {
-    auto it = llvm::find_if(signature.outputs, [&](const ProgramOutput &o) {
-      return o.name == name;
-    });
-    return it == signature.outputs.end() ? -1 : it - signature.outputs.begin();
-  };
   SmallVector<DeviceTensor> saved;
   for (auto [i, output] : llvm::enumerate(written.outputs)) {
-    if (int64_t own = findOutput(output.name); own >= 0) {
+    if (int own = signature.findOutput(output.name); own >= 0) {
       saved.push_back(outputs[own]);
       continue;
     }
@@ -308,22 +302,20 @@ llvm::Error GpuProgram::launchRowSplit(const ProblemShape &problem,
       applied.push_back(arguments[index]);
       continue;
     }
-    auto it = llvm::find_if(written.outputs, [&](const ProgramOutput &output) {
-      return output.name == arg.name;
-    });
-    if (it == written.outputs.end())
+    int given = written.findOutput(arg.name);
+    if (given < 0)
       return error("the row split of '" + signature.functionName + "' takes '" +
                    arg.name +
                    "', which neither the program nor its statistics give");
     DeviceValue value;
-    value.tensor = saved[it - written.outputs.begin()];
+    value.tensor = saved[given];
     applied.push_back(std::move(value));
   }
   // The application's outputs by name: the program's but those the
   // statistics wrote.
   SmallVector<DeviceTensor> appliedOutputs;
   for (const ProgramOutput &output : rowApply->getSignature().outputs)
-    appliedOutputs.push_back(outputs[findOutput(output.name)]);
+    appliedOutputs.push_back(outputs[signature.findOutput(output.name)]);
   return rowApply->launch(applied, appliedOutputs, stream, seedAddress);
 }
 

@@ -276,10 +276,7 @@ int main(int argc, char **argv) {
     auto [name, file] = out.split('=');
     if (file.empty())
       return fail("--out '" + out + "' must be NAME=FILE.npy");
-    bool known = llvm::any_of(signature->outputs, [&](const ProgramOutput &o) {
-      return o.name == name;
-    });
-    if (!known) {
+    if (signature->findOutput(name) < 0) {
       std::string names;
       for (const ProgramOutput &o : signature->outputs)
         names += (names.empty() ? "" : ", ") + o.name;

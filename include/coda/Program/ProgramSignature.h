@@ -85,6 +85,8 @@ struct ProgramSignature {
   int findRole(ArgumentRole role) const;
   /// The index of the epilogue input named `name`, or -1.
   int findInput(StringRef name) const;
+  /// The index of the output named `name`, or -1.
+  int findOutput(StringRef name) const;
   /// The index of the dropout seed (the i64 input named "seed"), or -1.
   int findSeed() const;
 

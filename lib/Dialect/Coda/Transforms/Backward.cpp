@@ -438,20 +438,39 @@ getSavedRowSlots(Forward &forward, ArrayRef<Operation *> reductions,
   return slots;
 }
 
+/// What a row split's statistics save of the `[m, n]` space: the rounded
+/// value `rounded` when there is one (findSavedRounding), written as the
+/// forward's output `roundedOutput` when that output writes it as it is;
+/// else the accumulator in f32.
+struct SplitSaved {
+  RoundOp rounded;
+  std::optional<unsigned> roundedOutput;
+};
+
+/// The slot of what a row split saves (`split`): `split_acc` (f32), or the
+/// rounded value in its type, `split_rounded` or the output's name.
+Slot getSplitSavedSlot(Forward &forward, SplitSaved split) {
+  if (!split.rounded)
+    return {forward.spaceType(Float32Type::get(forward.func.getContext())),
+            BackwardNames::kSplitAcc};
+  return {forward.spaceType(split.rounded.getTo()),
+          split.roundedOutput
+              ? forward.signature.outputs[*split.roundedOutput].name
+              : std::string(BackwardNames::kSplitRounded)};
+}
+
 /// `@f_saving`: the forward, then its accumulator in the operand type
 /// (`withAccumulator`) and the values of the row reductions `rowReductions`.
-/// `@f_row_statistics` (`suffix`) writes, without the forward's outputs
-/// (`withOutputs` false), its accumulator in f32 (`accumulatorType`), or the
-/// rounded value `rounded` of the forward's epilogue in its own type, and the
-/// row reductions, under the names of a row split (`split_acc` or
-/// `split_rounded`, `split_row<i>`: a derived program may take `saved_*`
-/// inputs of its own); the rounded value under the name of the forward's
-/// output `roundedOutput` when that output writes it as it is.
-FailureOr<func::FuncOp> buildSavingProgram(
-    Forward &forward, ArrayRef<Operation *> rowReductions, bool withAccumulator,
-    bool withOutputs = true, Type accumulatorType = {},
-    StringRef suffix = BackwardNames::kSaving, RoundOp rounded = {},
-    std::optional<unsigned> roundedOutput = std::nullopt) {
+/// With `split`, `@f_row_statistics`: without the forward's outputs, what
+/// the split saves (getSplitSavedSlot) and the row reductions, under the
+/// names of a row split (`split_row<i>`: a derived program may take
+/// `saved_*` inputs of its own).
+FailureOr<func::FuncOp>
+buildSavingProgram(Forward &forward, ArrayRef<Operation *> rowReductions,
+                   bool withAccumulator,
+                   std::optional<SplitSaved> split = std::nullopt) {
+  StringRef suffix =
+      split ? BackwardNames::kRowStatistics : BackwardNames::kSaving;
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
   SmallVector<Slot> args;
@@ -462,23 +481,15 @@ FailureOr<func::FuncOp> buildSavingProgram(
   SmallVector<Slot> results;
   SmallVector<DimsAttr> resultDims;
   for (auto [i, output] : llvm::enumerate(forward.signature.outputs)) {
-    if (!withOutputs)
+    if (split)
       break;
     results.push_back({output.type, output.name});
     resultDims.push_back(fwd.getResultDimsAt(i));
   }
-  bool split = suffix == BackwardNames::kRowStatistics;
-  if (rounded) {
-    results.push_back({forward.spaceType(rounded.getTo()),
-                       roundedOutput
-                           ? forward.signature.outputs[*roundedOutput].name
-                           : std::string(BackwardNames::kSplitRounded)});
-    resultDims.push_back(DimsAttr::get(context, kSpace));
-  } else if (withAccumulator) {
-    results.push_back(
-        {forward.spaceType(accumulatorType ? accumulatorType
-                                           : forward.elementType),
-         split ? BackwardNames::kSplitAcc : BackwardNames::kSavedAcc});
+  if (split || withAccumulator) {
+    results.push_back(split ? getSplitSavedSlot(forward, *split)
+                            : Slot{forward.spaceType(forward.elementType),
+                                   BackwardNames::kSavedAcc});
     resultDims.push_back(DimsAttr::get(context, kSpace));
   }
   for (const Slot &slot : getSavedRowSlots(forward, rowReductions,
@@ -490,7 +501,7 @@ FailureOr<func::FuncOp> buildSavingProgram(
   // A row split's results and the forward's outputs are bound by name.
   SmallVector<Slot> named(results);
   for (auto [i, output] : llvm::enumerate(forward.signature.outputs))
-    if (split && i != roundedOutput)
+    if (split && i != split->roundedOutput)
       named.push_back({output.type, output.name});
   if (failed(checkUniqueNames(forward, suffix, named, "results")))
     return failure();
@@ -524,11 +535,11 @@ FailureOr<func::FuncOp> buildSavingProgram(
     b.clone(op, mapping);
   SmallVector<Value> values;
   for (Value v : fwd.getYield().getValues())
-    if (withOutputs)
+    if (!split)
       values.push_back(mapping.lookup(v));
-  if (rounded)
-    values.push_back(mapping.lookup(rounded.getResult()));
-  else if (withAccumulator)
+  if (split && split->rounded)
+    values.push_back(mapping.lookup(split->rounded.getResult()));
+  else if (split || withAccumulator)
     values.push_back(savingGemm.getAccumulator());
   for (Operation *reduction : rowReductions)
     values.push_back(mapping.lookup(reduction->getResult(0)));
@@ -916,20 +927,15 @@ RoundOp findSavedRounding(GemmOp gemm) {
 FailureOr<func::FuncOp>
 buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
               const DenseMap<Operation *, unsigned> &savedIndex,
-              RoundOp rounded, std::optional<unsigned> roundedOutput) {
+              SplitSaved split) {
   GemmOp fwd = forward.gemm;
   MLIRContext *context = forward.func.getContext();
-  Type f32 = Float32Type::get(context);
+  RoundOp rounded = split.rounded;
+  std::optional<unsigned> roundedOutput = split.roundedOutput;
   SmallVector<Slot> args{{forward.aType, ""}, {forward.bType, ""}};
   SmallVector<DimsAttr> inputDims;
   appendInputs(forward, args, inputDims);
-  if (rounded)
-    args.push_back({forward.spaceType(rounded.getTo()),
-                    roundedOutput
-                        ? forward.signature.outputs[*roundedOutput].name
-                        : std::string(BackwardNames::kSplitRounded)});
-  else
-    args.push_back({forward.spaceType(f32), BackwardNames::kSplitAcc});
+  args.push_back(getSplitSavedSlot(forward, split));
   inputDims.push_back(DimsAttr::get(context, kSpace));
   for (const Slot &slot :
        getSavedRowSlots(forward, rowReductions, BackwardNames::kSplitRow)) {
@@ -1032,13 +1038,11 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
   if (RowStatistics::get(gemm, EpilogueDims(gemm)))
     return refuse("its row reductions are row statistics already, merged "
                   "after the GEMM at any width");
-  RoundOp rounded = findSavedRounding(gemm);
-  std::optional<unsigned> roundedOutput =
-      rounded ? findRoundedOutput(*analyzed, rounded) : std::nullopt;
+  SplitSaved split{findSavedRounding(gemm), std::nullopt};
+  if (split.rounded)
+    split.roundedOutput = findRoundedOutput(*analyzed, split.rounded);
   FailureOr<func::FuncOp> statistics = buildSavingProgram(
-      *analyzed, reductions, /*withAccumulator=*/true, /*withOutputs=*/false,
-      Float32Type::get(forward.getContext()), BackwardNames::kRowStatistics,
-      rounded, roundedOutput);
+      *analyzed, reductions, /*withAccumulator=*/true, split);
   if (failed(statistics))
     return failure();
   GemmOp statisticsGemm = *statistics->getOps<GemmOp>().begin();
@@ -1049,7 +1053,7 @@ FailureOr<RowSplitPrograms> mlir::coda::deriveRowSplit(func::FuncOp forward) {
                   "mean and a sum of exponentials shifted by a maximum are)");
   }
   FailureOr<func::FuncOp> apply =
-      buildRowApply(*analyzed, reductions, savedIndex, rounded, roundedOutput);
+      buildRowApply(*analyzed, reductions, savedIndex, split);
   if (failed(apply)) {
     statistics->erase();
     return failure();

@@ -39,18 +39,11 @@ struct CodaSplitRows final : coda::impl::CodaSplitRowsBase<CodaSplitRows> {
     for (func::FuncOp program : getPrograms(getOperation()))
       if (exchangesRows(program))
         programs.push_back(program);
-    // The names of a program's outputs (ProgramSignature's: `coda.name`,
-    // else result<i>).
-    auto names = [&](func::FuncOp func) {
-      FailureOr<ProgramSignature> signature =
-          ProgramSignature::get(getOperation(), func.getName());
-      SmallVector<std::string> result;
-      for (const ProgramOutput &output : signature->outputs)
-        result.push_back(output.name);
-      return result;
+    auto signatureOf = [&](func::FuncOp func) {
+      return *ProgramSignature::get(getOperation(), func.getName());
     };
     for (func::FuncOp program : programs) {
-      SmallVector<std::string> outputs = names(program);
+      ProgramSignature forward = signatureOf(program);
       FailureOr<RowSplitPrograms> split = deriveRowSplit(program);
       if (failed(split))
         return signalPassFailure();
@@ -68,14 +61,13 @@ struct CodaSplitRows final : coda::impl::CodaSplitRowsBase<CodaSplitRows> {
       llvm::append_range(operands, statistics.getResults());
       auto apply =
           func::CallOp::create(b, gemm.getLoc(), split->apply, operands);
-      SmallVector<std::string> written = names(split->statistics);
-      SmallVector<std::string> applied = names(split->apply);
-      for (auto [i, name] : llvm::enumerate(outputs)) {
-        auto fromStatistics = llvm::find(written, name);
-        Value value =
-            fromStatistics != written.end()
-                ? statistics.getResult(fromStatistics - written.begin())
-                : apply.getResult(llvm::find(applied, name) - applied.begin());
+      ProgramSignature written = signatureOf(split->statistics);
+      ProgramSignature applied = signatureOf(split->apply);
+      for (auto [i, output] : llvm::enumerate(forward.outputs)) {
+        int fromStatistics = written.findOutput(output.name);
+        Value value = fromStatistics >= 0
+                          ? statistics.getResult(fromStatistics)
+                          : apply.getResult(applied.findOutput(output.name));
         gemm.getResult(i).replaceAllUsesWith(value);
       }
       gemm.erase();
