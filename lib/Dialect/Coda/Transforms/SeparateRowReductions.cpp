@@ -17,6 +17,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::coda;
 
@@ -172,10 +174,11 @@ bool Separation::separate(RowReduceOp reduce) {
 void mlir::coda::separateRowReductions(GemmOp gemm) {
   SmallVector<RowReduceOp> reductions(
       gemm.getEpilogueBlock().getOps<RowReduceOp>());
-  for (RowReduceOp reduce : reductions) {
-    // Each rewrite adds values: their dims and what reads a reduction are
+  std::optional<Separation> separation;
+  separation.emplace(gemm);
+  for (RowReduceOp reduce : reductions)
+    // A rewrite adds values: their dims and what reads a reduction are
     // computed again.
-    Separation separation(gemm);
-    separation.separate(reduce);
-  }
+    if (separation->separate(reduce))
+      separation.emplace(gemm);
 }
