@@ -8,7 +8,9 @@ stacked weight) against Hugging Face's modules in eager mode
 the same, and Liger-Kernel's RMSNorm and rotary kernels around the same
 projections when installed, in one process on the same inputs. Shapes:
 LLaMA-1B's layer (width 2048, 16 heads of 128) and LLaMA-7B's (4096, 32),
-4 sequences of 2048 tokens, bf16. Times are CUDA-event medians with L2
+4 sequences of 2048 tokens, bf16; and the same with QK-norm (Qwen3's
+attention: each query and key head normalized by an RMSNorm of its own
+before the rotation; coda's module with qk_norm=True, in the same kernel). Times are CUDA-event medians with L2
 flushed (triton.testing.do_bench) of q, k, v and, with the backward, the
 gradients of x, the norm's weight and the three projection weights; the
 cuBLAS GEMM of the QKV shape is the unit. Before timing, each variant's
@@ -27,7 +29,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import coda.nn  # noqa: E402
 from common import run_shapes  # noqa: E402
 
-SHAPES = {"llama1b": (2048, 16), "llama7b": (4096, 32)}
+# The same layers with QK-norm (Qwen3's attention: an RMSNorm of each query
+# and key head before the rotation).
+SHAPES = {"llama1b": (2048, 16), "llama7b": (4096, 32), "qk_norm_1b": (2048, 16, True),
+          "qk_norm_7b": (4096, 32, True)}
 BATCH, CONTEXT, HEAD_DIM = 4, 2048, 128
 
 
@@ -48,12 +53,16 @@ def variants(module, cos, sin):
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
     norm = module.norm
+    qk_norms = (module.q_norm, module.k_norm) if module.qk_eps is not None else None
 
     def eager(x, positions, rope=apply_rotary_pos_emb, norm=norm):
         b, s, _ = x.shape
         n = norm(x)
-        q, k, v = (p(n).view(b, s, -1, HEAD_DIM).transpose(1, 2)
+        q, k, v = (p(n).view(b, s, -1, HEAD_DIM)
                    for p in (module.q_proj, module.k_proj, module.v_proj))
+        if qk_norms:
+            q, k = qk_norms[0](q), qk_norms[1](k)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         q, k = rope(q, k, cos, sin)
         return q, k, v
 
@@ -70,24 +79,34 @@ def variants(module, cos, sin):
     return found
 
 
-def measure(name, width, heads):
+def measure(name, width, heads, qk_norm=False):
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
     torch.manual_seed(0)
     norm, rotary, config = hf_layer(width, heads)
     module = coda.nn.RMSNormRotaryQKV(width, heads, eps=config.rms_norm_eps,
-                                      theta=config.rope_parameters["rope_theta"])
+                                      theta=config.rope_parameters["rope_theta"],
+                                      qk_norm=qk_norm)
     module.norm = norm
     module.eps = norm.variance_epsilon
+    if qk_norm:
+        # Qwen3's per-head norms are LLaMA's RMSNorm over head_dim columns.
+        module.q_norm = LlamaRMSNorm(HEAD_DIM, module.qk_eps)
+        module.k_norm = LlamaRMSNorm(HEAD_DIM, module.qk_eps)
     module = module.cuda().bfloat16()
     with torch.no_grad():
-        norm.weight.uniform_(0.5, 1.5)
+        for p in [norm.weight] + ([module.q_norm.weight, module.k_norm.weight] if qk_norm else []):
+            p.uniform_(0.5, 1.5)
     x = torch.randn(BATCH, CONTEXT, width, device="cuda", dtype=torch.bfloat16,
                     requires_grad=True)
     positions = torch.arange(CONTEXT, device="cuda")[None]
     cos, sin = rotary.cuda()(x, positions)
     params = [x, norm.weight, module.q_proj.weight, module.k_proj.weight, module.v_proj.weight]
+    if qk_norm:
+        params += [module.q_norm.weight, module.k_norm.weight]
     grads = [torch.randn(BATCH, h, CONTEXT, HEAD_DIM, device="cuda", dtype=torch.bfloat16)
              for h in (heads, heads, heads)]
-    wqkv = torch.cat([p.detach() for p in params[2:]])
+    wqkv = torch.cat([p.detach() for p in params[2:5]])
     x2 = x.detach().reshape(-1, width)
     gemm = do_bench(lambda: x2 @ wqkv.T)
 

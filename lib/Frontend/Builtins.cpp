@@ -65,17 +65,23 @@ static std::vector<Builtin> buildTable() {
     elementwise(name, "x", 1, Lowering::Direct, NodeKind::Round);
     table.back().rounding = type;
   }
-  for (uint32_t i = 0; i <= getMaxEnumValForReductionKind(); ++i) {
-    auto kind = static_cast<ReductionKind>(i);
-    table.push_back(makeBuiltin("row_" + stringifyReductionKind(kind).str(),
-                                "x", 1, Family::Reduction, Lowering::Direct,
-                                NodeKind::RowReduce));
-    table.back().reduction = kind;
-  }
+  // One `<prefix><kind>` per ReductionKind.
+  auto reductions = [&](llvm::StringRef prefix, llvm::StringRef parameters,
+                        unsigned arity, Lowering lowering, NodeKind nodeKind) {
+    for (uint32_t i = 0; i <= getMaxEnumValForReductionKind(); ++i) {
+      auto kind = static_cast<ReductionKind>(i);
+      table.push_back(makeBuiltin(
+          prefix.str() + stringifyReductionKind(kind).str(), parameters, arity,
+          Family::Reduction, lowering, nodeKind));
+      table.back().reduction = kind;
+    }
+  };
+  reductions("row_", "x", 1, Lowering::Direct, NodeKind::RowReduce);
   // The only column reduction: a column's sum is what a bias gradient needs.
   table.push_back(makeBuiltin("col_sum", "x", 1, Family::Reduction,
                               Lowering::ColSum, NodeKind::ColReduce));
   table.back().reduction = ReductionKind::Sum;
+  reductions("group_", "x, w", 2, Lowering::Group, NodeKind::GroupReduce);
   auto position = [&](llvm::StringRef name, llvm::StringRef parameters,
                       unsigned arity, Lowering lowering, NodeKind kind) {
     table.push_back(

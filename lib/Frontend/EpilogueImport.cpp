@@ -158,6 +158,9 @@ Value ModuleBuilder::buildNode(OpBuilder &body, GemmOp gemm, const Node &node,
     return RowReduceOp::create(body, loc, f32, *node.reduction, operand(0));
   case Node::Kind::ColReduce:
     return ColReduceOp::create(body, loc, f32, *node.reduction, operand(0));
+  case Node::Kind::GroupReduce:
+    return GroupReduceOp::create(body, loc, f32, *node.reduction, operand(0),
+                                 node.index);
   case Node::Kind::Partner:
     return PartnerOp::create(body, loc, f32, operand(0), node.index);
   case Node::Kind::Row:

@@ -225,6 +225,7 @@ unsigned Analyzer::addNode(Node node) {
     node.dims = program.nodes[node.operands[0]].dims & ~kM;
     break;
   case NodeKind::Partner:
+  case NodeKind::GroupReduce:
     node.dims = program.nodes[node.operands[0]].dims | kN;
     break;
   case NodeKind::Row:
@@ -628,26 +629,31 @@ FailureOr<unsigned> Analyzer::analyzeCall(const Expr &expr,
   }
   case Lowering::ColSum:
     return analyzeColSum(expr, arguments[0], target);
-  case Lowering::Partner: {
-    FailureOr<float> distance =
-        getConstant(arguments[1], *expr.operands[1],
-                    "the distance of partner must be a constant (a number or "
-                    "arithmetic on numbers)");
-    if (failed(distance))
+  case Lowering::Partner:
+  case Lowering::Group: {
+    // A constant power of 2: partner's distance, a group's width.
+    bool partner = builtin->lowering == Lowering::Partner;
+    std::string what =
+        partner ? "the distance of partner" : "the width of " + builtin->name;
+    FailureOr<float> power = getConstant(
+        arguments[1], *expr.operands[1],
+        what + " must be a constant (a number or arithmetic on numbers)");
+    if (failed(power))
       return failure();
-    if (!(*distance >= 1 && *distance <= (1u << 30) &&
-          *distance == std::trunc(*distance) &&
-          llvm::isPowerOf2_32(static_cast<uint32_t>(*distance))))
+    if (!(*power >= 1 && *power <= (1u << 30) && *power == std::trunc(*power) &&
+          llvm::isPowerOf2_32(static_cast<uint32_t>(*power))))
       return emitError(expr.operands[1]->range.Start,
-                       "the distance of partner must be a power of 2 (1 "
-                       "pairs columns 2j and 2j + 1), got " +
-                           spellNumber(*distance),
+                       what + " must be a power of 2 (" +
+                           (partner ? "1 pairs columns 2j and 2j + 1"
+                                    : "the columns of a head, say 64 or 128") +
+                           "), got " + spellNumber(*power),
                        expr.operands[1]->range);
     Node node;
-    node.kind = NodeKind::Partner;
+    node.kind = partner ? NodeKind::Partner : NodeKind::GroupReduce;
     node.loc = expr.loc;
     node.operands = {arguments[0]};
-    node.index = static_cast<unsigned>(*distance);
+    node.reduction = builtin->reduction;
+    node.index = static_cast<unsigned>(*power);
     return addNode(std::move(node));
   }
   }

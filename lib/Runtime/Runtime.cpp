@@ -155,7 +155,8 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
       });
   module->lookupSymbol<func::FuncOp>(signature->functionName)
       ->walk([&](Operation *op) {
-        if (isa<DropoutOp, RowReduceOp, ColReduceOp, PartnerOp>(op))
+        if (isa<DropoutOp, RowReduceOp, ColReduceOp, GroupReduceOp, PartnerOp>(
+                op))
           light = false;
         if (auto gemm = dyn_cast<GemmOp>(op);
             gemm &&
@@ -167,6 +168,12 @@ GpuRuntime::loadProgram(llvm::StringRef mlirSource, llvm::StringRef function,
         if (auto partner = dyn_cast<PartnerOp>(op);
             partner && constraint == TileConstraint::None &&
             getPartnerTileMultiple(partner.getDistance()) != 0)
+          constraint = TileConstraint::CompilerTile;
+        // Groups of 128 columns or more do not divide every tile width of
+        // the rule (192).
+        if (auto reduce = dyn_cast<GroupReduceOp>(op);
+            reduce && constraint == TileConstraint::None &&
+            reduce.getWidth() >= 128)
           constraint = TileConstraint::CompilerTile;
       });
   return std::unique_ptr<GpuProgram>(

@@ -427,6 +427,20 @@ EPILOGUE rmsnorm_rotary(rstd: f32[M], pos: f32[M], inv_freq: f32[N], sign: f32[N
          * detach(rstd);
 }
 """
+# With QK-norm: each query and key head normalized (RMSNorm over its
+# head_dim columns, group_mean) before the rotation; `normed` is 1 on the Q
+# and K columns, 0 on V, which pass through. rstd takes its gradient here:
+# the head's norm undoes most of it, so the output is no multiple of it.
+_ROTARY_QK_NORM_QKV = """
+EPILOGUE rmsnorm_qk_norm_rotary(rstd: f32[M], pos: f32[M], inv_freq: f32[N], sign: f32[N],
+                                qk_weight: f32[N], normed: f32[N]) -> (output: {t}[M, N]) {
+  p = input * rstd;
+  on = detach(normed);
+  q = p * (on * rsqrt(group_mean(p * p, {head_dim}) + {eps}) * qk_weight + 1 - on);
+  angle = detach(pos * inv_freq);
+  output = q * cos(angle) + partner(q, {half}) * detach(sign) * sin(angle);
+}
+"""
 _rotary_families = {}
 
 
@@ -451,13 +465,17 @@ class _RowScaleGradient(torch.autograd.Function):
         return grad, grad_scale
 
 
-def _rotary_family(head_dim):
+def _rotary_family(head_dim, qk_eps=None):
     """The program family of RMSNormRotaryQKV's kernel for heads of
-    `head_dim` columns (rotate-half pairs columns head_dim / 2 apart)."""
-    family = _rotary_families.get(head_dim)
+    `head_dim` columns (rotate-half pairs columns head_dim / 2 apart), with
+    QK-norm of epsilon `qk_eps` when it is given."""
+    key = head_dim, qk_eps
+    family = _rotary_families.get(key)
     if family is None:
-        text = _ROTARY_QKV.replace("{half}", str(head_dim // 2))
-        family = _rotary_families[head_dim] = ProgramFamily(lambda t: text.replace("{t}", t))
+        text = _ROTARY_QKV if qk_eps is None else _ROTARY_QK_NORM_QKV
+        text = (text.replace("{half}", str(head_dim // 2)).replace("{head_dim}", str(head_dim))
+                .replace("{eps}", repr(qk_eps)))
+        family = _rotary_families[key] = ProgramFamily(lambda t: text.replace("{t}", t))
     return family
 
 
@@ -477,13 +495,20 @@ class RMSNormRotaryQKV(nn.Module):
     rotation times rstd (an epilogue that reads no accumulator: its kernel
     runs no product), then the gradients of x and of the stacked weight;
     rstd's gradient, rowsum(grad * output) / rstd, in PyTorch.
+    With qk_norm=True (Qwen3's, OLMo2's attention), each query and key head
+    is normalized by an RMSNorm of its own over head_dim columns (weights
+    `q_norm`, `k_norm`, epsilon `qk_eps`, by default `eps`) before the
+    rotation, in the same kernel: a group reduction of each head's columns
+    in the epilogue (docs/dsl.md); the backward is then coda's derived
+    program with the GEMM recomputed, rstd's gradient among its outputs.
     Children: `norm` (nn.RMSNorm), `q_proj`, `k_proj`, `v_proj` (nn.Linear
-    without biases). forward(x [..., s, width], positions [s] or
-    [..., s]) returns q [..., heads, s, head_dim] and k, v [..., kv_heads,
-    s, head_dim], as F.scaled_dot_product_attention takes them."""
+    without biases), and with qk_norm `q_norm`, `k_norm` (nn.RMSNorm of
+    head_dim). forward(x [..., s, width], positions [s] or [..., s])
+    returns q [..., heads, s, head_dim] and k, v [..., kv_heads, s,
+    head_dim], as F.scaled_dot_product_attention takes them."""
 
     def __init__(self, width, heads, kv_heads=None, head_dim=None, eps=1e-6, theta=10000.0,
-                 inv_freq=None, device=None, dtype=None):
+                 inv_freq=None, qk_norm=False, qk_eps=None, device=None, dtype=None):
         super().__init__()
         kv_heads = kv_heads or heads
         head_dim = head_dim or width // heads
@@ -506,14 +531,20 @@ class RMSNormRotaryQKV(nn.Module):
         self.q_proj = nn.Linear(width, heads * head_dim, False, device, dtype)
         self.k_proj = nn.Linear(width, kv_heads * head_dim, False, device, dtype)
         self.v_proj = nn.Linear(width, kv_heads * head_dim, False, device, dtype)
-        self._family = _rotary_family(head_dim)
+        self.qk_eps = None
+        if qk_norm:
+            self.qk_eps = float(eps if qk_eps is None else qk_eps)
+            self.q_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
+            self.k_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
+        self._family = _rotary_family(head_dim, self.qk_eps)
         self._tables = {}
 
     def _columns(self, device):
         """Per column of the stacked product: the inverse frequency of its
         pair and the sign of its partner's term (-1 on the first half of a
         head, 1 on the second); 0 and 0 on the value columns, which pass
-        through (cos 0 = 1, sin 0 = 0). Made once per device."""
+        through (cos 0 = 1, sin 0 = 0); then whether it is a query or key
+        column (1) or a value column (0). Made once per device."""
         # Kept only when made outside torch.compile and inference mode (an
         # inference tensor cannot be saved for a later backward).
         keep = not torch.compiler.is_compiling() and not torch.is_inference_mode_enabled()
@@ -526,7 +557,8 @@ class RMSNormRotaryQKV(nn.Module):
             values = self.kv_heads * d
             inv_freq = torch.cat((head_freq.repeat(rotated), torch.zeros(values)))
             sign = torch.cat((head_sign.repeat(rotated), torch.zeros(values)))
-            tables = inv_freq.to(device), sign.to(device)
+            normed = torch.cat((torch.ones(rotated * d), torch.zeros(values)))
+            tables = inv_freq.to(device), sign.to(device), normed.to(device)
             if keep:
                 self._tables[device] = tables
         return tables
@@ -547,18 +579,30 @@ class RMSNormRotaryQKV(nn.Module):
         if positions.dim() > len(lead):
             positions = positions.reshape(lead)
         pos = positions.expand(lead).reshape(-1).to(torch.float32)
-        inv_freq, sign = self._columns(x.device)
-        (out,) = run(self._family.key, "", x2.contiguous(), weight, [rstd, pos, inv_freq, sign],
-                     "rstd,pos,inv_freq,sign", [], "", _no_seed(x))
-        out = _RowScaleGradient.apply(out, rstd)
+        inv_freq, sign, normed = self._columns(x.device)
         d = self.head_dim
+        if self.qk_eps is None:
+            (out,) = run(self._family.key, "", x2.contiguous(), weight,
+                         [rstd, pos, inv_freq, sign], "rstd,pos,inv_freq,sign", [], "",
+                         _no_seed(x))
+            out = _RowScaleGradient.apply(out, rstd)
+        else:
+            # Each head's norm weight repeated over the query and key heads,
+            # 1 on the value columns.
+            qk_weight = torch.cat((self.q_norm.weight.repeat(self.heads),
+                                   self.k_norm.weight.repeat(self.kv_heads),
+                                   normed.new_ones(self.kv_heads * d)))
+            (out,) = run(self._family.key, "", x2.contiguous(), weight,
+                         [rstd, pos, inv_freq, sign, qk_weight, normed],
+                         "rstd,pos,inv_freq,sign,qk_weight,normed", [], "", _no_seed(x))
         q, k, v = out.split((self.heads * d, self.kv_heads * d, self.kv_heads * d), dim=-1)
         return tuple(t.reshape(*lead, -1, d).transpose(-3, -2) for t in (q, k, v))
 
     def extra_repr(self):
         frequencies = f"theta={self.theta}" if self.theta is not None else "inv_freq given"
         return (f"heads={self.heads}, kv_heads={self.kv_heads}, head_dim={self.head_dim}, "
-                f"{frequencies}")
+                f"{frequencies}" + (f", qk_norm=True, qk_eps={self.qk_eps}"
+                                    if self.qk_eps is not None else ""))
 
 
 _NORMS = ("layernorm", "rmsnorm")

@@ -4,7 +4,7 @@
 // input is a program that verifies (not a parse error): operand types,
 // layouts, batching, C and alpha, epilogue inputs of every kind, then up to
 // 24 epilogue ops (arith and math, activations and their derivatives,
-// dropout, row and column reductions, partners, coordinates, selects) on
+// dropout, row, column and group reductions, partners, coordinates, selects) on
 // earlier values, and outputs of every dims the values allow. The program
 // then runs through each of coda's pipelines on a copy of its own: the
 // canonicalizer, coda-derive-backward, the CPU reference lowering, the
@@ -329,15 +329,22 @@ void Generator::addOp(OpBuilder &body, Value seed) {
           in.ConsumeIntegralInRange<uint32_t>(0, 3));
     }
     break;
-  case 10:
-    result = RowReduceOp::create(
-        body, loc, body.getF32Type(),
-        ReductionKindAttr::get(
-            body.getContext(),
-            static_cast<ReductionKind>(in.ConsumeIntegralInRange<uint32_t>(
-                0, getMaxEnumValForReductionKind()))),
-        pick());
+  case 10: {
+    auto kind = ReductionKindAttr::get(
+        body.getContext(),
+        static_cast<ReductionKind>(in.ConsumeIntegralInRange<uint32_t>(
+            0, getMaxEnumValForReductionKind())));
+    result =
+        in.ConsumeBool()
+            ? RowReduceOp::create(body, loc, body.getF32Type(), kind, pick())
+                  .getResult()
+            : GroupReduceOp::create(
+                  body, loc, body.getF32Type(), kind, pick(),
+                  body.getI64IntegerAttr(int64_t{1}
+                                         << in.ConsumeIntegralInRange(0, 8)))
+                  .getResult();
     break;
+  }
   case 11:
     result = PartnerOp::create(body, loc, body.getF32Type(), pick(),
                                int64_t{1} << in.ConsumeIntegralInRange(0, 8));

@@ -164,6 +164,7 @@ def ConvertCodaToLinalg : Pass<"coda-to-linalg"> {
     "::mlir::func::FuncDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
 }

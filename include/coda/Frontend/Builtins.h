@@ -40,6 +40,8 @@ enum class Lowering {
   ColSum,
   /// A Partner node at a constant power-of-2 distance.
   Partner,
+  /// A GroupReduce node over groups of a constant power-of-2 width.
+  Group,
 };
 
 /// A built-in function.
@@ -50,7 +52,7 @@ struct Builtin {
     Activation,
     /// An elementwise arith or math op, or dropout.
     Elementwise,
-    /// coda.row_reduce or coda.col_reduce of a kind.
+    /// coda.row_reduce, coda.col_reduce or coda.group_reduce of a kind.
     Reduction,
     /// The element's coordinates, or a value at another column.
     Position,
@@ -74,7 +76,8 @@ struct Builtin {
 /// The built-in functions in the order diagnostics and the documentation list
 /// them: one activation per ActivationKind, named as the dialect spells the
 /// kind (but `gelu` for gelu_tanh), the elementwise functions, one `row_<kind>`
-/// per ReductionKind, `col_sum`, then the position functions.
+/// per ReductionKind, `col_sum`, one `group_<kind>` per ReductionKind, then
+/// the position functions.
 llvm::ArrayRef<Builtin> getBuiltins();
 
 /// The built-in function called `name`, or null.

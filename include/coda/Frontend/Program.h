@@ -58,6 +58,8 @@ struct Node {
     RowReduce,
     /// `reduction` of the operand over the rows of its column.
     ColReduce,
+    /// `reduction` of the operand over its group of `index` columns.
+    GroupReduce,
     /// The operand at column n xor `index` (0 past the last column).
     Partner,
     /// The element's row, as an f32.
@@ -77,7 +79,7 @@ struct Node {
   unsigned index = 0;
   /// The kind of an Activation node.
   std::optional<ActivationKind> activation;
-  /// The kind of a RowReduce or ColReduce node.
+  /// The kind of a RowReduce, ColReduce or GroupReduce node.
   std::optional<ReductionKind> reduction;
   /// The type a Round node rounds to.
   std::optional<ElementType> rounding;

@@ -103,8 +103,9 @@ enum class TileConstraint {
   /// Row reductions: a row must fit the tiles of one cluster along N, which
   /// chooseRowClusterShape sizes for each problem.
   RowCluster,
-  /// A partner 8 columns away or more, read from the same tile: the tile
-  /// width stays the compiler's choice.
+  /// A partner 8 columns away or more, or groups of 128 columns or more
+  /// (coda.group_reduce), read from the same tile: the tile width stays the
+  /// compiler's choice.
   CompilerTile,
 };
 

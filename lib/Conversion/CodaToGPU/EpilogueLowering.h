@@ -63,7 +63,8 @@ using EpiloguePatterns = SmallVector<std::unique_ptr<EpiloguePattern>>;
 
 /// coda.dropout, and a sum with a dropout's result (DropoutPatterns.cpp).
 void populateDropoutPatterns(EpiloguePatterns &patterns);
-/// coda.row_reduce and coda.col_reduce (ReductionPatterns.cpp).
+/// coda.row_reduce, coda.col_reduce and coda.group_reduce
+/// (ReductionPatterns.cpp).
 void populateReductionPatterns(EpiloguePatterns &patterns);
 /// Under row partials (ReductionPatterns.cpp): `partial` (null at the first
 /// column group) combined with the thread's slots of column group `group` at

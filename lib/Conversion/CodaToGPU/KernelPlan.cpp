@@ -183,10 +183,19 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
              << multiple << ", got " << tile.tileN
              << (multiple > 256 ? " (the widest tile is 256 columns)" : "");
   }
+  for (auto reduce : op.getEpilogueBlock().getOps<GroupReduceOp>())
+    if (tile.tileN % reduce.getWidth())
+      return reduce.emitOpError()
+             << "reduces over groups of " << reduce.getWidth()
+             << " columns, which the GPU lowering reads from the same tile: "
+                "tile-n must be a multiple of "
+             << reduce.getWidth() << ", got " << tile.tileN
+             << (reduce.getWidth() > 256 ? " (the widest tile is 256 columns)"
+                                         : "");
   if (op.getAccumulatorHalfN())
     for (Operation &inner : op.getEpilogueBlock().without_terminator()) {
       auto partner = dyn_cast<PartnerOp>(inner);
-      if (!isa<DropoutOp, RowReduceOp, ColReduceOp>(inner) &&
+      if (!isa<DropoutOp, RowReduceOp, ColReduceOp, GroupReduceOp>(inner) &&
           !(partner && partner.getDistance() != 1))
         continue;
       return inner.emitOpError()

@@ -16,6 +16,11 @@
 // identity, see KernelABI.h); under a deterministic plan, each warp instead
 // stores its partial result in its own row of the output's partials
 // scratch, which the merge kernel (CodaToGPU.cpp) combines in a fixed order.
+// coda.group_reduce combines the slots of the element's group of columns
+// (the tile is a multiple of the group's width, so a group never leaves it):
+// slot c = 2j + e holds column 8j + 2(l % 4) + e, so a group of w >= 8
+// columns is w / 4 consecutive slots of each lane of the quad, combined with
+// the 3 others; of 4, a pair of slots in lanes l and l ^ 1; of 2, a pair.
 // Identities, combines and atomics come from EpilogueMath, as in the CPU
 // reference.
 //
@@ -173,6 +178,51 @@ struct RowReducePattern final : EpiloguePattern {
   }
 };
 
+struct GroupReducePattern final : EpiloguePattern {
+  LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
+                           EpilogueBuilder &builder) const override {
+    auto reduce = dyn_cast<GroupReduceOp>(op);
+    if (!reduce)
+      return failure();
+    KernelBuilder &b = builder.getBuilder();
+    ReductionKind kind = reduce.getKind();
+    int64_t width = reduce.getWidth();
+    // The thread's slots of the group, and the lanes l ^ offset that hold
+    // the rest of it.
+    int64_t slots = width >= 8 ? width / 4 : std::min<int64_t>(width, 2);
+    SmallVector<int32_t> lanes;
+    if (width >= 4)
+      lanes.push_back(1);
+    if (width >= 8)
+      lanes.push_back(2);
+    int64_t first = c - c % slots;
+    Value identity = b.f32(getReductionIdentity(kind));
+    Value total;
+    for (int64_t slot = first; slot < first + slots; ++slot) {
+      Value x = builder.selectInBounds(DimsAttr::kN, h, slot,
+                                       builder.at(reduce.getInput(), h, slot),
+                                       identity);
+      total = total ? combine(b, kind, total, x) : x;
+    }
+    total = combineAcrossLanes(b, kind, total, lanes);
+    if (reductionDividesByCount(kind)) {
+      // The group's columns inside the output: all of them in an interior
+      // tile, else min(width, N - its first column).
+      Value count = b.i32(width);
+      if (builder.inBounds(DimsAttr::kN, h, first)) {
+        Value start = b.andi(builder.getCol(first), b.i32(~(width - 1)));
+        count = arith::MinUIOp::create(b, count,
+                                       b.sub(builder.getValues().n, start));
+      }
+      total = arith::DivFOp::create(
+          b, total, arith::UIToFPOp::create(b, b.getF32Type(), count));
+    }
+    for (int64_t slot = first; slot < first + slots; ++slot)
+      builder.define(reduce.getResult(), h, slot, total);
+    return success();
+  }
+};
+
 struct ColReducePattern final : EpiloguePattern {
   LogicalResult buildOutput(unsigned i, Value value, int64_t group, int64_t h,
                             EpilogueBuilder &builder) const override {
@@ -312,4 +362,5 @@ void mlir::coda::storeRowPartial(Value scratch, int64_t h, Value total,
 void mlir::coda::populateReductionPatterns(EpiloguePatterns &patterns) {
   patterns.push_back(std::make_unique<RowReducePattern>());
   patterns.push_back(std::make_unique<ColReducePattern>());
+  patterns.push_back(std::make_unique<GroupReducePattern>());
 }

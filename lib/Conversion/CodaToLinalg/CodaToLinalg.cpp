@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -90,6 +91,16 @@ private:
   void lowerEpilogueOp(Operation &inner);
   Materialized lowerReduction(ReductionKind kind, Materialized input,
                               unsigned reducedBit);
+  /// A linalg.generic over the dims of `input` and n whose element is
+  /// `body`'s value, given the element's index along each dim.
+  Materialized buildAlongN(
+      Materialized input,
+      function_ref<Value(OpBuilder &, Location, function_ref<Value(unsigned)>)>
+          body);
+  /// The reduction of `input` over the group of `width` columns that holds
+  /// each element (its columns inside the output).
+  Materialized lowerGroupReduction(ReductionKind kind, Materialized input,
+                                   int64_t width);
   /// `input` at column n xor `distance`, 0 past the last column.
   Materialized lowerPartner(Materialized input, int64_t distance);
   /// The coordinate along `dim` of every element.
@@ -344,11 +355,11 @@ Materialized GemmLowering::lowerReduction(ReductionKind kind,
   return withScalar<arith::DivFOp>(result, sizeAsF32(reducedBit));
 }
 
-Materialized GemmLowering::lowerPartner(Materialized input, int64_t distance) {
+Materialized GemmLowering::buildAlongN(
+    Materialized input,
+    function_ref<Value(OpBuilder &, Location, function_ref<Value(unsigned)>)>
+        body) {
   unsigned mask = input.mask | DimsAttr::kN;
-  Value n = getValueOrCreateConstantIndexOp(rewriter, loc, nSize);
-  Value zero =
-      arith::ConstantOp::create(rewriter, loc, rewriter.getFloatAttr(f32, 0.0));
   SmallVector<utils::IteratorType> iterators(llvm::popcount(mask),
                                              utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
@@ -359,28 +370,82 @@ Materialized GemmLowering::lowerPartner(Materialized input, int64_t distance) {
         auto index = [&](unsigned bit) -> Value {
           return linalg::IndexOp::create(b, l, positionIn(mask, bit));
         };
-        Value partner = arith::XOrIOp::create(
-            b, l, index(DimsAttr::kN),
-            arith::ConstantIndexOp::create(b, l, distance));
-        Value inside =
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, partner, n);
-        Value value = input.value;
-        if (input.mask) {
-          // Clamped into the tensor where the partner is outside; that
-          // element's value is then replaced by 0.
-          Value safe = arith::SelectOp::create(
-              b, l, inside, partner, arith::ConstantIndexOp::create(b, l, 0));
-          SmallVector<Value> indices;
-          for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN})
-            if (input.mask & bit)
-              indices.push_back(bit == DimsAttr::kN ? safe : index(bit));
-          value = tensor::ExtractOp::create(b, l, input.value, indices);
-        }
-        linalg::YieldOp::create(
-            b, l,
-            ValueRange{arith::SelectOp::create(b, l, inside, value, zero)});
+        linalg::YieldOp::create(b, l, ValueRange{body(b, l, index)});
       });
   return {generic.getResult(0), mask};
+}
+
+Materialized GemmLowering::lowerGroupReduction(ReductionKind kind,
+                                               Materialized input,
+                                               int64_t width) {
+  Value n = getValueOrCreateConstantIndexOp(rewriter, loc, nSize);
+  return buildAlongN(input, [&](OpBuilder &b, Location l,
+                                function_ref<Value(unsigned)> index) {
+    auto constant = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, l, v);
+    };
+    // The group's columns inside the output: [start, end).
+    Value col = index(DimsAttr::kN);
+    Value start = arith::SubIOp::create(
+        b, l, col, arith::RemUIOp::create(b, l, col, constant(width)));
+    Value end = arith::MinUIOp::create(
+        b, l, arith::AddIOp::create(b, l, start, constant(width)), n);
+    Value identity = arith::ConstantOp::create(
+        b, l, b.getFloatAttr(f32, getReductionIdentity(kind)));
+    // The element's indices into the input along b and m (linalg.index only
+    // in the generic's own body), then the loop's along n.
+    SmallVector<Value> indices;
+    for (unsigned bit : {DimsAttr::kB, DimsAttr::kM})
+      if (input.mask & bit)
+        indices.push_back(index(bit));
+    auto loop = scf::ForOp::create(
+        b, l, start, end, constant(1), ValueRange{identity},
+        [&](OpBuilder &fb, Location fl, Value j, ValueRange totals) {
+          Value x = input.value;
+          if (input.mask) {
+            SmallVector<Value> at = indices;
+            if (input.mask & DimsAttr::kN)
+              at.push_back(j);
+            x = tensor::ExtractOp::create(fb, fl, input.value, at);
+          }
+          scf::YieldOp::create(
+              fb, fl, buildReductionCombine(fb, fl, kind, totals[0], x));
+        });
+    Value total = loop.getResult(0);
+    if (!reductionDividesByCount(kind))
+      return total;
+    Value count = arith::IndexCastUIOp::create(
+        b, l, b.getI64Type(), arith::SubIOp::create(b, l, end, start));
+    return Value(arith::DivFOp::create(
+        b, l, total, arith::UIToFPOp::create(b, l, f32, count)));
+  });
+}
+
+Materialized GemmLowering::lowerPartner(Materialized input, int64_t distance) {
+  Value n = getValueOrCreateConstantIndexOp(rewriter, loc, nSize);
+  Value zero =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getFloatAttr(f32, 0.0));
+  return buildAlongN(input, [&](OpBuilder &b, Location l,
+                                function_ref<Value(unsigned)> index) {
+    Value partner =
+        arith::XOrIOp::create(b, l, index(DimsAttr::kN),
+                              arith::ConstantIndexOp::create(b, l, distance));
+    Value inside =
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, partner, n);
+    Value value = input.value;
+    if (input.mask) {
+      // Clamped into the tensor where the partner is outside; that
+      // element's value is then replaced by 0.
+      Value safe = arith::SelectOp::create(
+          b, l, inside, partner, arith::ConstantIndexOp::create(b, l, 0));
+      SmallVector<Value> indices;
+      for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN})
+        if (input.mask & bit)
+          indices.push_back(bit == DimsAttr::kN ? safe : index(bit));
+      value = tensor::ExtractOp::create(b, l, input.value, indices);
+    }
+    return Value(arith::SelectOp::create(b, l, inside, value, zero));
+  });
 }
 
 Materialized GemmLowering::lowerCoord(OutputDim dim) {
@@ -425,6 +490,11 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
   if (auto reduce = dyn_cast<ColReduceOp>(inner)) {
     values[reduce.getResult()] =
         lowerReduction(reduce.getKind(), operands[0], DimsAttr::kM);
+    return;
+  }
+  if (auto reduce = dyn_cast<GroupReduceOp>(inner)) {
+    values[reduce.getResult()] =
+        lowerGroupReduction(reduce.getKind(), operands[0], reduce.getWidth());
     return;
   }
   if (auto partner = dyn_cast<PartnerOp>(inner)) {

@@ -563,6 +563,18 @@ func.func @partner_distance(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> te
 
 // -----
 
+func.func @group_width(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    // expected-error @+1 {{'coda.group_reduce' op width must be a power of 2 (the columns of a head, say 64 or 128), got 96}}
+    %1 = coda.group_reduce sum %acc width 96
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
 func.func @half_input(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<8x16xf32>) -> tensor<8x32xf32> {
   // expected-error @+1 {{'coda.gemm' op epilogue input #0 spans [m, n/2]; only an output may span n/2 (an input spans n, every column)}}
   %0 = coda.gemm %a, %b ins(%g : tensor<8x16xf32> [m, n/2]) : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {

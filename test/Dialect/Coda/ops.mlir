@@ -143,6 +143,22 @@ func.func @positions(%a: tensor<4x8x16xbf16>, %b: tensor<16x32xbf16>) -> (tensor
   return %0#0, %0#1 : tensor<4x8x16xbf16>, tensor<4x8x32xf32>
 }
 
+// Reductions over groups of columns (per-head statistics).
+// CHECK-LABEL: func.func @groups
+// CHECK:         coda.group_reduce mean %{{.*}} width 128
+// CHECK:         coda.group_reduce max %{{.*}} width 8
+func.func @groups(%a: tensor<8x16xbf16>, %b: tensor<16x256xbf16>) -> tensor<8x256xf32> {
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x256xbf16> -> (tensor<8x256xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    %sq = arith.mulf %acc, %acc : f32
+    %ms = coda.group_reduce mean %sq width 128
+    %mx = coda.group_reduce max %acc width 8
+    %1 = arith.addf %ms, %mx : f32
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<8x256xf32>
+}
+
 // A value rounded to a 16-bit type, kept as f32.
 // CHECK-LABEL: func.func @rounded
 // CHECK:         coda.round %{{.*}} to bf16

@@ -127,6 +127,9 @@ BUILTINS = {
     "per_row": "x * w", "sin": "sin(x)", "cos": "cos(x)",
     "partner": "x * partner(x, 1) + partner(x, 2) * r + partner(x, 4)",
     "coordinates": "x * row() + col() * x",
+    # Groups of 4 columns: the second of 6 is ragged.
+    "group_sum": "x * group_sum(x, 4)", "group_max": "x - group_max(x, 2)",
+    "group_mean": "x * rsqrt(group_mean(p, 4))",
 }
 for name, expression in BUILTINS.items():
     source = (f"EPILOGUE {name}(v: f32[N], r: f32[M, N], w: f32[M]) {{\n"

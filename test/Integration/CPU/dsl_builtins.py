@@ -3,7 +3,8 @@
 #
 # Every DSL builtin and operand kind through coda-run on the CPU reference
 # path, against fp64 numpy: bf16, f16 and f32 operands, all four layouts,
-# ragged shapes, alpha/beta/C, scalar/[M]/[N]/[M, N] operands, several outputs.
+# ragged shapes, alpha/beta/C, scalar/[M]/[N]/[M, N] operands, several outputs,
+# group reductions over ragged last groups.
 
 import os
 import sys
@@ -17,7 +18,7 @@ from coda_test import random, run_program
 PROGRAM = """
 EPILOGUE builtins(v: f32[N], r: {T}[M, N], w: f32[M], s: f32)
     -> (o1: f32[M, N], o2: f32[M, N], o3: f32[M, N], o4: f32[M, N], o5: f32[M, N],
-        o6: {T}[M, N], sums: f32[M], cols: f32[N]) {{
+        o6: {T}[M, N], o7: f32[M, N], sums: f32[M], cols: f32[N]) {{
   x = input * s + v;                      # scalar and [N] operands
   p = abs(x) + 1;                         # positive, for log/sqrt/rsqrt/pow
   o1 = gelu(x) + gelu_erf(x) + relu(x) + silu(x) + sigmoid(x);
@@ -26,10 +27,23 @@ EPILOGUE builtins(v: f32[N], r: {T}[M, N], w: f32[M], s: f32)
   o4 = pow(p, 3) + pow(p, 0.5) - -x / 2;
   o5 = x - row_mean(x) + row_max(x) - row_sum(x) / 8;
   o6 = x * w + r;                         # [M] and [M, N] operands, output in {T}
+  o7 = group_mean(x, 8) * x + group_max(x, 4) - group_sum(x, 16) + group_sum(w, 2);
   sums = row_sum(r);
   cols = col_sum(x);
 }}
 """
+
+
+
+def group(reduce, x, width):
+    """`reduce` of x over each element's group of `width` columns (the last
+    group of a ragged row holds the columns there are)."""
+    out = np.empty_like(x)
+    for start in range(0, x.shape[1], width):
+        part = x[:, start:start + width]
+        out[:, start:start + width] = reduce(part, axis=1, keepdims=True)
+    return out
+
 
 rng = np.random.default_rng(4)
 cases = [("bf16", "mk", "nk", 37, 50, 24, False), ("f16", "km", "kn", 19, 64, 33, True),
@@ -43,7 +57,7 @@ with tempfile.TemporaryDirectory() as folder:
         arrays = {"a": a, "b": b, "v": random(rng, n), "r": random(rng, m, n), "w": random(rng, m)}
         if with_c:
             arrays["c"] = random(rng, m, n)
-        outputs = ["o1", "o2", "o3", "o4", "o5", "o6", "sums", "cols"]
+        outputs = ["o1", "o2", "o3", "o4", "o5", "o6", "o7", "sums", "cols"]
         outs = run_program(path, arrays, outputs, scalars={"s": 0.5},
                            alpha=1.5 if with_c else None, beta=-0.25 if with_c else None,
                            extra=["--dtype", dtype, "--layout-a", la, "--layout-b", lb])
@@ -62,6 +76,8 @@ with tempfile.TemporaryDirectory() as folder:
             "o4": p ** 3 + p ** 0.5 + x / 2,
             "o5": x - x.mean(1, keepdims=True) + x.max(1, keepdims=True) - x.sum(1, keepdims=True) / 8,
             "o6": x * w + r,
+            "o7": (group(np.mean, x, 8) * x + group(np.max, x, 4) - group(np.sum, x, 16)
+                   + group(np.sum, np.broadcast_to(w, x.shape), 2)),
             "sums": r.sum(axis=1),
             "cols": x.sum(axis=0),
         }

@@ -7,7 +7,8 @@
 # Face's rotate-half with its default frequencies) in float64, forward and
 # every gradient, with grouped key and value heads and positions that are
 # not 0, 1, ...; gradcheck on the CPU reference; under
-# torch.compile(fullgraph=True); and the errors a user sees.
+# torch.compile(fullgraph=True); and the errors a user sees. The same with
+# QK-norm, against Qwen3's attention written out.
 
 import os
 import sys
@@ -114,6 +115,50 @@ angles = torch.cat((angles, angles), dim=-1)[:, None]
 q = module.q_proj(module.norm(x)).view(B, S, -1, 8).transpose(1, 2)
 report("inv_freq given", scaled(x, positions)[0],
        q * angles.cos() + rotate_half(q) * angles.sin())
+
+# QK-norm (Qwen3's attention): each query and key head normalized over its
+# head_dim columns before the rotation, in the same program.
+def unfused_qk_norm(module, x, positions):
+    b, s, _ = x.shape
+    d = module.head_dim
+    n = module.norm(x)
+    q = module.q_norm(module.q_proj(n).view(b, s, -1, d)).transpose(1, 2)
+    k = module.k_norm(module.k_proj(n).view(b, s, -1, d)).transpose(1, 2)
+    v = module.v_proj(n).view(b, s, -1, d).transpose(1, 2)
+    inv = 1.0 / (module.theta ** (torch.arange(0, d, 2, dtype=torch.float) / d))
+    angles = positions[..., None].float() * inv
+    angles = torch.cat((angles, angles), dim=-1).to(x.dtype)[:, None]
+    return (q * angles.cos() + rotate_half(q) * angles.sin(),
+            k * angles.cos() + rotate_half(k) * angles.sin(), v)
+
+
+qk = coda.nn.RMSNormRotaryQKV(WIDTH, heads=4, kv_heads=2, head_dim=8, eps=1e-6, theta=500.0,
+                              qk_norm=True, qk_eps=1e-5).double()
+with torch.no_grad():
+    for norm in (qk.norm, qk.q_norm, qk.k_norm):
+        norm.weight.uniform_(0.5, 1.5)
+print(sorted(qk.state_dict()))
+# CHECK: ['k_norm.weight', 'k_proj.weight', 'norm.weight', 'q_norm.weight', 'q_proj.weight', 'v_proj.weight']
+got, want = qk(x, positions), unfused_qk_norm(qk, x, positions)
+for name, g, w in zip("qkv", got, want):
+    report(f"QK-norm forward {name}", g, w)
+params = [x, qk.norm.weight, qk.q_proj.weight, qk.k_proj.weight, qk.v_proj.weight,
+          qk.q_norm.weight, qk.k_norm.weight]
+for name, g, w in zip(["x", "gamma", "q", "k", "v", "q_norm", "k_norm"],
+                      torch.autograd.grad(got, params, grads),
+                      torch.autograd.grad(want, params, grads)):
+    report(f"QK-norm gradient of {name}", g, w)
+small = coda.nn.RMSNormRotaryQKV(8, heads=2, head_dim=4, qk_norm=True).double()
+with torch.no_grad():
+    small.q_norm.weight.uniform_(0.5, 1.5)
+assert torch.autograd.gradcheck(lambda t, wq: small(t, torch.arange(3)),
+                                (xs, small.q_norm.weight))
+for name, g, w in zip("qkv", torch.compile(qk, fullgraph=True)(x, positions), want):
+    report(f"QK-norm torch.compile {name}", g, w)
+print(qk.extra_repr())
+# CHECK: heads=4, kv_heads=2, head_dim=8, theta=500.0, qk_norm=True, qk_eps=1e-05
+print("QK-norm: forward, gradients, gradcheck, torch.compile")
+# CHECK: QK-norm: forward, gradients, gradcheck, torch.compile
 
 if failures:
     print("\n".join(failures))

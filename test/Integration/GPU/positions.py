@@ -6,7 +6,8 @@
 # gated outputs of the even columns ([M, N/2], bf16 and f32, with and
 # without the pre-activation), partners at every distance from 1 to 64 (in
 # the thread's fragment, and one shuffle away for 2 and 4), coordinates, and
-# both rotary embeddings. coda-run --device cuda --check poisons the outputs
+# both rotary embeddings, reductions over groups of columns (per-head
+# statistics). coda-run --device cuda --check poisons the outputs
 # with NaN and compares them with the CPU reference; here they are also
 # compared with fp64 numpy.
 
@@ -99,6 +100,36 @@ for m, n, k in ((333, 390, 200), (129, 1000, 72), (520, 264, 64)):
         angle = (pos[:, None] * inv_freq[None, :]).astype(np.float32).astype(np.float64)
         want = acc * np.cos(angle) + partner(acc, d) * sign * np.sin(angle)
         ref.check(f"rope distance {d} {m}x{n}x{k}", outs["output"], want, "bf16")
+
+# Group reductions (per-head statistics): QK-norm's mean of squares over
+# 128-column heads, and groups of 64, 8, 4 and 2 columns; the last group of
+# each ragged N is partial.
+GROUPS = program("groups", """
+EPILOGUE groups(weight: f32[N]) -> (normed: bf16[M, N], stats: f32[M, N]) {
+  normed = input * rsqrt(group_mean(input * input, 128) + 1e-6) * weight;
+  stats = group_max(input, 64) + group_sum(input, 4) - group_mean(input, 2)
+        + 0.5 * group_sum(input, 8);
+}
+""")
+
+
+def group(reduce, x, width):
+    out = np.empty_like(x)
+    for start in range(0, x.shape[1], width):
+        out[:, start:start + width] = reduce(x[:, start:start + width], axis=1, keepdims=True)
+    return out
+
+
+for m, n, k in ((333, 390, 200), (129, 1000, 72), (520, 256, 64)):
+    arrays = {"a": random(rng, m, k), "b": random(rng, n, k) / np.float32(np.sqrt(k)),
+              "weight": random(rng, n)}
+    acc = gemm(arrays)
+    outs = run_program(GROUPS, arrays, ["normed", "stats"], device="cuda", extra=["--check"])
+    want = acc / np.sqrt(group(np.mean, acc * acc, 128) + 1e-6) * arrays["weight"]
+    ref.check(f"group norm {m}x{n}x{k}", outs["normed"], want, "bf16")
+    want = (group(np.max, acc, 64) + group(np.sum, acc, 4) - group(np.mean, acc, 2)
+            + 0.5 * group(np.sum, acc, 8))
+    ref.check(f"group statistics {m}x{n}x{k}", outs["stats"], want, "f32")
 
 # An odd N cannot be split into pairs for an [M, N/2] output.
 arrays = {"a": random(rng, 64, 64), "b": random(rng, 129, 64)}

@@ -227,7 +227,8 @@ for label, norm, gated, bias, rows, width, hidden in [
 # coda.nn.RMSNormRotaryQKV: the input RMSNorm folded into the QKV product,
 # the rotary embedding in its epilogue; forward and every gradient (the
 # inverse rotation times rstd, a kernel without a product, and rstd's
-# gradient from the output) against float64
+# gradient from the output; with QK-norm, each head's RMSNorm in the
+# epilogue and the derived backward with the GEMM recomputed) against float64
 # math on the same bf16 values, over ragged token counts, positions that
 # restart per sequence and grouped key and value heads.
 
@@ -243,6 +244,10 @@ def rotary_unfused(params, module, x, positions):
     n = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + module.eps) * params["norm.weight"]
     q, k, v = (F.linear(n, params[f"{name}.weight"]).view(b, s, -1, d).transpose(1, 2)
                for name in ("q_proj", "k_proj", "v_proj"))
+    if module.qk_eps is not None:
+        # QK-norm (Qwen3's): an RMSNorm of each query and key head.
+        q, k = (t * torch.rsqrt(t.square().mean(-1, keepdim=True) + module.qk_eps)
+                * params[f"{name}.weight"] for t, name in ((q, "q_norm"), (k, "k_norm")))
     inv = 1.0 / (module.theta ** (torch.arange(0, d, 2, dtype=torch.float64, device=cuda) / d))
     angles = positions[..., None].double() * inv
     angles = torch.cat((angles, angles), dim=-1)[:, None]
@@ -250,13 +255,17 @@ def rotary_unfused(params, module, x, positions):
             k * angles.cos() + rotate_half(k) * angles.sin(), v)
 
 
-for label, width, heads, kv_heads, head_dim, batch, tokens in [
-        ("LLaMA-1B QKV + RoPE", 2048, 16, 16, 128, 3, 333),
-        ("grouped QKV + RoPE, 64-wide heads", 576, 9, 3, 64, 2, 517)]:
+for label, width, heads, kv_heads, head_dim, batch, tokens, qk_norm in [
+        ("LLaMA-1B QKV + RoPE", 2048, 16, 16, 128, 3, 333, False),
+        ("grouped QKV + RoPE, 64-wide heads", 576, 9, 3, 64, 2, 517, False),
+        ("Qwen3-style QK-norm + RoPE, grouped", 1024, 16, 8, 128, 2, 301, True),
+        ("QK-norm + RoPE, 64-wide heads", 576, 9, 3, 64, 3, 129, True)]:
     module = coda.nn.RMSNormRotaryQKV(width, heads, kv_heads, head_dim, eps=1e-5,
-                                      device=cuda, dtype=torch.bfloat16)
+                                      qk_norm=qk_norm, device=cuda, dtype=torch.bfloat16)
     with torch.no_grad():
-        module.norm.weight.uniform_(0.5, 1.5)
+        for name, p in module.named_parameters():
+            if name.endswith("norm.weight"):
+                p.uniform_(0.5, 1.5)
     x = torch.randn(batch, tokens, width, device=cuda, dtype=torch.bfloat16, requires_grad=True)
     positions = torch.stack([torch.arange(tokens, device=cuda) + 7 * i for i in range(batch)])
     got = module(x, positions)

@@ -727,6 +727,19 @@ LogicalResult PartnerOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// GroupReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupReduceOp::verify() {
+  int64_t width = getWidth();
+  if (width <= 0 || !llvm::isPowerOf2_64(width))
+    return emitOpError() << "width must be a power of 2 (the columns of a "
+                            "head, say 64 or 128), got "
+                         << width;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ColReduceOp
 //===----------------------------------------------------------------------===//
 

@@ -14,7 +14,7 @@ unsigned EpilogueDims::getResultMask(Operation *op,
     return operandMasks[0] & ~DimsAttr::kM;
   if (isa<DropoutOp>(op))
     return outputSpaceMask;
-  if (isa<PartnerOp>(op))
+  if (isa<PartnerOp, GroupReduceOp>(op))
     return operandMasks[0] | DimsAttr::kN;
   if (auto coord = dyn_cast<CoordOp>(op))
     return getDimsBit(coord.getDim()) & outputSpaceMask;

@@ -59,27 +59,30 @@ SmallVector<Value> extremumAdjoint(Arith &a, Value x, Value y, Value g,
           a.select(a.cmp(wins, y, x), g, tieShare)};
 }
 
-/// The adjoint of a row reduction of x to y at this element: the row
-/// reduction of g that the reduction's derivative calls for.
-Value rowReduceAdjoint(OpBuilder &b, Location loc, Arith &a, ReductionKind kind,
-                       Value x, Value y, Value g) {
-  auto rowReduce = [&](ReductionKind k, Value v) -> Value {
-    return RowReduceOp::create(b, loc, v.getType(),
-                               ReductionKindAttr::get(b.getContext(), k), v);
+/// The adjoint of a reduction of x to y over the columns of a row (`width`
+/// 0) or of a group of `width` columns, at this element: the reduction of g
+/// over the same columns that the reduction's derivative calls for.
+Value reduceAdjoint(OpBuilder &b, Location loc, Arith &a, ReductionKind kind,
+                    int64_t width, Value x, Value y, Value g) {
+  auto reduce = [&](ReductionKind k, Value v) -> Value {
+    auto attr = ReductionKindAttr::get(b.getContext(), k);
+    if (width)
+      return GroupReduceOp::create(b, loc, v.getType(), attr, v,
+                                   b.getI64IntegerAttr(width));
+    return RowReduceOp::create(b, loc, v.getType(), attr, v);
   };
   switch (kind) {
   case ReductionKind::Sum:
-    return rowReduce(ReductionKind::Sum, g);
+    return reduce(ReductionKind::Sum, g);
   case ReductionKind::Mean:
-    return rowReduce(ReductionKind::Mean, g);
+    return reduce(ReductionKind::Mean, g);
   case ReductionKind::Max: {
     // The row's total adjoint, shared by the elements that attain the max
     // (as torch.amax).
     Value attains = a.cmp(arith::CmpFPredicate::OEQ, x, y);
-    Value count =
-        rowReduce(ReductionKind::Sum,
-                  a.select(attains, a.constant(1.0), a.constant(0.0)));
-    return a.where(attains, a.div(rowReduce(ReductionKind::Sum, g), count));
+    Value count = reduce(ReductionKind::Sum,
+                         a.select(attains, a.constant(1.0), a.constant(0.0)));
+    return a.where(attains, a.div(reduce(ReductionKind::Sum, g), count));
   }
   }
   llvm_unreachable("unknown reduction kind");
@@ -108,7 +111,8 @@ using DifferentiableOps =
            arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, arith::SelectOp,
            math::ExpOp, math::LogOp, math::SqrtOp, math::RsqrtOp, math::TanhOp,
            math::AbsFOp, math::PowFOp, math::SinOp, math::CosOp, ActivationOp,
-           DropoutOp, RowReduceOp, PartnerOp, CoordOp, DetachOp, RoundOp>;
+           DropoutOp, RowReduceOp, GroupReduceOp, PartnerOp, CoordOp, DetachOp,
+           RoundOp>;
 } // namespace
 
 FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
@@ -228,8 +232,14 @@ FailureOr<SmallVector<Value>> mlir::coda::buildAdjoint(OpBuilder &b,
           // Straight through: rounding's derivative is taken as 1.
           .Case([&](RoundOp) { return SmallVector<Value>{g}; })
           .Case([&](RowReduceOp reduce) {
-            return SmallVector<Value>{rowReduceAdjoint(
-                b, loc, a, reduce.getKind(), reduce.getInput(), result(), g)};
+            return SmallVector<Value>{
+                reduceAdjoint(b, loc, a, reduce.getKind(),
+                              /*width=*/0, reduce.getInput(), result(), g)};
+          })
+          .Case([&](GroupReduceOp reduce) {
+            return SmallVector<Value>{
+                reduceAdjoint(b, loc, a, reduce.getKind(), reduce.getWidth(),
+                              reduce.getInput(), result(), g)};
           })
           .Default([](Operation *) { return Adjoints(); });
   assert(adjoints && "a differentiable op without a case");

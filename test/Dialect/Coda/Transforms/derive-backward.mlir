@@ -126,6 +126,28 @@ func.func @center(%x: tensor<?x768xbf16>, %w: tensor<768x3072xbf16>)
 
 // -----
 
+// A group reduction's adjoint is the same group reduction of the gradient:
+// y = x - group_mean(x, 64) gives grad_x = g - group_mean(g, 64).
+// CHECK-LABEL: func.func @head_center_backward
+// CHECK:         ^bb0(%[[ACC:.*]]: f32, %[[G:.*]]: f32):
+// CHECK:           %[[NEG:.*]] = arith.negf %[[G]] : f32
+// CHECK:           %[[MEAN:.*]] = coda.group_reduce mean %[[NEG]] width 64
+// CHECK:           %[[DACC:.*]] = arith.addf %[[G]], %[[MEAN]] : f32
+// CHECK-NEXT:      coda.yield %[[DACC]] : f32
+func.func @head_center(%x: tensor<?x768xbf16>, %w: tensor<768x3072xbf16>)
+    -> (tensor<?x3072xf32> {coda.name = "output"}) {
+  %0 = coda.gemm %x, %w
+      : tensor<?x768xbf16>, tensor<768x3072xbf16> -> (tensor<?x3072xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    %mu = coda.group_reduce mean %acc width 64
+    %d = arith.subf %acc, %mu : f32
+    coda.yield %d : f32
+  }
+  return %0 : tensor<?x3072xf32>
+}
+
+// -----
+
 // Rounding (coda.round) passes the gradient through, as PyTorch's casts do:
 // y = bf16(acc) * 3 gives grad_acc = 3 g, with no rounding in the backward.
 // CHECK-LABEL: func.func @rounded_backward

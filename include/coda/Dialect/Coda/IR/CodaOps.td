@@ -449,6 +449,32 @@ def Coda_RowReduceOp : Coda_ReduceOp<"row_reduce"> {
   }];
 }
 
+def Coda_GroupReduceOp : Coda_EpilogueOp<"group_reduce", [Pure]> {
+  let summary = "reduces a value over the group of columns that holds the element";
+  let description = [{
+    The columns of the output space fall into groups of `width` (a power of
+    2): columns `[w * g, w * g + w)` of each row. The result at `(b, m, n)` is
+    the `sum`, `max` or `mean` of the input over the group of column `n` in
+    row `(b, m)`, the columns of the group past the last column of the output
+    left out (a mean divides by the columns it sums). It is uniform along
+    each group: a per-head statistic of a projection whose heads are groups
+    of `width` columns (the RMSNorm of each query and key head, QK-norm).
+
+    On the GPU a group is read from the thread's own slots and up to 3 other
+    lanes of its quad, no shared memory: the kernel's tile is a multiple of
+    `width` wide.
+
+    ```mlir
+    %ms = coda.group_reduce mean %sq width 128
+    ```
+  }];
+  let arguments = (ins Coda_ReductionKindAttr:$kind, F32:$input,
+                       I64Attr:$width);
+  let results = (outs F32:$result);
+  let assemblyFormat = "custom<Kind>($kind) $input `width` $width attr-dict";
+  let hasVerifier = 1;
+}
+
 def Coda_ColReduceOp : Coda_ReduceOp<"col_reduce"> {
   let summary = "reduces a value over the rows of its column";
   let description = [{
