@@ -272,7 +272,9 @@ class Program:
     autotune=True instead times the candidate shapes at the first call of
     each problem shape and keeps the fastest (cached with the kernels).
     derive="backward", "saving", "backward_saved" ("backward_saved_nk": the
-    next layer's weight stored [in, out]), "grad_a" or "grad_b"
+    next layer's weight stored [in, out]), "backward_from_saved" (the
+    epilogue gradient on the saved accumulator, no product), "grad_a" or
+    "grad_b"
     loads the program derived from the source's for training
     (docs/autodiff.md); "inference", "row_statistics" and "row_apply" the
     others it lists. deterministic=True merges column reductions (a bias

@@ -382,7 +382,8 @@ public:
   /// when the module holds several; diagnostics name `sourceName:line:col`.
   /// A non-empty `derive` loads instead the program derived from it
   /// (deriveProgram in coda/Dialect/Coda/Transforms/Backward.h: "backward",
-  /// "saving", "backward_saved", "backward_saved_nk", "grad_a", "grad_b").
+  /// "saving", "backward_saved", "backward_saved_nk", "backward_from_saved",
+  /// "grad_a", "grad_b").
   llvm::Expected<std::unique_ptr<GpuProgram>>
   loadProgram(llvm::StringRef mlirSource, llvm::StringRef function = "",
               GpuCompileOptions options = {},

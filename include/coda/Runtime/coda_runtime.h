@@ -105,9 +105,11 @@ typedef struct coda_compile_options {
      GEMM), "saving" (the forward, also writing its accumulator),
      "backward_saved" (the epilogue gradient on the GEMM producing the output
      gradient; "backward_saved_nk" when that GEMM's weight is stored [N, K]),
-     "grad_a" or "grad_b" (the operand gradients), "inference" (dropout the
-     identity), "row_statistics" or "row_apply" (the row split, which the
-     runtime launches itself for rows too wide for a cluster of tiles). */
+     "backward_from_saved" (the epilogue gradient on the saved accumulator,
+     no product), "grad_a" or "grad_b" (the operand gradients), "inference"
+     (dropout the identity), "row_statistics" or "row_apply" (the row split,
+     which the runtime launches itself for rows too wide for a cluster of
+     tiles). */
   const char *derive;
   /* Nonzero: column reductions (a bias gradient, say) are merged in a fixed
      order instead of with f32 atomics, bit-identical from run to run (a

@@ -446,13 +446,26 @@ expect_error("weight_layout='mn'", lambda: coda.nn.MLP(8, 16, weight_layout="mn"
                                    "[out, in]) or kn ([in, out], as Conv1D)"),
              "message for an unknown weight layout")
 
+# The backward from a saved accumulator of programs it cannot serve: an
+# output of the even columns (its gradient is N / 2 wide), a loss over rows.
+for example, message in (
+        ("swiglu", "output 'output' spans [m, n/2]"),
+        ("cross_entropy", "a loss over rows (only [m] and [n] outputs) recomputes its GEMM")):
+    source = open(os.path.join(sys.argv[1], "examples", example + ".coda")).read()
+    expect_error(f"backward_from_saved of {example}",
+                 lambda: ReferenceProgram(source, dtype="f32", derive="backward_from_saved"),
+                 CodaError,
+                 lambda text: ("cannot be differentiated from its saved accumulator: "
+                               + message) in text,
+                 f"message for backward_from_saved of {example}")
+
 # A derived program's name that names none.
 expect_error("derive='backward_saved_kn'",
              lambda: ReferenceProgram("EPILOGUE { output = input; }", dtype="f32",
                                       derive="backward_saved_kn"), CodaError,
              lambda text: ("unknown derived program 'backward_saved_kn'; expected backward, "
-                           "saving, backward_saved, backward_saved_nk, grad_a, grad_b, "
-                           "inference, row_statistics or row_apply") in text,
+                           "saving, backward_saved, backward_saved_nk, backward_from_saved, "
+                           "grad_a, grad_b, inference, row_statistics or row_apply") in text,
              "message for an unknown derived program")
 
 print(f"{len(failures)} failed: {failures}" if failures else "all passed")

@@ -564,14 +564,23 @@ SmallVector<Operation *> getReadReductions(GemmOp gemm, unsigned first,
 /// reads instead of reducing its rows again (of `reductions` when given,
 /// else of those its outputs depend on, then of those the gradient turns out
 /// to read). Returns the saving program (or null) and the backward.
+/// `fromSaved`: `@f_backward_from_saved` instead, on the accumulator and row
+/// reductions `@f_saving` saves (`saved_acc`, `saved_row<i>`: inputs, as
+/// every output's gradient), so that it reads no accumulator of its own and
+/// its kernel runs no product; no saving program is built.
 FailureOr<std::pair<func::FuncOp, func::FuncOp>> buildRecomputeBackward(
     Forward &forward,
-    std::optional<SmallVector<Operation *>> reductions = std::nullopt) {
+    std::optional<SmallVector<Operation *>> reductions = std::nullopt,
+    bool fromSaved = false) {
   GemmOp fwd = forward.gemm;
   func::FuncOp previous = forward.last;
   MLIRContext *context = forward.func.getContext();
+  StringRef name =
+      fromSaved ? BackwardNames::kBackwardFromSaved : BackwardNames::kBackward;
+  // Alpha is in the saved accumulator already.
+  bool alpha = fwd.getAlpha() && !fromSaved;
   SmallVector<Slot> args{{forward.aType, ""}, {forward.bType, ""}};
-  if (fwd.getAlpha())
+  if (alpha)
     args.push_back({fwd.getAlpha().getType(), ""});
   unsigned firstInputArg = args.size();
   SmallVector<Slot> inputSlots;
@@ -580,17 +589,30 @@ FailureOr<std::pair<func::FuncOp, func::FuncOp>> buildRecomputeBackward(
   SmallVector<unsigned> outputs = differentiableOutputs(forward);
   if (const ProgramOutput *half = findHalfOutput(forward, outputs))
     return fwd.emitOpError()
-           << "cannot be differentiated with the GEMM recomputed: output '"
-           << half->name
+           << "cannot be differentiated "
+           << (fromSaved ? "from its saved accumulator"
+                         : "with the GEMM "
+                           "recomputed")
+           << ": output '" << half->name
            << "' spans [m, n/2] (the even columns), whose gradient arrives "
               "N / 2 wide; derive with a saved accumulator "
               "(accumulator=saved), whose backward runs on the next layer's "
               "dgrad GEMM with an accumulator [m, n/2]";
+  if (fromSaved && isRowLoss(forward.signature))
+    return fwd.emitOpError()
+           << "cannot be differentiated from its saved accumulator: a loss "
+              "over rows (only [m] and [n] outputs) recomputes its GEMM "
+              "(backward)";
   SmallVector<Operation *> rowReductions;
   if (reductions)
     rowReductions = *reductions;
-  else if (isRowLoss(forward.signature))
+  else if (fromSaved || isRowLoss(forward.signature))
     rowReductions = neededRowReductions(forward, outputs);
+  if (fromSaved) {
+    inputSlots.push_back(
+        {forward.spaceType(forward.elementType), BackwardNames::kSavedAcc});
+    inputDims.push_back(DimsAttr::get(context, kSpace));
+  }
   for (const Slot &slot : getSavedRowSlots(forward, rowReductions)) {
     inputSlots.push_back(slot);
     inputDims.push_back(DimsAttr::get(context, DimsAttr::kM));
@@ -605,13 +627,11 @@ FailureOr<std::pair<func::FuncOp, func::FuncOp>> buildRecomputeBackward(
   SmallVector<DimsAttr> resultDims;
   appendGradientResults(forward, results, resultDims);
 
-  if (failed(checkUniqueNames(forward, BackwardNames::kBackward, args,
-                              "arguments")) ||
-      failed(checkUniqueNames(forward, BackwardNames::kBackward, results,
-                              "results")))
+  if (failed(checkUniqueNames(forward, name, args, "arguments")) ||
+      failed(checkUniqueNames(forward, name, results, "results")))
     return failure();
   func::FuncOp saving;
-  if (!rowReductions.empty()) {
+  if (!fromSaved && !rowReductions.empty()) {
     FailureOr<func::FuncOp> built =
         buildSavingProgram(forward, rowReductions, /*withAccumulator=*/false);
     if (failed(built))
@@ -620,38 +640,42 @@ FailureOr<std::pair<func::FuncOp, func::FuncOp>> buildRecomputeBackward(
   }
   GemmOp gemm;
   func::FuncOp func =
-      createProgram(forward, derivedName(forward, BackwardNames::kBackward),
-                    args, results, [&](OpBuilder &b, ValueRange values) {
+      createProgram(forward, derivedName(forward, name), args, results,
+                    [&](OpBuilder &b, ValueRange values) {
                       SmallVector<Type> types;
                       for (const Slot &slot : results)
                         types.push_back(slot.type);
                       gemm = GemmOp::create(
                           b, fwd.getLoc(), types, resultDims, values[0],
                           values[1], fwd.getTransposeA(), fwd.getTransposeB(),
-                          Value(), fwd.getAlpha() ? values[2] : Value(),
-                          Value(), values.drop_front(firstInputArg), inputDims);
+                          Value(), alpha ? values[2] : Value(), Value(),
+                          values.drop_front(firstInputArg), inputDims);
                       return gemm;
                     });
   Block &block = gemm.getEpilogueBlock();
-  unsigned numInputs = fwd.getInputs().size();
+  unsigned firstSaved = 1 + fwd.getInputs().size();
+  Value accumulator = gemm.getAccumulator();
+  if (fromSaved)
+    accumulator = block.getArgument(firstSaved++);
   DenseMap<Operation *, Value> saved;
   for (auto [i, reduction] : llvm::enumerate(rowReductions))
-    saved[reduction] = block.getArgument(1 + numInputs + i);
-  unsigned firstGrad = 1 + numInputs + rowReductions.size();
+    saved[reduction] = block.getArgument(firstSaved + i);
+  unsigned firstGrad = firstSaved + rowReductions.size();
   SmallVector<std::pair<unsigned, Value>> seeds;
   for (auto [i, output] : llvm::enumerate(outputs))
     seeds.push_back({output, block.getArgument(firstGrad + i)});
-  if (failed(fillEpilogueGradient(forward, gemm, gemm.getAccumulator(), 1,
-                                  seeds, saved))) {
+  if (failed(
+          fillEpilogueGradient(forward, gemm, accumulator, 1, seeds, saved))) {
     func.erase();
     if (saving)
       saving.erase();
     return failure();
   }
-  // Saved only what the gradient reads (a sum's value, say, it does not).
+  // Saved only what the gradient reads (a sum's value, say, it does not);
+  // from the saving program, what it saves.
   SmallVector<Operation *> read =
-      getReadReductions(gemm, 1 + numInputs, rowReductions);
-  if (read.size() == rowReductions.size())
+      getReadReductions(gemm, firstSaved, rowReductions);
+  if (fromSaved || read.size() == rowReductions.size())
     return std::make_pair(saving, func);
   func.erase();
   if (saving)
@@ -1072,10 +1096,11 @@ FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
   if (source == AccumulatorSource::Recompute)
     suffixes.push_back(BackwardNames::kBackward);
   else
-    suffixes.append(
-        {BackwardNames::kSaving, next == NextWeightLayout::NK
-                                     ? BackwardNames::kBackwardSavedNK
-                                     : BackwardNames::kBackwardSaved});
+    suffixes.append({BackwardNames::kSaving,
+                     next == NextWeightLayout::NK
+                         ? BackwardNames::kBackwardSavedNK
+                         : BackwardNames::kBackwardSaved,
+                     BackwardNames::kBackwardFromSaved});
   FailureOr<Forward> analyzed = prepare(func, suffixes);
   if (failed(analyzed))
     return failure();
@@ -1095,6 +1120,15 @@ FailureOr<BackwardPrograms> mlir::coda::deriveBackward(func::FuncOp func,
     if (failed(saved))
       return failure();
     std::tie(programs.saving, programs.backward) = *saved;
+    // Its epilogue gradient on the saved accumulator alone, where every
+    // output's gradient is an input (none spans [m, n/2]).
+    if (!findHalfOutput(forward, differentiableOutputs(forward))) {
+      auto fromSaved = buildRecomputeBackward(forward, std::nullopt,
+                                              /*fromSaved=*/true);
+      if (failed(fromSaved))
+        return failure();
+      programs.fromSaved = fromSaved->second;
+    }
   }
   buildOperandGradients(forward, programs);
   return programs;
@@ -1120,15 +1154,26 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
     return getDerivedName(forward, derived);
   }
   bool nk = derived == BackwardNames::kBackwardSavedNK;
+  bool fromSaved = derived == BackwardNames::kBackwardFromSaved;
   bool saved = derived == BackwardNames::kSaving ||
                derived == BackwardNames::kBackwardSaved || nk;
-  if (!saved && derived != BackwardNames::kBackward &&
+  if (!saved && !fromSaved && derived != BackwardNames::kBackward &&
       derived != BackwardNames::kGradA && derived != BackwardNames::kGradB)
     return forward.emitError() << "unknown derived program '" << derived
                                << "'; expected backward, saving, "
                                   "backward_saved, backward_saved_nk, "
-                                  "grad_a, grad_b, inference, "
-                                  "row_statistics or row_apply";
+                                  "backward_from_saved, grad_a, grad_b, "
+                                  "inference, row_statistics or row_apply";
+  if (fromSaved) {
+    FailureOr<Forward> analyzed = prepare(forward, {derived});
+    if (failed(analyzed))
+      return failure();
+    auto built = buildRecomputeBackward(*analyzed, std::nullopt,
+                                        /*fromSaved=*/true);
+    if (failed(built))
+      return failure();
+    return built->second.getName().str();
+  }
   // A row loss's saving program is its recomputed backward's.
   if (derived == BackwardNames::kSaving && isRowLoss(*signature))
     saved = false;
@@ -1151,7 +1196,8 @@ FailureOr<std::string> mlir::coda::deriveProgram(ModuleOp module,
   if (failed(programs))
     return failure();
   for (func::FuncOp func :
-       {programs->saving, programs->backward, programs->gradA, programs->gradB})
+       {programs->saving, programs->backward, programs->fromSaved,
+        programs->gradA, programs->gradB})
     if (func && func.getName() != chosen)
       func.erase();
   if (derived == BackwardNames::kSaving && !programs->saving)

@@ -320,6 +320,22 @@ func.func @tt(%a: tensor<64x128xbf16>, %b: tensor<256x64xbf16>) -> tensor<128x25
 // SAVED-NK:         coda.gemm %[[DY]], %[[WN]] transpose_b ins(
 // SAVED-NK-SAME:      : tensor<?x?xbf16>, tensor<3072x?xbf16>
 // SAVED-NK-NOT:   func.func @layer_backward_saved(
+// Where no GEMM produces the output's gradient, the same epilogue gradient
+// from the saved accumulator, every output's gradient an input: the GEMM's
+// operands are the forward's, and its accumulator is not read.
+// SAVED-LABEL: func.func @layer_backward_from_saved
+// SAVED-SAME:    (%[[X:[a-z0-9_]+]]: tensor<?x768xbf16>, %[[W:[a-z0-9_]+]]: tensor<3072x768xbf16>,
+// SAVED-SAME:     %[[BIAS:[a-z0-9_]+]]: tensor<3072xf32> {coda.name = "bias"},
+// SAVED-SAME:     %[[SAVED:[a-z0-9_]+]]: tensor<?x3072xbf16> {coda.name = "saved_acc"},
+// SAVED-SAME:     %[[GOUT:[a-z0-9_]+]]: tensor<?x3072xbf16> {coda.name = "grad_output"},
+// SAVED-SAME:     %[[GPRE:[a-z0-9_]+]]: tensor<?x3072xf32> {coda.name = "grad_pre"})
+// SAVED-SAME:    -> (tensor<?x3072xbf16> {coda.name = "grad_acc"}, tensor<3072xf32> {coda.name = "grad_bias"})
+// SAVED:         coda.gemm %[[X]], %[[W]] transpose_b ins(%[[BIAS]] : tensor<3072xf32> [n], %[[SAVED]] : tensor<?x3072xbf16> [m, n], %[[GOUT]] : tensor<?x3072xbf16> [m, n], %[[GPRE]] : tensor<?x3072xf32> [m, n])
+// SAVED:         ^bb0(%[[ACC:.*]]: f32, %[[BV:.*]]: f32, %[[SACC:.*]]: f32, %[[G:.*]]: f32, %[[GP:.*]]: f32):
+// SAVED-NOT:       %[[ACC]]
+// SAVED:           %[[PRE:.*]] = arith.addf %[[SACC]], %[[BV]] : f32
+// SAVED-NOT:       %[[ACC]]
+// SAVED:           coda.col_reduce sum
 // SAVED-LABEL: func.func @layer_grad_a
 // SAVED-LABEL: func.func @layer_grad_b
 
@@ -400,6 +416,8 @@ func.func @rms(%x: tensor<?x64xbf16>, %w: tensor<256x64xbf16>,
 // SAVED-SAME:    %[[ALPHA:[a-z0-9_]+]]: f32)
 // SAVED:         coda.gemm %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} transpose_b alpha(%[[ALPHA]])
 // SAVED-LABEL: func.func @scaled_backward_saved
+// SAVED-NOT:     alpha
+// SAVED-LABEL: func.func @scaled_backward_from_saved
 // SAVED-NOT:     alpha
 // SAVED-LABEL: func.func @scaled_grad_a
 // SAVED-SAME:    %[[ALPHA:[a-z0-9_]+]]: f32)

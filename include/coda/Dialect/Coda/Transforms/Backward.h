@@ -70,6 +70,9 @@ struct BackwardNames {
   static constexpr const char *kBackwardSaved = "backward_saved";
   /// `kBackwardSaved` for a next layer's weight stored `[N, K]`.
   static constexpr const char *kBackwardSavedNK = "backward_saved_nk";
+  /// The epilogue gradient on the saved accumulator, with no GEMM of its
+  /// own to ride on: every output's gradient an input.
+  static constexpr const char *kBackwardFromSaved = "backward_from_saved";
   static constexpr const char *kGradA = "grad_a";
   static constexpr const char *kGradB = "grad_b";
   /// The forward with dropout the identity (evaluation mode).
@@ -112,6 +115,13 @@ struct BackwardPrograms {
   /// `grad_acc` (`[m, n]`, the operand type), then `grad_<input>` for every
   /// tensor input, in order (`[m, n]` in the input's type, `[m]`/`[n]` f32).
   func::FuncOp backward;
+  /// Saved, unless an output spans `[m, n/2]`: `@f_backward_from_saved`,
+  /// the same outputs from A, B, the forward's inputs, `saved_acc`, the saved
+  /// row statistics and every `[m, n]` output's gradient (`grad_<output>`).
+  /// Its epilogue reads no accumulator of its own, so its kernel runs no
+  /// product: the backward of a program whose output's gradient no GEMM
+  /// produces (an attention's input, say), without the forward's GEMM again.
+  func::FuncOp fromSaved;
   /// `@f_grad_a`: `grad_a` in A's layout and type, from `grad_acc` and B.
   func::FuncOp gradA;
   /// `@f_grad_b`: `grad_b` in B's layout and type, from `grad_acc` and A.
@@ -174,8 +184,8 @@ void separateRowReductions(GemmOp gemm);
 FailureOr<RowSplitPrograms> deriveRowSplit(func::FuncOp forward);
 
 /// Derives the program named `derived` ("backward", "saving",
-/// "backward_saved", "backward_saved_nk", "grad_a", "grad_b", "inference",
-/// "row_statistics", "row_apply") of
+/// "backward_saved", "backward_saved_nk", "backward_from_saved", "grad_a",
+/// "grad_b", "inference", "row_statistics", "row_apply") of
 /// the program `function`
 /// of `module` (its only one when empty), erasing the derived programs not
 /// asked for, and returns its name; or emits an error and fails.

@@ -21,7 +21,10 @@ def CodaDeriveBackward : Pass<"coda-derive-backward", "::mlir::ModuleOp"> {
       (`saved_row<i>`, `[m]`), and `@f_backward_saved`, the epilogue gradient
       on the accumulator of the GEMM that produces the gradient of the first
       `[m, n]` output (`A [M, K] * B [K, N]`: the next layer's dgrad; with
-      `next-weight=nk`, B stored `[N, K]`, `@f_backward_saved_nk`);
+      `next-weight=nk`, B stored `[N, K]`, `@f_backward_saved_nk`); and,
+      unless an output spans `[m, n/2]`, `@f_backward_from_saved`, the
+      epilogue gradient on `saved_acc` with every output's gradient an input
+      (its kernel runs no product);
     - `@f_grad_a` and `@f_grad_b`: `grad_a` and `grad_b` (in the types of A and B) from
       `grad_acc`, in the layouts of A and B.
 
