@@ -124,6 +124,9 @@ def measure(name, width, heads, qk_norm=False):
         if reference is None:
             reference = got
         errors = [((g - r).norm() / r.norm()).item() for g, r in zip(got, reference)]
+        if max(errors) > 0.05:
+            names = ["q", "k", "v", "x", "norm", "q_proj", "k_proj", "v_proj", "q_norm", "k_norm"]
+            print("errors", {n: f"{e:.1e}" for n, e in zip(names, errors)}, flush=True)
         with torch.no_grad():
             forward = do_bench(lambda: fn(x, positions))
         both = do_bench(lambda: step(fn))
