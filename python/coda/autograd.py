@@ -195,13 +195,17 @@ def _row_names(key, a):
 
 
 def _saved_rows(key, derive, a, outputs):
-    """What of `outputs` (of program `derive` of family `key`) the recomputed
-    backward reads besides the inputs: the row statistics a row loss's saving
-    program writes after the forward's outputs."""
+    """What of `outputs` (of program `derive` of family `key`) the backward
+    reads besides the inputs: of a saving program, what it writes after the
+    forward's outputs: a row loss's row statistics (its recomputed backward
+    reads them), or the accumulator and row statistics that the backward
+    from them reads (backward_from_saved)."""
     if derive != "saving":
         return []
     names = _saved_names(key, a)
     written = outputs[len(outputs) - len(names):]
+    if not _reads_rows(key, a):
+        return written
     return [t for t, name in zip(written, names) if name.startswith("saved_row")]
 
 
@@ -212,21 +216,22 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
     _saved_rows kept."""
     a, b, seed, *rest = saved
     # A row loss trains through its saving program, whose row statistics its
-    # backward reads; any other derived program (a saved accumulator's saving
-    # program, whose backward rides on the next layer's dgrad GEMM) has no
-    # backward here.
-    reads_rows = derive in ("", "saving") and _reads_rows(key, a)
-    if derive not in ("", "saving") or (derive == "saving" and not reads_rows):
+    # recomputed backward reads; any other saving program through its saved
+    # accumulator (backward_from_saved: no GEMM again); any other derived
+    # program has no backward here.
+    if derive not in ("", "saving"):
         what = ("the inference form of a program (a module in eval mode)"
                 if derive == "inference" else f"the derived program '{derive}'")
         raise CodaError(f"{what} has no backward")
+    reads_rows = _reads_rows(key, a)
     if reads_rows and not derive:
         raise CodaError("the backward of a loss over rows reads the row statistics its saving "
                         "program writes: run the program 'saving', not the forward, to train it")
     count = len(_split(names))
     tensors, rows = rest[:count], rest[count:]
+    backward = "backward_from_saved" if derive == "saving" and not reads_rows else "backward"
     grad_acc, *input_grads = _epilogue_gradient(call, key, a, b, tensors, names, scalars,
-                                                scalar_names, seed, rows, grads)
+                                                scalar_names, seed, rows, grads, backward)
     grad_a = grad_b = None
     if needs[0]:
         grad_a = _as(_operand_gradient(call, key, "grad_a", grad_acc, b, seed), a.dtype)
@@ -236,21 +241,25 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
 
 
 def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, seed, rows,
-                       grads):
+                       grads, derive="backward"):
     """[grad_acc, the gradient of each tensor input] of family `key`'s
     forward on A, B and the epilogue inputs, given the gradients `grads` of
-    its outputs (and `rows`, a row loss's saved row statistics): its derived
-    program `backward` (the GEMM recomputed), or, when the derivation found
-    every one of its outputs to be a gradient given or that gradient's column
-    sum (an epilogue affine in the accumulator with unit slope: a bias, a
-    residual), those tensors, with no kernel launched."""
+    its outputs (and `rows`: a row loss's saved row statistics, or for
+    `derive` "backward_from_saved" everything its saving program saved): its
+    derived program `derive` ("backward": the GEMM recomputed), or, when the
+    derivation found every one of its outputs to be a gradient given or that
+    gradient's column sum (an epilogue affine in the accumulator with unit
+    slope: a bias, a residual), those tensors, with no kernel launched."""
     forward = _families[key].program("", a.device, a.dtype)
-    backward = _families[key].program("backward", a.device, a.dtype)
+    backward = _families[key].program(derive, a.device, a.dtype)
     declared, _, _ = _signature(backward)
     # An input's gradient in the input's own type, which the caller converts
     # it to (one reduction kernel for a bias).
     types = {"grad_" + name: t.dtype for name, t in zip(_split(names), tensors)}
-    extra_names = _row_names(key, a) if rows else []
+    extra_names = []
+    if rows:
+        # A copy: the gradients' names are appended to it below.
+        extra_names = list(_saved_names(key, a) if derive != "backward" else _row_names(key, a))
     extra_tensors = list(rows)
     # The gradients of the outputs the backward takes ([m, n] outputs, a row
     # loss's [m] outputs).
@@ -263,7 +272,7 @@ def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, s
     given = _given_outputs(backward, a, dict(zip(names, tensors)), types)
     if given is not None:
         return given
-    return call(key, "backward", a, b, tensors, ",".join(names), scalars, scalar_names, seed)
+    return call(key, derive, a, b, tensors, ",".join(names), scalars, scalar_names, seed)
 
 
 def _given_outputs(program, a, named, types):
@@ -398,10 +407,10 @@ def _tail_jobs(like, proj, up, down, x, w0, w1, w2, needs):
 
 def _run_jobs(like, key, derive, a, b, needs):
     """The jobs (_compile_ahead) of `run`'s backward on a and b (shapes):
-    none for a saving program whose backward reads no row statistics (it
-    has none: _run_backward)."""
+    for a saving program whose backward reads no row statistics, the
+    backward from its saved accumulator (_run_backward)."""
     if derive == "saving" and not _reads_rows(key, like):
-        return []
+        return _backward_jobs(like, key, a, b, needs, ("backward_from_saved", a, b))
     return _backward_jobs(like, key, a, b, needs)
 
 
@@ -480,8 +489,10 @@ class _Run(torch.autograd.Function):
 
 
 def run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
-    """Runs program `derive` ("" for the forward; "saving" for a row loss,
-    whose backward reads the row statistics it also writes) of family `key`
+    """Runs program `derive` ("" for the forward; "saving" for the forward
+    that also writes what its backward reads: a row loss's row statistics,
+    or the accumulator (and row statistics) from which its backward runs
+    without the GEMM again, backward_from_saved) of family `key`
     on A, B and the epilogue inputs `tensors` (named by the comma-separated
     `names`) and scalars; returns its outputs in order, differentiable
     through the derived backward. `seed`: an int64 tensor of one element on

@@ -499,8 +499,9 @@ class RMSNormRotaryQKV(nn.Module):
     is normalized by an RMSNorm of its own over head_dim columns (weights
     `q_norm`, `k_norm`, epsilon `qk_eps`, by default `eps`) before the
     rotation, in the same kernel: a group reduction of each head's columns
-    in the epilogue (docs/dsl.md); the backward is then coda's derived
-    program with the GEMM recomputed, rstd's gradient among its outputs.
+    in the epilogue (docs/dsl.md); the kernel then also writes its
+    accumulator, from which coda's derived backward runs without the GEMM
+    again (backward_from_saved), rstd's gradient among its outputs.
     Children: `norm` (nn.RMSNorm), `q_proj`, `k_proj`, `v_proj` (nn.Linear
     without biases), and with qk_norm `q_norm`, `k_norm` (nn.RMSNorm of
     head_dim). forward(x [..., s, width], positions [s] or [..., s])
@@ -592,7 +593,9 @@ class RMSNormRotaryQKV(nn.Module):
             qk_weight = torch.cat((self.q_norm.weight.repeat(self.heads),
                                    self.k_norm.weight.repeat(self.kv_heads),
                                    normed.new_ones(self.kv_heads * d)))
-            (out,) = run(self._family.key, "", x2.contiguous(), weight,
+            # The accumulator saved: the backward (the heads' norms' with the
+            # inverse rotation) runs without the GEMM again.
+            out, _ = run(self._family.key, "saving", x2.contiguous(), weight,
                          [rstd, pos, inv_freq, sign, qk_weight, normed],
                          "rstd,pos,inv_freq,sign,qk_weight,normed", [], "", _no_seed(x))
         q, k, v = out.split((self.heads * d, self.kv_heads * d, self.kv_heads * d), dim=-1)

@@ -109,8 +109,9 @@ try:
 except ValueError as error:
     expect("a class out of range is refused", "outside [0, 40)" in str(error))
 # Trained through its forward rather than its saving program, a loss over
-# rows says what to run; the saving program of a saved accumulator has no
-# backward of its own.
+# rows says what to run; the saving program of any other program trains from
+# its saved accumulator (backward_from_saved), as its forward does with the
+# GEMM recomputed.
 family = coda.nn._cross_entropy
 x4, w4 = torch.randn(3, 16, requires_grad=True), torch.randn(40, 16, requires_grad=True)
 lse, picked = run(family.key, "", x4, w4, [torch.zeros(3)], "target", [], "",
@@ -122,14 +123,15 @@ except CodaError as error:
     expect("a loss over rows trained through its forward is refused",
            "run the program 'saving'" in str(error))
 gelu = ProgramFamily("EPILOGUE up(bias: f32[N]) {\n  output = gelu(input + bias);\n}\n")
-h, _ = run(gelu.key, "saving", x4, w4, [torch.zeros(40)], "bias", [], "",
-           torch.zeros((), dtype=torch.int64))
-try:
-    h.sum().backward()
-    expect("a saved accumulator's saving program has no backward here", False)
-except CodaError as error:
-    expect("a saved accumulator's saving program has no backward here",
-           "has no backward" in str(error))
+grads, b4 = {}, torch.randn(40)
+for derive in ("saving", ""):
+    x5, w5, b5 = (t.detach().double().requires_grad_() for t in (x4, w4, b4))
+    h, *_ = run(gelu.key, derive, x5, w5, [b5], "bias", [], "",
+                torch.zeros((), dtype=torch.int64))
+    (h * torch.linspace(-1, 1, h.numel(), dtype=torch.float64).view_as(h)).sum().backward()
+    grads[derive] = [x5.grad, w5.grad, b5.grad]
+expect("a saved accumulator's saving program trains as its forward does",
+       all(torch.allclose(g, r, rtol=1e-12, atol=0) for g, r in zip(grads["saving"], grads[""])))
 # A loss over rows that reads no row statistic has no saving program.
 plain = ProgramFamily("EPILOGUE rows(t: f32[M]) -> (out: f32[M]) {\n  out = t * 2;\n}\n")
 try:

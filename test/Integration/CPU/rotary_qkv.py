@@ -155,6 +155,20 @@ assert torch.autograd.gradcheck(lambda t, wq: small(t, torch.arange(3)),
                                 (xs, small.q_norm.weight))
 for name, g, w in zip("qkv", torch.compile(qk, fullgraph=True)(x, positions), want):
     report(f"QK-norm torch.compile {name}", g, w)
+# Modules of one head width share their programs: each trains right after the
+# other has, step after step (the backward reads the accumulator its forward
+# saved).
+for step in range(2):
+    for width, heads in ((WIDTH, 4), (2 * WIDTH, 8)):
+        layer = coda.nn.RMSNormRotaryQKV(width, heads=heads, kv_heads=heads // 2, head_dim=8,
+                                         theta=500.0, qk_norm=True, qk_eps=1e-5).double()
+        xw = torch.randn(B, S, width, dtype=torch.float64, requires_grad=True)
+        out, ref = layer(xw, positions), unfused_qk_norm(layer, xw, positions)
+        weights = [xw, layer.q_proj.weight, layer.q_norm.weight]
+        for name, g, w in zip(["x", "q", "q_norm"],
+                              torch.autograd.grad(out, weights, [torch.ones_like(t) for t in out]),
+                              torch.autograd.grad(ref, weights, [torch.ones_like(t) for t in ref])):
+            report(f"QK-norm width {width} step {step} gradient of {name}", g, w)
 print(qk.extra_repr())
 # CHECK: heads=4, kv_heads=2, head_dim=8, theta=500.0, qk_norm=True, qk_eps=1e-05
 print("QK-norm: forward, gradients, gradcheck, torch.compile")
