@@ -523,8 +523,9 @@ def _saved_names(key, x):
     names = getattr(saving, "_saved_names", None)
     if names is None:
         forward = _families[key].program("", x.device, x.dtype)
-        names = saving._saved_names = [output["name"] for output in
-                                       saving.outputs[len(forward.outputs):]]
+        # A tuple: the callers extend copies of it, never the cached one.
+        names = saving._saved_names = tuple(output["name"] for output in
+                                            saving.outputs[len(forward.outputs):])
     return names
 
 
@@ -562,7 +563,7 @@ def _mlp_backward(call, up, down, saved_tensors, needs, grad_y, input_gradient=N
     if needs[0] or needs[1] or needs[2]:
         backward = call(up, _saved_derive(down), grad_acc2, w2,
                         saved + ([] if b1 is None else [b1]),
-                        ",".join(_saved_names(up, x) + ([] if b1 is None else ["bias"])), [],
+                        ",".join(_saved_names(up, x) + (() if b1 is None else ("bias",))), [],
                         "", seed)
         grad_acc = backward[0]
         if needs[2]:
