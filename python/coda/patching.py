@@ -23,11 +23,14 @@ Recognized, by their structure (the modules and attributes they hold):
   and up projections one GEMM with the gated activation in its epilogue, its
   gradient on the down projection's dgrad GEMM;
 - a LLaMA-style decoder layer (Hugging Face's LlamaDecoderLayer, Mistral's,
-  Qwen2's: input_layernorm, self_attn with an nn.Linear o_proj, an RMSNorm
+  Qwen2's, Qwen3's: input_layernorm, self_attn with an nn.Linear o_proj, an RMSNorm
   post_attention_layernorm and a gated mlp): after attention, the output
   projection, the residual and the RMSNorm in one kernel and the gated MLP
   with the residual in its second (coda.nn.ResidualNormMLP), the norm's
-  backward on the gate and up projections' dgrad GEMM;
+  backward on the gate and up projections' dgrad GEMM; before attention,
+  where _rotary_head recognizes them, the input RMSNorm, the Q, K and V
+  projections (and Qwen3's per-head norms) and the rotary embedding in one
+  kernel (coda.nn.RMSNormRotaryQKV);
 - an nn.Linear whose in or out features are not a multiple of 8 (the head
   of an unpadded vocabulary, GPT-2's 50257): coda's GEMM, whose operands
   and outputs may have any width, where cuBLAS falls back to kernels
@@ -361,7 +364,7 @@ _DECODER_CHILDREN = {"input_layernorm", "self_attn", "post_attention_layernorm",
 # module structure (Granite's residual multiplier, Helium's interleaved
 # rotation, SmolLM3's layers without one) are left as they are.
 _LLAMA_LAYERS = ("llama", "mistral", "qwen2", "qwen3")
-_LLAMA_ROTARY = ("llama", "mistral")
+_LLAMA_ROTARY = ("llama", "mistral", "qwen3")
 # The widest row whose norm the GPU's kernels compute in one cluster.
 _WIDEST_NORM = 4096
 
@@ -381,7 +384,7 @@ def _rmsnorm_eps(norm, width):
 def _decoder_parts(layer):
     """(the gated MLP's activation name, the rotary head's arguments or why
     the attention's input stays PyTorch's) of a LLaMA-style decoder layer
-    (Hugging Face's LlamaDecoderLayer, Mistral's, Qwen2's: exactly the
+    (Hugging Face's LlamaDecoderLayer, Mistral's, Qwen2's, Qwen3's: exactly the
     children input_layernorm, self_attn with an nn.Linear o_proj,
     post_attention_layernorm, an RMSNorm with `weight` and
     `variance_epsilon`, and a gated MLP), a string that says why it is left
@@ -417,7 +420,9 @@ def _rotary_head(layer, width):
     """The arguments of coda.nn.RMSNormRotaryQKV for a decoder layer's
     input RMSNorm, Q, K and V projections and rotary embedding: its
     attention holds exactly q_proj, k_proj, v_proj and o_proj (nn.Linear
-    without biases: no QK-norm), attends without a sliding window, over
+    without biases), and q_norm and k_norm when it normalizes each query and
+    key head (Qwen3's QK-norm: RMSNorms of one epsilon over a head's
+    columns), attends without a sliding window, over
     heads of a power-of-2 width rotated whole, and its module defines the
     attention functions it calls and its rotary embedding class
     (<Model>RotaryEmbedding), whose frequencies, taken from it, do not
@@ -426,10 +431,13 @@ def _rotary_head(layer, width):
     string)."""
     attn = layer.self_attn
     projections = [getattr(attn, name, None) for name in ("q_proj", "k_proj", "v_proj")]
-    if set(dict(attn.named_children())) != {"q_proj", "k_proj", "v_proj", "o_proj"} or not all(
+    children = set(dict(attn.named_children()))
+    qk_norm = children == {"q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm"}
+    if (children != {"q_proj", "k_proj", "v_proj", "o_proj"} and not qk_norm) or not all(
             isinstance(p, nn.Linear) and p.bias is None and p.in_features == width
             for p in projections):
-        return "its attention is not Q, K, V and output projections without biases"
+        return ("its attention is not Q, K, V and output projections without biases (and "
+                "the heads' norms)")
     eps = _rmsnorm_eps(layer.input_layernorm, width)
     if eps is None:
         return "an input norm that is not an RMSNorm of weight and variance_epsilon"
@@ -465,8 +473,14 @@ def _rotary_head(layer, width):
             getattr(rotary, "attention_scaling", None) != 1.0):
         return (f"a rotary embedding of type {rope_type!r}, whose frequencies change with the "
                 "sequence or whose cos and sin are scaled")
-    return dict(width=width, heads=heads, kv_heads=kv_heads, head_dim=head_dim, eps=eps,
-                inv_freq=rotary.inv_freq)
+    arguments = dict(width=width, heads=heads, kv_heads=kv_heads, head_dim=head_dim, eps=eps,
+                     inv_freq=rotary.inv_freq)
+    if qk_norm:
+        qk_eps = {_rmsnorm_eps(attn.q_norm, head_dim), _rmsnorm_eps(attn.k_norm, head_dim)}
+        if None in qk_eps or len(qk_eps) != 1:
+            return "heads' norms that are not RMSNorms of one epsilon over a head"
+        arguments.update(qk_norm=True, qk_eps=qk_eps.pop())
+    return arguments
 
 
 def _rotary_attention(attn, head, hidden_states, position_ids, kwargs):
@@ -512,6 +526,8 @@ def _patch_decoder(layer, activation, rotary):
         head = coda_nn.RMSNormRotaryQKV(**rotary, device="meta")
         head.norm, head.q_proj, head.k_proj, head.v_proj = (layer.input_layernorm, attn.q_proj,
                                                              attn.k_proj, attn.v_proj)
+        if rotary.get("qk_norm"):
+            head.q_norm, head.k_norm = attn.q_norm, attn.k_norm
         object.__setattr__(layer, "_coda_head", head)
     proj.forward = lambda x: x
 
@@ -541,9 +557,12 @@ def _patch_decoder(layer, activation, rotary):
         forward, (layer, "self_attn"), (layer, "mlp"), (layer, "input_layernorm"),
         (layer, "post_attention_layernorm"), (attn, "o_proj"),
         *((mlp, name) for name in ("gate_proj", "up_proj", "down_proj")),
-        *((attn, name) for name in ("q_proj", "k_proj", "v_proj") if head is not None)))
-    what = ("decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel, "
-            if head is not None else "decoder layer: ")
+        *((attn, name) for name in ("q_proj", "k_proj", "v_proj", "q_norm", "k_norm")
+          if head is not None and hasattr(attn, name))))
+    qk_norm = head is not None and head.qk_eps is not None
+    what = ("decoder layer: input RMSNorm + QKV projection + "
+            + ("the heads' RMSNorms + " if qk_norm else "")
+            + "rotary embedding in one kernel, " if head is not None else "decoder layer: ")
     what += (f"attention output projection + residual + RMSNorm in one kernel, "
              f"gated MLP ({activation}) + residual as coda's fused gated MLP")
     if head is None:

@@ -303,6 +303,24 @@ mistral = MistralForCausalLM(MistralConfig(**{**llama_config.to_dict(), "sliding
 print(coda.patch(mistral).replaced[1][1].split("PyTorch's: ")[1])
 # CHECK: a sliding-window attention)
 
+# Qwen3's decoder layers normalize each query and key head (q_norm, k_norm):
+# the heads' RMSNorms join the input RMSNorm, QKV projection and rotary
+# embedding in one kernel; loss and gradients are still eager's.
+from transformers import Qwen3Config, Qwen3ForCausalLM  # noqa: E402
+
+qwen3 = Qwen3ForCausalLM(Qwen3Config(
+    vocab_size=101, hidden_size=32, intermediate_size=88, num_hidden_layers=2,
+    num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=32))
+with torch.no_grad():
+    for layer in qwen3.model.layers:
+        for norm in (layer.input_layernorm, layer.self_attn.q_norm, layer.self_attn.k_norm):
+            norm.weight.uniform_(0.5, 1.5)
+qwen3_fused = copy.deepcopy(qwen3)
+print(coda.patch(qwen3_fused).replaced[1][1].split(", attention")[0])
+# CHECK: decoder layer: input RMSNorm + QKV projection + the heads' RMSNorms + rotary embedding in one kernel
+check_training("Qwen3", qwen3, qwen3_fused, bert_tokens)
+# CHECK: Qwen3 losses and gradients: dropout off
+
 # Models whose layers share LLaMA's modules but not its computation (Granite
 # scales its residuals) keep their layers; their gated MLPs go on coda.
 from transformers import GraniteConfig, GraniteForCausalLM  # noqa: E402
