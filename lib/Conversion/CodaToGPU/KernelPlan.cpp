@@ -173,25 +173,29 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
            << "tile-m must be 128 or 256 with the cooperative schedule (two "
               "consumer warpgroups share a tile), got "
            << tile.tileM;
-  for (auto partner : op.getEpilogueBlock().getOps<PartnerOp>()) {
-    int64_t multiple = getPartnerTileMultiple(partner.getDistance());
-    if (multiple && tile.tileN % multiple)
-      return partner.emitOpError()
-             << "pairs columns " << partner.getDistance()
-             << " apart, which the GPU lowering reads from the same tile: "
-                "tile-n must be a multiple of "
-             << multiple << ", got " << tile.tileN
-             << (multiple > 256 ? " (the widest tile is 256 columns)" : "");
-  }
+  // An epilogue op that reads other columns of its tile (`what` it does)
+  // needs tile-n to be a multiple of `multiple` (0: any).
+  auto checkColumns = [&](Operation *inner, int64_t multiple,
+                          const Twine &what) -> LogicalResult {
+    if (!multiple || tile.tileN % multiple == 0)
+      return success();
+    return inner->emitOpError()
+           << what
+           << ", which the GPU lowering reads from the same tile: tile-n must "
+              "be a multiple of "
+           << multiple << ", got " << tile.tileN
+           << (multiple > 256 ? " (the widest tile is 256 columns)" : "");
+  };
+  for (auto partner : op.getEpilogueBlock().getOps<PartnerOp>())
+    if (failed(checkColumns(
+            partner, getPartnerTileMultiple(partner.getDistance()),
+            "pairs columns " + Twine(partner.getDistance()) + " apart")))
+      return failure();
   for (auto reduce : op.getEpilogueBlock().getOps<GroupReduceOp>())
-    if (tile.tileN % reduce.getWidth())
-      return reduce.emitOpError()
-             << "reduces over groups of " << reduce.getWidth()
-             << " columns, which the GPU lowering reads from the same tile: "
-                "tile-n must be a multiple of "
-             << reduce.getWidth() << ", got " << tile.tileN
-             << (reduce.getWidth() > 256 ? " (the widest tile is 256 columns)"
-                                         : "");
+    if (failed(checkColumns(reduce, reduce.getWidth(),
+                            "reduces over groups of " +
+                                Twine(reduce.getWidth()) + " columns")))
+      return failure();
   if (op.getAccumulatorHalfN())
     for (Operation &inner : op.getEpilogueBlock().without_terminator()) {
       auto partner = dyn_cast<PartnerOp>(inner);

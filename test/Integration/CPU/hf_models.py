@@ -320,6 +320,13 @@ print(coda.patch(qwen3_fused).replaced[1][1].split(", attention")[0])
 # CHECK: decoder layer: input RMSNorm + QKV projection + the heads' RMSNorms + rotary embedding in one kernel
 check_training("Qwen3", qwen3, qwen3_fused, bert_tokens)
 # CHECK: Qwen3 losses and gradients: dropout off
+# Heads' norms of two epsilons are not one program's: the attention's input
+# stays PyTorch's, the rest of the layer goes on coda.
+uneven = copy.deepcopy(qwen3)
+for layer in uneven.model.layers:
+    layer.self_attn.k_norm.variance_epsilon = 1e-5
+print(coda.patch(uneven).replaced[1][1].split("PyTorch's: ")[1])
+# CHECK: heads' norms that are not RMSNorms of one epsilon over a head)
 
 # Models whose layers share LLaMA's modules but not its computation (Granite
 # scales its residuals) keep their layers; their gated MLPs go on coda.

@@ -591,8 +591,7 @@ FailureOr<std::pair<func::FuncOp, func::FuncOp>> buildRecomputeBackward(
     return fwd.emitOpError()
            << "cannot be differentiated "
            << (fromSaved ? "from its saved accumulator"
-                         : "with the GEMM "
-                           "recomputed")
+                         : "with the GEMM recomputed")
            << ": output '" << half->name
            << "' spans [m, n/2] (the even columns), whose gradient arrives "
               "N / 2 wide; derive with a saved accumulator "
