@@ -15,7 +15,11 @@ One process, bf16, M = 8192 tokens, CUDA-event medians with L2 flushed
     peer_quack    quack's gemm_act(activation="swiglu", store_preact=True)
   LLaMA-7B QKV + RoPE (4096 -> 3 x 4096, 32 heads of 128, rotate-half on Q
   and K from position ids, V untouched):
-    gemm, eager (HF's rotate_half), compile, coda (examples/rope.coda)
+    gemm, eager (HF's rotate_half), compile, coda (examples/rope.coda:
+    inverse frequencies and signs per column, [N]), coda_periodic (the 64
+    frequencies of a head and its signs repeated along the row, [N % 64]
+    and [N % 128]: one sine and cosine per 4 columns of a 256-wide tile),
+    coda_table (Hugging Face's cos/sin per token, [M, N % 64])
 
 Each fused result is checked against the unfused math first. Writes
 gated.json and gated.md to $OUT (or --out).
@@ -59,6 +63,23 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
+ROPE_PERIODIC = """
+EPILOGUE rope_periodic(pos: f32[M], inv_freq: f32[N % 64], sign: f32[N % 128], rotated: f32[N])
+    -> (output: bf16[M, N]) {
+  angle = pos * inv_freq;
+  turned = input * cos(angle) + partner(input, 64) * sign * sin(angle);
+  output = input + rotated * (turned - input);
+}
+"""
+ROPE_TABLE = """
+EPILOGUE rope_table(cosine: bf16[M, N % 64], sine: bf16[M, N % 64], sign: f32[N % 128],
+                    rotated: f32[N]) -> (output: bf16[M, N]) {
+  turned = input * cosine + partner(input, 64) * sign * sine;
+  output = input + rotated * (turned - input);
+}
+"""
+
+
 def rope_eager(x, w, cos, sin, heads, head_dim):
     q, k, v = F.linear(x, w).split(heads * head_dim, dim=-1)
     m = x.shape[0]
@@ -80,7 +101,8 @@ def main():
     t = time.time()
     programs = {name: coda.Program(source) for name, source in
                 (("swiglu", SWIGLU), ("swiglu_pre", SWIGLU_PRE), ("gemm", GEMM),
-                 ("rope", open(os.path.join(HERE, "..", "examples", "rope.coda")).read()))}
+                 ("rope", open(os.path.join(HERE, "..", "examples", "rope.coda")).read()),
+                 ("rope_periodic", ROPE_PERIODIC), ("rope_table", ROPE_TABLE))}
     for program in programs.values():
         program.prepare()
     res["compile_s"] = time.time() - t
@@ -136,6 +158,16 @@ def main():
     rope = lambda: programs["rope"](x, wqkv, pos=pos, inv_freq=inv_freq,  # noqa: E731
                                     sign=sign)["output"]
     res["rope_error"] = rel(rope(), want)
+    rotated = qk.float()
+    periodic = lambda: programs["rope_periodic"](  # noqa: E731
+        x, wqkv, pos=pos, inv_freq=inv, sign=sign[:head_dim].contiguous(),
+        rotated=rotated)["output"]
+    res["rope_periodic_error"] = rel(periodic(), want)
+    half_cos, half_sin = cos[:, :head_dim // 2].contiguous(), sin[:, :head_dim // 2].contiguous()
+    table = lambda: programs["rope_table"](  # noqa: E731
+        x, wqkv, cosine=half_cos, sine=half_sin, sign=sign[:head_dim].contiguous(),
+        rotated=rotated)["output"]
+    res["rope_table_error"] = rel(table(), want)
     compiled_rope = torch.compile(rope_eager)
     res["rows"]["llama7b_qkv_rope"] = {
         "gemm": bench(lambda: F.linear(x, wqkv)),
@@ -143,11 +175,13 @@ def main():
         "compile": bench(lambda: compiled_rope(x, wqkv, cos, sin, heads, head_dim)),
         "coda_gemm": bench(lambda: programs["gemm"](x, wqkv)),
         "coda": bench(rope),
+        "coda_periodic": bench(periodic),
+        "coda_table": bench(table),
     }
 
     report(args.out, "gated", res,
            f"{res['device']}, torch {res['torch']}, {res['date']}, M = {m}, bf16, ms "
-           f"(cold compile of 4 programs: {res['compile_s']:.1f} s)")
+           f"(cold compile of 6 programs: {res['compile_s']:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -48,8 +48,8 @@ private:
   Location getLoc(llvm::SMLoc loc);
   /// The argument or result type of a port.
   Type getType(const dsl::ValueType &type);
-  DimsAttr getDims(unsigned dims) {
-    return DimsAttr::get(builder.getContext(), dims);
+  DimsAttr getDims(unsigned dims, unsigned period = 0) {
+    return DimsAttr::get(builder.getContext(), dims, period);
   }
   Value buildNode(OpBuilder &body, GemmOp gemm, const Node &node,
                   ArrayRef<Value> values);
@@ -90,6 +90,9 @@ Type ModuleBuilder::getType(const dsl::ValueType &type) {
   }
   SmallVector<int64_t> shape(getDims(type.dims).getRank(),
                              ShapedType::kDynamic);
+  // N % p: p columns.
+  if (type.period)
+    shape.back() = type.period;
   return RankedTensorType::get(shape, elementType);
 }
 
@@ -194,7 +197,7 @@ OwningOpRef<ModuleOp> ModuleBuilder::build() {
   SmallVector<DimsAttr> inputDims;
   for (const dsl::Port &input : program.inputs) {
     argTypes.push_back(getType(input.type));
-    inputDims.push_back(getDims(input.type.dims));
+    inputDims.push_back(getDims(input.type.dims, input.type.period));
   }
   if (program.numDropouts) {
     argTypes.push_back(builder.getI64Type());

@@ -92,6 +92,8 @@ Token Lexer::lex() {
     return makeToken(Kind::Star, start);
   case '/':
     return makeToken(Kind::Slash, start);
+  case '%':
+    return makeToken(Kind::Percent, start);
   case '-':
     if (current != end && *current == '>') {
       ++current;

@@ -35,6 +35,7 @@ struct Token {
     Minus,
     Star,
     Slash,
+    Percent,
     Arrow,
   };
 

@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/LogicalResult.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir::coda::dsl;
@@ -268,6 +269,18 @@ LogicalResult Parser::parseType(ValueType &type) {
                              "columns is [M, N/2]");
       consume();
       dim = kN | kHalfN;
+    } else if (dim == kN && token.is(Kind::Percent)) {
+      // N % p: p columns, read at column n mod p.
+      consume();
+      double value = token.is(Kind::Number) ? token.number : 0;
+      if (!token.is(Kind::Number) || value < 1 || value > (1 << 30) ||
+          value != static_cast<double>(static_cast<unsigned>(value)) ||
+          !llvm::isPowerOf2_32(static_cast<unsigned>(value)))
+        return emitErrorHere("expected a power of 2 after 'N %': an operand "
+                             "of p columns read at column n mod p is [N % p] "
+                             "or [M, N % p]");
+      type.period = static_cast<unsigned>(value);
+      consume();
     }
     dims.push_back(dim);
   }
@@ -277,7 +290,8 @@ LogicalResult Parser::parseType(ValueType &type) {
   if (!valid)
     return emitError(open,
                      "dimensions must be [M, N], [M] or [N] (or [M, N/2] for "
-                     "an output), or left out for a scalar",
+                     "an output, [N % p] or [M, N % p] for an operand), or "
+                     "left out for a scalar",
                      {open, previousEnd});
   for (unsigned dim : dims)
     type.dims |= dim;

@@ -290,6 +290,13 @@ LogicalResult Analyzer::checkDeclarable(const Declaration &declaration,
                          "' cannot be [M, N/2]: only an output takes the even "
                          "columns; an operand spans [M, N], [M] or [N]",
                      declaration.typeRange);
+  if (isOutput && declaration.type.period)
+    return emitError(declaration.typeRange.Start,
+                     "output '" + name + "' cannot span N % " +
+                         std::to_string(declaration.type.period) +
+                         ": only an operand repeats along the row; an output "
+                         "spans [M, N], [M], [N] or [M, N/2]",
+                     declaration.typeRange);
   if (isOutput && declaration.type.dims == kScalar)
     return emitError(declaration.typeRange.Start,
                      "output '" + name +

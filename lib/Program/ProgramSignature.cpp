@@ -66,7 +66,7 @@ static void findSource(GemmOp gemm, unsigned index, ProgramOutput &output,
           .getArgNumber();
   const ProgramArgument &argument = arguments[argNumber];
   auto type = dyn_cast<RankedTensorType>(argument.type);
-  if (!type || argument.dims != inputDims)
+  if (!type || argument.dims != inputDims || argument.period)
     return;
   if (source == OutputSource::Argument &&
       type.getElementType() != output.type.getElementType())
@@ -178,6 +178,9 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
     else
       entry.name = "arg" + std::to_string(number);
   }
+  for (auto [i, input] : llvm::enumerate(gemm.getInputs()))
+    signature.arguments[cast<BlockArgument>(input).getArgNumber()].period =
+        gemm.getInputDimsAt(i).getPeriod();
 
   for (auto [i, result] : llvm::enumerate(gemm.getResults())) {
     ProgramOutput output;
@@ -236,16 +239,19 @@ int ProgramSignature::findSeed() const {
   return seed >= 0 && arguments[seed].type.isInteger(64) ? seed : -1;
 }
 
-/// The sizes of a tensor spanning `dims` for `problem`, in b, m, n order.
-static SmallVector<int64_t> shapeFor(unsigned dims,
-                                     const ProblemShape &problem) {
+/// The sizes of a tensor spanning `dims` (n mod `period` if not 0) for
+/// `problem`, in b, m, n order.
+static SmallVector<int64_t> shapeFor(unsigned dims, const ProblemShape &problem,
+                                     unsigned period = 0) {
   SmallVector<int64_t> shape;
   if (dims & DimsAttr::kB)
     shape.push_back(problem.batch);
   if (dims & DimsAttr::kM)
     shape.push_back(problem.m);
   if (dims & DimsAttr::kN)
-    shape.push_back((dims & DimsAttr::kHalfN) ? problem.n / 2 : problem.n);
+    shape.push_back(period                      ? period
+                    : (dims & DimsAttr::kHalfN) ? problem.n / 2
+                                                : problem.n);
   return shape;
 }
 
@@ -307,7 +313,7 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
     if (!isa<RankedTensorType>(arg.type) || arg.role == ArgumentRole::A ||
         arg.role == ArgumentRole::B)
       continue;
-    SmallVector<int64_t> expected = shapeFor(arg.dims, problem);
+    SmallVector<int64_t> expected = shapeFor(arg.dims, problem, arg.period);
     if (ArrayRef<int64_t>(shapes[i]) != ArrayRef<int64_t>(expected))
       return error(
           "'" + arg.name + "' has shape " + spellShape(shapes[i]) +

@@ -23,6 +23,11 @@ static std::string describe(const ProgramArgument &arg) {
     os << " matrix";
   else if (tensor)
     os << llvm::StringRef(stringifyDims(arg.dims)).upper();
+  // `[N % p]` as the DSL spells `n mod p`.
+  if (tensor && arg.period) {
+    text.pop_back();
+    os << " % " << arg.period << "]";
+  }
   return text;
 }
 

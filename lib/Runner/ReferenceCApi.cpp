@@ -52,6 +52,7 @@ static llvm::json::Object describeObject(const ProgramSignature &signature,
                            {"role", stringifyArgumentRole(arg.role)},
                            {"type", typeName(arg.type, widened)},
                            {"dims", arg.dims},
+                           {"period", arg.period},
                            {"tensor", isa<RankedTensorType>(arg.type)}});
   for (const ProgramOutput &output : signature.outputs)
     outputs.push_back(

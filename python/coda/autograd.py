@@ -237,13 +237,15 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
         grad_a = _as(_operand_gradient(call, key, "grad_a", grad_acc, b, seed), a.dtype)
     if needs[1]:
         grad_b = _as(_operand_gradient(call, key, "grad_b", grad_acc, a, seed), b.dtype)
-    return grad_a, grad_b, [_as(g, t.dtype) for g, t in zip(input_grads, tensors)]
+    return grad_a, grad_b, [None if g is None else _as(g, t.dtype)
+                            for g, t in zip(input_grads, tensors)]
 
 
 def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, seed, rows,
                        grads, derive="backward"):
-    """[grad_acc, the gradient of each tensor input] of family `key`'s
-    forward on A, B and the epilogue inputs, given the gradients `grads` of
+    """[grad_acc, the gradient of each tensor input (None for one that spans
+    n mod p, which takes none)] of family `key`'s forward on A, B and the
+    epilogue inputs, given the gradients `grads` of
     its outputs (and `rows`: a row loss's saved row statistics, or for
     `derive` "backward_from_saved" everything its saving program saved): its
     derived program `derive` ("backward": the GEMM recomputed), or, when the
@@ -267,12 +269,15 @@ def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, s
         if "grad_" + output["name"] in declared:
             extra_names.append("grad_" + output["name"])
             extra_tensors.append(grad if grad is not None else a.new_zeros(shape, dtype=dtype))
-    names = [*_split(names), *extra_names]
+    input_names = _split(names)
+    names = [*input_names, *extra_names]
     tensors = tensors + extra_tensors
-    given = _given_outputs(backward, a, dict(zip(names, tensors)), types)
-    if given is not None:
-        return given
-    return call(key, derive, a, b, tensors, ",".join(names), scalars, scalar_names, seed)
+    results = _given_outputs(backward, a, dict(zip(names, tensors)), types)
+    if results is None:
+        results = call(key, derive, a, b, tensors, ",".join(names), scalars, scalar_names, seed)
+    # By name: an input that spans n mod p has no gradient (None).
+    by_name = dict(zip(_signature(backward)[2], results))
+    return [by_name["grad_acc"], *(by_name.get("grad_" + name) for name in input_names)]
 
 
 def _given_outputs(program, a, named, types):

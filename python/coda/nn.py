@@ -119,7 +119,8 @@ class Linear(nn.Module):
             else:
                 raise TypeError(f"missing epilogue input '{name}'")
             if arg["tensor"]:
-                tensors.append(value.reshape(-1, self.out_features) if arg["dims"] == 3
+                # [M, N] (or [M, N % p]): the leading dims folded into M.
+                tensors.append(value.reshape(-1, value.shape[-1]) if arg["dims"] == 3
                                else value)
                 names.append(name)
             else:

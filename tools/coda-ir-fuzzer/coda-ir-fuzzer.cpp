@@ -121,17 +121,28 @@ OwningOpRef<ModuleOp> Generator::build() {
     argTypes.push_back(b.getF32Type());
   if (withC)
     argTypes.push_back(b.getF32Type());
-  SmallVector<unsigned> inputMasks;
+  SmallVector<unsigned> inputMasks, inputPeriods;
   unsigned numInputs = in.ConsumeIntegralInRange<unsigned>(0, 3);
   unsigned inputMaskChoices[] = {space, kN, kM, 0, kN | (space & kB)};
   for (unsigned i = 0; i < numInputs; ++i) {
     unsigned mask = inputMaskChoices[in.ConsumeIntegralInRange<int>(0, 4)];
+    // Sometimes p columns read at n mod p.
+    unsigned period = 0;
+    if ((mask & kN) && in.ConsumeBool())
+      period = 1u << in.ConsumeIntegralInRange<unsigned>(0, 7);
     inputMasks.push_back(mask);
-    argTypes.push_back(mask ? Type(tensorOver(mask, pickElementType()))
-                            : b.getF32Type());
+    inputPeriods.push_back(period);
+    RankedTensorType type = tensorOver(mask, pickElementType());
+    if (period) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape.back() = period;
+      type = RankedTensorType::get(shape, type.getElementType());
+    }
+    argTypes.push_back(mask ? Type(type) : b.getF32Type());
   }
   if (withDropout) {
     inputMasks.push_back(0);
+    inputPeriods.push_back(0);
     argTypes.push_back(b.getI64Type());
   }
 
@@ -147,9 +158,9 @@ OwningOpRef<ModuleOp> Generator::build() {
   Value beta = withC ? entry->getArgument(next++) : Value();
   SmallVector<Value> inputs;
   SmallVector<DimsAttr> inputDims;
-  for (unsigned mask : inputMasks) {
+  for (auto [mask, period] : llvm::zip_equal(inputMasks, inputPeriods)) {
     inputs.push_back(entry->getArgument(next++));
-    inputDims.push_back(DimsAttr::get(b.getContext(), mask));
+    inputDims.push_back(DimsAttr::get(b.getContext(), mask, period));
   }
 
   // The epilogue, in a block of its own until the outputs are known.

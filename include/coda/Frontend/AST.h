@@ -39,6 +39,8 @@ enum Dims : unsigned {
 struct ValueType {
   std::optional<ElementType> elementType;
   unsigned dims = kMN;
+  /// `N % p` (an operand of p columns, read at column n mod p): p, else 0.
+  unsigned period = 0;
 };
 
 namespace ast {

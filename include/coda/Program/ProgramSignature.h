@@ -38,6 +38,8 @@ struct ProgramArgument {
   Type type;
   /// The DimsAttr mask the argument spans (A and B: none, C: the output space).
   unsigned dims = 0;
+  /// An input that spans `n mod p`: p (its columns), else 0.
+  unsigned period = 0;
 };
 
 /// What an output's every element is, when the GEMM plays no part in it:

@@ -56,7 +56,10 @@ SmallVector<EpilogueTensor> mlir::coda::getTensors(EpilogueOpInterface op,
     Type type = op.getEpilogueInputType(i);
     bool inAccumulators =
         static_cast<int64_t>(i) == biasInput && arg.hasOneUse();
-    if (isa<RankedTensorType>(type) && !arg.use_empty() && !inAccumulators)
+    // An input that spans n mod p is read element by element
+    // (EpilogueBuilder::loadPeriodic).
+    if (isa<RankedTensorType>(type) && !arg.use_empty() && !inAccumulators &&
+        !op.getInputDimsAt(i).isPeriodic())
       tensors.push_back({values.inputs[i], getElementType(type),
                          dims.getMask(arg), /*isOutput=*/false});
   }
@@ -65,7 +68,7 @@ SmallVector<EpilogueTensor> mlir::coda::getTensors(EpilogueOpInterface op,
 
 Value mlir::coda::getLinearIndex(KernelBuilder &b, const KernelValues &values,
                                  unsigned mask, Value batch, Value row,
-                                 Value col) {
+                                 Value col, unsigned period) {
   Value index;
   auto append = [&](Value coord, Value size) {
     index = index ? b.add(b.mul(index, b.wide(size)), b.wide(coord))
@@ -75,7 +78,9 @@ Value mlir::coda::getLinearIndex(KernelBuilder &b, const KernelValues &values,
     append(batch, values.batchCount);
   if (mask & DimsAttr::kM)
     append(row, values.m);
-  if (mask & DimsAttr::kHalfN)
+  if (period)
+    append(b.andi(col, b.i32(period - 1)), b.i32(period));
+  else if (mask & DimsAttr::kHalfN)
     append(b.shru(col, b.i32(1)), b.shru(values.n, b.i32(1)));
   else if (mask & DimsAttr::kN)
     append(col, values.n);
@@ -252,9 +257,14 @@ Value EpilogueBuilder::at(Value v, int64_t h, int64_t c) {
   } else if (auto arg = dyn_cast<BlockArgument>(v)) {
     unsigned i = arg.getArgNumber() - 1;
     auto type = dyn_cast<RankedTensorType>(op.getEpilogueInputType(i));
-    define(v, h, c,
-           type ? loadInput(values.inputs[i], type.getElementType(), mask, h, c)
-                : values.inputs[i]);
+    DimsAttr inputDims = op.getInputDimsAt(i);
+    define(
+        v, h, c,
+        !type ? values.inputs[i]
+        : inputDims.isPeriodic()
+            ? loadPeriodic(arg, type.getElementType(), mask,
+                           inputDims.getPeriod(), h, c)
+            : loadInput(values.inputs[i], type.getElementType(), mask, h, c));
   } else if (v.getDefiningOp() == biasAdd) {
     // The accumulators started at the bias: they hold the sum.
     define(v, h, c,

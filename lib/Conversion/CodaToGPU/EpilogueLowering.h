@@ -201,6 +201,11 @@ private:
   /// output); along n, from its column group (loadGroup).
   Value loadInput(Value pointer, Type elementType, unsigned mask, int64_t h,
                   int64_t c);
+  /// Loads the slot of epilogue input `arg`, which spans n mod `period`
+  /// (within `mask`), as f32: its column col mod period, whatever the slot's
+  /// bounds (the values outside the output are never written).
+  Value loadPeriodic(BlockArgument arg, Type elementType, unsigned mask,
+                     unsigned period, int64_t h, int64_t c);
   /// The 4 pairs (raw, see packPair) of column group `group` at row slot h
   /// of a tensor spanning n, issued the first time they are asked for
   /// (issueGroup).
@@ -356,9 +361,11 @@ SmallVector<EpilogueTensor> getTensors(EpilogueOpInterface op,
                                        const EpilogueDims &dims);
 
 /// The element offset of (batch, row, col) in a dense tensor spanning `mask`
-/// (`row` may be null when it does not span m).
+/// (`row` may be null when it does not span m); with a `period`, of p
+/// columns read at col mod p (a power of 2).
 Value getLinearIndex(KernelBuilder &b, const KernelValues &values,
-                     unsigned mask, Value batch, Value row, Value col);
+                     unsigned mask, Value batch, Value row, Value col,
+                     unsigned period = 0);
 
 /// The column tiles of a row, ceil(N / tileN) (i32).
 Value countColumnTiles(KernelBuilder &b, const KernelValues &values,

@@ -222,6 +222,41 @@ Value EpilogueBuilder::loadInput(Value pointer, Type elementType, unsigned mask,
   return c % 2 ? second : first;
 }
 
+Value EpilogueBuilder::loadPeriodic(BlockArgument arg, Type elementType,
+                                    unsigned mask, unsigned period, int64_t h,
+                                    int64_t c) {
+  // Where every tile starts at a multiple of the period, the slots of a
+  // thread whose columns are whole periods apart read one element: the
+  // first of them loads it, the others share its value (and what is
+  // computed from it alone). Only in an interior tile: a checked tile walks
+  // its groups in order, and the shared values, held across it, spilled.
+  // A period of 32 columns would hold them across the whole tile; shorter
+  // ones share within their group of 32 columns.
+  if (interior && !halfN && period >= 8 && plan.getTileN() % period == 0 &&
+      period != 32) {
+    int64_t span = std::min<int64_t>(period, 32) / 4; // slots of a period
+    int64_t first = period >= 64
+                        ? c % (period / 4)
+                        : 8 * (c / 8) + 2 * ((c % 8 / 2) % (span / 2)) + c % 2;
+    if (first != c)
+      return at(arg, h, first);
+  }
+  // Rows past M (in a tile at the bottom edge) read row M - 1: their
+  // values are never written.
+  Value row = rows[h];
+  if ((mask & DimsAttr::kM) && !interior)
+    row = arith::MinUIOp::create(b, row, b.sub(values.m, b.i32(1)));
+  Value pointer = values.inputs[arg.getArgNumber() - 1];
+  Value element =
+      LLVM::LoadOp::create(b, elementType,
+                           b.gep(pointer, elementType,
+                                 getLinearIndex(b, values, mask, values.batch,
+                                                row, cols[c], period)));
+  if (elementType.isF32())
+    return element;
+  return arith::ExtFOp::create(b, b.getF32Type(), element);
+}
+
 void EpilogueBuilder::prefetchGroup(int64_t group, int64_t h) {
   for (const EpilogueTensor &tensor :
        getTensors(op, plan.getBiasInput(), values, dims)) {

@@ -314,7 +314,8 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
           isa<RankedTensorType>(
               op.getInputs()[arg.getArgNumber() - 1].getType()) &&
           (dims.getMask(arg) & DimsAttr::kN) &&
-          !(dims.getMask(arg) & DimsAttr::kM)) {
+          !(dims.getMask(arg) & DimsAttr::kM) &&
+          !op.getInputDimsAt(arg.getArgNumber() - 1).isPeriodic()) {
         plan.biasAdd = add;
         plan.biasInput = arg.getArgNumber() - 1;
       }

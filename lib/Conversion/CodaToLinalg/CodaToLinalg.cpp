@@ -72,6 +72,9 @@ private:
   /// `value` as a tensor or scalar of the compute type, converting if
   /// needed.
   Value asF32(Value value, unsigned mask);
+  /// An input that spans `n mod period` (`mask` with n) as a tensor of the
+  /// compute type over the dims of `mask`: column n its column n mod period.
+  Value expandPeriodic(Value value, unsigned mask, unsigned period);
   /// A clone of the epilogue op `inner` on `args`, computing in the compute
   /// type.
   Operation *cloneInComputeType(OpBuilder &b, Operation &inner,
@@ -199,6 +202,32 @@ Value GemmLowering::asF32(Value value, unsigned mask) {
                             return SmallVector<Value>{
                                 arith::ExtFOp::create(b, l, f32, args[0])};
                           })[0];
+}
+
+Value GemmLowering::expandPeriodic(Value value, unsigned mask,
+                                   unsigned period) {
+  SmallVector<AffineExpr> results;
+  for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN}) {
+    if (!(mask & bit))
+      continue;
+    AffineExpr dim = rewriter.getAffineDimExpr(positionIn(mask, bit));
+    results.push_back(bit == DimsAttr::kN ? dim % period : dim);
+  }
+  AffineMap periodic =
+      AffineMap::get(llvm::popcount(mask), 0, results, rewriter.getContext());
+  Value out = emptyTensor(mask, f32);
+  SmallVector<utils::IteratorType> iterators(llvm::popcount(mask),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{out.getType()}, ValueRange{value},
+      ValueRange{out}, ArrayRef<AffineMap>{periodic, operandMap(mask, mask)},
+      iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+        Value element = args[0];
+        if (element.getType() != f32)
+          element = arith::ExtFOp::create(b, l, f32, element);
+        linalg::YieldOp::create(b, l, element);
+      });
+  return generic.getResult(0);
 }
 
 Value GemmLowering::sizeAsF32(unsigned bit) {
@@ -637,8 +666,12 @@ LogicalResult GemmLowering::lower(ValueRange operands, TypeRange resultTypes) {
                                                   adaptor.getBeta()),
                                  space};
   for (auto [i, input] : llvm::enumerate(adaptor.getInputs())) {
-    unsigned mask = op.getInputDimsAt(i).getMask();
-    values[op.getInputArg(i)] = {asF32(input, mask), mask};
+    DimsAttr dims = op.getInputDimsAt(i);
+    unsigned mask = dims.getMask();
+    values[op.getInputArg(i)] = {
+        dims.isPeriodic() ? expandPeriodic(input, mask, dims.getPeriod())
+                          : asF32(input, mask),
+        mask};
   }
 
   dims.emplace(op);

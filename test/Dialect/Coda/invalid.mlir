@@ -449,7 +449,7 @@ func.func @outside(%x: f32) -> f32 {
 // -----
 
 func.func @dims_order(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{expected dims to be a subset of [b, m, n] (or n/2) in that order, got 'm'}}
+  // expected-error @+1 {{expected dims to be a subset of [b, m, n] (or n/2, n mod p) in that order, got 'm'}}
   %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [n, m]) {
   ^bb0(%acc: f32):
     coda.yield %acc : f32
@@ -578,6 +578,50 @@ func.func @group_width(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<
 func.func @half_input(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<8x16xf32>) -> tensor<8x32xf32> {
   // expected-error @+1 {{'coda.gemm' op epilogue input #0 spans [m, n/2]; only an output may span n/2 (an input spans n, every column)}}
   %0 = coda.gemm %a, %b ins(%g : tensor<8x16xf32> [m, n/2]) : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @period_not_power_of_2(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>, %f: tensor<48xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{expected a power of 2 after 'n mod', got 48}}
+  %0 = coda.gemm %a, %b ins(%f : tensor<48xf32> [n mod 48]) : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @period_size(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>, %f: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op epilogue input #0 ('tensor<8x32xf32>') spans n mod 64 but has size 32 along it; expected 64}}
+  %0 = coda.gemm %a, %b ins(%f : tensor<8x32xf32> [m, n mod 64]) : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @period_output(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x64xf32> {
+  // expected-error @+1 {{'coda.gemm' op output #0 spans [m, n mod 64]; only an input may span n mod p (an output spans n, n/2 or neither)}}
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x64xf32> [m, n mod 64]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @period_half_accumulator(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>, %f: tensor<64xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op epilogue input #0 spans [n mod 64]; an accumulator [m, n/2] takes no input that spans n mod p}}
+  %0 = coda.gemm %a, %b transpose_b accumulator [m, n/2] ins(%f : tensor<64xf32> [n mod 64]) : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x32xf32> [m, n]) {
   ^bb0(%acc: f32, %x: f32):
     coda.yield %acc : f32
   }

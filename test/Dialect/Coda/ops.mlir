@@ -119,6 +119,20 @@ func.func @accumulator_half_n(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>, %s:
   return %0 : tensor<8x32xbf16>
 }
 
+// Inputs that repeat along the row: 64 columns read at n mod 64, a table of
+// 128 columns per row.
+// CHECK-LABEL: func.func @periodic_inputs
+// CHECK:         coda.gemm %{{.*}}, %{{.*}} ins(%{{.*}} : tensor<64xf32> [n mod 64], %{{.*}} : tensor<?x128xbf16> [m, n mod 128]) : tensor<?x16xbf16>, tensor<16x?xbf16> -> (tensor<?x?xbf16> [m, n])
+func.func @periodic_inputs(%a: tensor<?x16xbf16>, %b: tensor<16x?xbf16>, %f: tensor<64xf32>, %t: tensor<?x128xbf16>) -> tensor<?x?xbf16> {
+  %0 = coda.gemm %a, %b ins(%f : tensor<64xf32> [n mod 64], %t : tensor<?x128xbf16> [m, n mod 128]) : tensor<?x16xbf16>, tensor<16x?xbf16> -> (tensor<?x?xbf16> [m, n]) {
+  ^bb0(%acc: f32, %x: f32, %y: f32):
+    %1 = arith.mulf %acc, %x : f32
+    %2 = arith.addf %1, %y : f32
+    coda.yield %2 : f32
+  }
+  return %0 : tensor<?x?xbf16>
+}
+
 // A gated output of the even columns, partner columns and coordinates.
 // CHECK-LABEL: func.func @positions
 // CHECK:         coda.gemm {{.*}} -> (tensor<4x8x16xbf16> [b, m, n/2], tensor<4x8x32xf32> [b, m, n])

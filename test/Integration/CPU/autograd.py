@@ -62,13 +62,16 @@ def check(name, source, shapes=None, seed=1234):
             scalar_names.append(arg["name"])  # a scalar: a constant of the step
         if arg["role"] != "input" or not arg["tensor"]:
             continue
-        shape = [size for bit, size in ((2, M), (1, N)) if arg["dims"] & bit]
+        # An input of p columns read at n mod p (`N % p`) takes no gradient.
+        period = arg.get("period", 0)
+        shape = [size for bit, size in ((2, M), (1, period or N)) if arg["dims"] & bit]
         names.append(arg["name"])
         tensors.append(torch.randn(shape, dtype=torch.float64))
+        tensors[-1].periodic = bool(period)
     full = [i for i, output in enumerate(program.outputs) if output["dims"] == 3]
     derive = "" if full else "saving"
     if full:
-        tensors = [t.requires_grad_() for t in tensors]
+        tensors = [t if t.periodic else t.requires_grad_() for t in tensors]
     else:
         full = [i for i, output in enumerate(program.outputs) if output["dims"] == 2]
     assert full, f"{name}: no output to check"
@@ -135,6 +138,20 @@ for name, expression in BUILTINS.items():
     source = (f"EPILOGUE {name}(v: f32[N], r: f32[M, N], w: f32[M]) {{\n"
               f"  x = input + v;\n  p = x * x + 1;\n  output = {expression} + r;\n}}\n")
     check("builtin " + name, source)
+
+# Inputs that repeat along the row (`N % p`, read through detach: a rotary
+# embedding's frequencies or cos/sin table) take no gradient; the others do.
+check("periodic inputs", "EPILOGUE periodic(v: f32[N], r: f32[M, N], f: f32[N % 4],\n"
+      "                  t: f32[M, N % 2]) {\n  x = input + v;\n"
+      "  output = x * cos(x * detach(f)) + detach(t) * partner(x, 1) + r;\n}\n")
+periodic = ProgramFamily("EPILOGUE periodic(f: f32[N % 2]) {\n  output = input * f;\n}\n")
+expect_error("a gradient through an input that spans n mod p",
+             lambda: run(periodic.key, "", torch.randn(M, K, dtype=torch.float64,
+                                                       requires_grad=True),
+                         torch.randn(N, K, dtype=torch.float64), [torch.randn(2, dtype=torch.float64)],
+                         "f", [], "", torch.tensor(0))[0].sum().backward(),
+             CodaError, lambda message: "cannot derive the gradient of epilogue input 'f', "
+             "which spans [n mod 2]" in message, "periodic gradient error")
 
 # coda.nn.Linear in float32 on the CPU reference against PyTorch autograd.
 lin = Linear(K, N, epilogue="EPILOGUE mlp(bias: f32[N]) {\n  output = gelu(input + bias);\n}\n")

@@ -6,8 +6,9 @@
 # gated outputs of the even columns ([M, N/2], bf16 and f32, with and
 # without the pre-activation), partners at every distance from 1 to 64 (in
 # the thread's fragment, and one shuffle away for 2 and 4), coordinates, and
-# both rotary embeddings, reductions over groups of columns (per-head
-# statistics). coda-run --device cuda --check poisons the outputs
+# both rotary embeddings, inputs that repeat along the row (N % p: a rotary
+# embedding's frequencies or cos/sin table), reductions over groups of
+# columns (per-head statistics). coda-run --device cuda --check poisons the outputs
 # with NaN and compares them with the CPU reference; here they are also
 # compared with fp64 numpy.
 
@@ -100,6 +101,42 @@ for m, n, k in ((333, 390, 200), (129, 1000, 72), (520, 264, 64)):
         angle = (pos[:, None] * inv_freq[None, :]).astype(np.float32).astype(np.float64)
         want = acc * np.cos(angle) + partner(acc, d) * sign * np.sin(angle)
         ref.check(f"rope distance {d} {m}x{n}x{k}", outs["output"], want, "bf16")
+
+# Inputs that repeat along the row (`N % p`): the rotary embedding from the
+# 64 inverse frequencies of a 128-column head and its sign, V's columns
+# (past 2 x 128) left as they are; from a cos/sin table per row; and
+# periods that do not divide the tile (4, 256).
+PERIODIC = program("periodic", """
+EPILOGUE periodic(pos: f32[M], inv_freq: f32[N % 64], sign: f32[N % 128], rotated: f32[N],
+                  cos_t: bf16[M, N % 64], sin_t: bf16[M, N % 64], t4: f32[N % 4],
+                  t256: bf16[N % 256]) -> (rope: bf16[M, N], table: f32[M, N]) {
+  angle = pos * inv_freq;
+  turned = input * cos(angle) + partner(input, 64) * sign * sin(angle);
+  rope = input + rotated * (turned - input);
+  table = input * cos_t + partner(input, 64) * sign * sin_t + t4 * t256;
+}
+""")
+
+for m, n, k in ((333, 390, 200), (129, 1000, 72), (520, 256, 64)):
+    arrays = {"a": random(rng, m, k), "b": random(rng, n, k) / np.float32(np.sqrt(k))}
+    acc = gemm(arrays)
+    column = np.arange(n)
+    pos = (np.arange(m) % 300).astype(np.float32)
+    inv_freq = (10000.0 ** -(np.arange(64) / 64.0)).astype(np.float32)
+    sign = np.where(np.arange(128) < 64, -1.0, 1.0).astype(np.float32)
+    arrays.update(pos=pos, inv_freq=inv_freq, sign=sign,
+                  rotated=(column < 256).astype(np.float32),
+                  cos_t=random(rng, m, 64), sin_t=random(rng, m, 64), t4=random(rng, 4),
+                  t256=random(rng, 256))
+    outs = run_program(PERIODIC, arrays, ["rope", "table"], device="cuda", extra=["--check"])
+    angle = (pos[:, None] * inv_freq[column % 64][None, :]).astype(np.float32).astype(np.float64)
+    turned = acc * np.cos(angle) + partner(acc, 64) * sign[column % 128] * np.sin(angle)
+    want = np.where(column < 256, turned, acc)
+    ref.check(f"periodic rope {m}x{n}x{k}", outs["rope"], want, "bf16")
+    cos_t, sin_t = (ref.round_bf16(arrays[t]) for t in ("cos_t", "sin_t"))
+    want = (acc * cos_t[:, column % 64] + partner(acc, 64) * sign[column % 128] * sin_t[:, column % 64]
+            + arrays["t4"][column % 4] * ref.round_bf16(arrays["t256"])[column % 256])
+    ref.check(f"periodic table {m}x{n}x{k}", outs["table"], want, "f32")
 
 # Group reductions (per-head statistics): QK-norm's mean of squares over
 # 128-column heads, and groups of 64, 8, 4 and 2 columns; the last group of

@@ -50,8 +50,10 @@ constexpr std::pair<const char *, unsigned> kDimNames[] = {
     {"b", DimsAttr::kB}, {"m", DimsAttr::kM}, {"n", DimsAttr::kN}};
 } // namespace
 
-ParseResult mlir::coda::parseDimsList(AsmParser &parser, unsigned &mask) {
+ParseResult mlir::coda::parseDimsList(AsmParser &parser, unsigned &mask,
+                                      unsigned &period) {
   mask = 0;
+  period = 0;
   unsigned next = 0; // index into kDimNames of the first dim still allowed
   return parser.parseCommaSeparatedList(
       AsmParser::Delimiter::Square, [&]() -> ParseResult {
@@ -64,8 +66,21 @@ ParseResult mlir::coda::parseDimsList(AsmParser &parser, unsigned &mask) {
             continue;
           mask |= kDimNames[i].second;
           next = i + 1;
-          if (kDimNames[i].second != DimsAttr::kN ||
-              failed(parser.parseOptionalSlash()))
+          if (kDimNames[i].second != DimsAttr::kN)
+            return success();
+          if (succeeded(parser.parseOptionalKeyword("mod"))) {
+            // n mod p: p columns, repeated along the row.
+            SMLoc periodLoc = parser.getCurrentLocation();
+            int64_t value;
+            if (parser.parseInteger(value))
+              return failure();
+            if (value <= 0 || !llvm::isPowerOf2_64(value) || value > (1 << 30))
+              return parser.emitError(periodLoc)
+                     << "expected a power of 2 after 'n mod', got " << value;
+            period = static_cast<unsigned>(value);
+            return success();
+          }
+          if (failed(parser.parseOptionalSlash()))
             return success();
           // n/2: the even columns, compacted.
           SMLoc halfLoc = parser.getCurrentLocation();
@@ -79,13 +94,13 @@ ParseResult mlir::coda::parseDimsList(AsmParser &parser, unsigned &mask) {
           return success();
         }
         return parser.emitError(loc)
-               << "expected dims to be a subset of [b, m, n] (or n/2) in that "
-                  "order, got '"
+               << "expected dims to be a subset of [b, m, n] (or n/2, n mod "
+                  "p) in that order, got '"
                << name << "'";
       });
 }
 
-std::string mlir::coda::stringifyDims(unsigned mask) {
+std::string mlir::coda::stringifyDims(unsigned mask, unsigned period) {
   std::string text = "[";
   for (auto [name, bit] : kDimNames) {
     if (!(mask & bit))
@@ -95,8 +110,14 @@ std::string mlir::coda::stringifyDims(unsigned mask) {
     text += name;
     if (bit == DimsAttr::kN && (mask & DimsAttr::kHalfN))
       text += "/2";
+    if (bit == DimsAttr::kN && period)
+      text += " mod " + std::to_string(period);
   }
   return text + "]";
+}
+
+std::string mlir::coda::stringifyDims(DimsAttr dims) {
+  return stringifyDims(dims.getMask(), dims.getPeriod());
 }
 
 unsigned mlir::coda::getDimsRank(unsigned mask) {
@@ -118,13 +139,13 @@ unsigned mlir::coda::getDimsBit(OutputDim dim) {
 unsigned DimsAttr::getRank() const { return getDimsRank(getMask()); }
 
 Attribute DimsAttr::parse(AsmParser &parser, Type) {
-  unsigned mask;
-  if (parser.parseLess() || parseDimsList(parser, mask) ||
+  unsigned mask, period;
+  if (parser.parseLess() || parseDimsList(parser, mask, period) ||
       parser.parseGreater())
     return {};
-  return DimsAttr::get(parser.getContext(), mask);
+  return DimsAttr::get(parser.getContext(), mask, period);
 }
 
 void DimsAttr::print(AsmPrinter &printer) const {
-  printer << "<" << stringifyDims(getMask()) << ">";
+  printer << "<" << stringifyDims(*this) << ">";
 }

@@ -139,13 +139,21 @@ static bool isSupportedOperandType(Type type) {
 /// Checks that a tensor spanning `mask` agrees with the GEMM's static sizes.
 static LogicalResult verifySizes(GemmOp op, RankedTensorType type,
                                  unsigned mask, const GemmSizes &sizes,
-                                 const Twine &what) {
+                                 const Twine &what, unsigned period = 0) {
   unsigned index = 0;
   for (auto [bit, name, sizeName] : kOutputDims) {
     if (!(mask & bit))
       continue;
     int64_t size = type.getDimSize(index++);
     int64_t expected = sizes.get(bit);
+    if (bit == DimsAttr::kN && period) {
+      // n mod p: p columns, whatever N is.
+      if (conflict(size, period))
+        return op.emitOpError()
+               << what << " (" << type << ") spans n mod " << period
+               << " but has size " << size << " along it; expected " << period;
+      continue;
+    }
     if (bit == DimsAttr::kN && (mask & DimsAttr::kHalfN) &&
         !ShapedType::isDynamic(expected)) {
       if (expected % 2)
@@ -220,10 +228,10 @@ ParseResult GemmOp::parse(OpAsmParser &parser, OperationState &result) {
                         builder.getUnitAttr());
   if (succeeded(parser.parseOptionalKeyword("accumulator"))) {
     SMLoc loc = parser.getCurrentLocation();
-    unsigned mask;
-    if (parseDimsList(parser, mask))
+    unsigned mask, period;
+    if (parseDimsList(parser, mask, period))
       return failure();
-    if (mask != (DimsAttr::kM | DimsAttr::kN | DimsAttr::kHalfN))
+    if (mask != (DimsAttr::kM | DimsAttr::kN | DimsAttr::kHalfN) || period)
       return parser.emitError(loc)
              << "the accumulator may only be declared [m, n/2] (the product "
                 "at the even columns), got "
@@ -261,10 +269,10 @@ ParseResult GemmOp::parse(OpAsmParser &parser, OperationState &result) {
           parser.parseColonType(type))
         return failure();
       inputTypes.push_back(type);
-      unsigned mask = 0;
-      if (isa<ShapedType>(type) && parseDimsList(parser, mask))
+      unsigned mask = 0, period = 0;
+      if (isa<ShapedType>(type) && parseDimsList(parser, mask, period))
         return failure();
-      inputDims.push_back(DimsAttr::get(builder.getContext(), mask));
+      inputDims.push_back(DimsAttr::get(builder.getContext(), mask, period));
       return success();
     };
     if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Paren,
@@ -276,11 +284,11 @@ ParseResult GemmOp::parse(OpAsmParser &parser, OperationState &result) {
   Type aType, bType;
   SmallVector<Attribute> resultDims;
   auto parseResult = [&]() -> ParseResult {
-    unsigned mask;
+    unsigned mask, period;
     if (parser.parseType(result.types.emplace_back()) ||
-        parseDimsList(parser, mask))
+        parseDimsList(parser, mask, period))
       return failure();
-    resultDims.push_back(DimsAttr::get(builder.getContext(), mask));
+    resultDims.push_back(DimsAttr::get(builder.getContext(), mask, period));
     return success();
   };
   if (parser.parseColonType(aType) || parser.parseComma() ||
@@ -334,7 +342,7 @@ void GemmOp::print(OpAsmPrinter &p) {
         p << ", ";
       p << input << " : " << input.getType();
       if (isa<ShapedType>(input.getType()))
-        p << " " << stringifyDims(getInputDimsAt(i).getMask());
+        p << " " << stringifyDims(getInputDimsAt(i));
     }
     p << ")";
   }
@@ -342,7 +350,7 @@ void GemmOp::print(OpAsmPrinter &p) {
   for (auto [i, type] : llvm::enumerate(getResultTypes())) {
     if (i)
       p << ", ";
-    p << type << " " << stringifyDims(getResultDimsAt(i).getMask());
+    p << type << " " << stringifyDims(getResultDimsAt(i));
   }
   p << ")";
   p.printOptionalAttrDictWithKeyword(
@@ -418,6 +426,7 @@ LogicalResult GemmOp::verify() {
                          << " input_dims";
   for (auto [i, input] : llvm::enumerate(getInputs())) {
     unsigned mask = getInputDimsAt(i).getMask();
+    unsigned period = getInputDimsAt(i).getPeriod();
     std::string what = "epilogue input #" + std::to_string(i);
     auto tensorType = dyn_cast<RankedTensorType>(input.getType());
     if (!tensorType) {
@@ -426,9 +435,9 @@ LogicalResult GemmOp::verify() {
         return emitOpError() << what << " has type " << type
                              << "; a scalar input must be f32 (or i64 for a "
                                 "dropout seed)";
-      if (mask != 0)
+      if (mask != 0 || period != 0)
         return emitOpError() << "scalar " << what << " must span [], not "
-                             << stringifyDims(mask);
+                             << stringifyDims(mask, period);
       continue;
     }
     if (tensorType.getRank() == 0)
@@ -443,12 +452,22 @@ LogicalResult GemmOp::verify() {
       return emitOpError() << what << " spans " << stringifyDims(mask)
                            << "; only an output may span n/2 (an input spans "
                               "n, every column)";
+    if (period && !(mask & DimsAttr::kN))
+      return emitOpError() << what << " has a period of " << period
+                           << " columns but does not span n";
+    if (period && !llvm::isPowerOf2_32(period))
+      return emitOpError() << what << " spans n mod " << period
+                           << "; the period must be a power of 2";
+    if (period && getAccumulatorHalfN())
+      return emitOpError() << what << " spans " << stringifyDims(mask, period)
+                           << "; an accumulator [m, n/2] takes no input that "
+                              "spans n mod p";
     if (static_cast<int64_t>(getDimsRank(mask)) != tensorType.getRank())
-      return emitOpError() << what << " spans " << stringifyDims(mask)
+      return emitOpError() << what << " spans " << stringifyDims(mask, period)
                            << " but has rank " << tensorType.getRank();
     if ((mask & DimsAttr::kB) && !batched)
       return emitOpError() << what << " spans b, but the GEMM is not batched";
-    if (failed(verifySizes(*this, tensorType, mask, sizes, what)))
+    if (failed(verifySizes(*this, tensorType, mask, sizes, what, period)))
       return failure();
   }
 
@@ -465,6 +484,10 @@ LogicalResult GemmOp::verify() {
       return emitOpError() << what << " has element type "
                            << type.getElementType()
                            << "; expected f32, bf16 or f16";
+    if (unsigned period = getResultDimsAt(i).getPeriod())
+      return emitOpError() << what << " spans " << stringifyDims(mask, period)
+                           << "; only an input may span n mod p (an output "
+                              "spans n, n/2 or neither)";
     if (!(mask & (DimsAttr::kM | DimsAttr::kN)))
       return emitOpError() << what << " spans " << stringifyDims(mask)
                            << "; an output must span m, n or both";

@@ -347,7 +347,9 @@ void appendGradientResults(Forward &forward, SmallVector<Slot> &slots,
   dims.push_back(DimsAttr::get(context, kSpace));
   for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs())) {
     auto type = dyn_cast<RankedTensorType>(input.getType());
-    if (!type)
+    // An input that spans n mod p takes no gradient (fillEpilogueGradient
+    // refuses one that would need it).
+    if (!type || forward.gemm.getInputDimsAt(i).isPeriodic())
       continue;
     unsigned mask = forward.gemm.getInputDimsAt(i).getMask();
     auto arg = cast<BlockArgument>(input);
@@ -388,11 +390,26 @@ LogicalResult fillEpilogueGradient(Forward &forward, GemmOp gemm,
           ? (*adjoints)[0].element
           : arith::ConstantOp::create(b, gemm.getLoc(), b.getF32FloatAttr(0.0))
                 .getResult()};
-  for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs()))
-    if (isa<RankedTensorType>(input.getType()))
+  for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs())) {
+    if (!isa<RankedTensorType>(input.getType()))
+      continue;
+    DimsAttr dims = forward.gemm.getInputDimsAt(i);
+    const Adjoint &adjoint = (*adjoints)[i + 1];
+    if (!dims.isPeriodic()) {
       yielded.push_back(
-          reduceToInput(b, gemm.getLoc(), (*adjoints)[i + 1],
-                        forward.gemm.getInputDimsAt(i).getMask()));
+          reduceToInput(b, gemm.getLoc(), adjoint, dims.getMask()));
+      continue;
+    }
+    if (adjoint.element || adjoint.row)
+      return forward.gemm.emitError()
+             << "cannot derive the gradient of epilogue input '"
+             << forward.signature
+                    .arguments[cast<BlockArgument>(input).getArgNumber()]
+                    .name
+             << "', which spans " << stringifyDims(dims)
+             << " (its columns repeat along the row): detach it where it is "
+                "read (detach(...)), or declare it spanning n";
+  }
   finishEpilogue(gemm, yielded);
   return success();
 }

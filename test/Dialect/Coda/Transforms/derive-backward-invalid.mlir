@@ -176,3 +176,15 @@ func.func @two_gated(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>)
   }
   return %0#0, %0#1 : tensor<?x128xbf16>, tensor<?x128xbf16>
 }
+
+// -----
+
+func.func @periodic_gradient(%x: tensor<?x64xbf16>, %w: tensor<64x256xbf16>, %freq: tensor<64xf32> {coda.name = "freq"}) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{cannot derive the gradient of epilogue input 'freq', which spans [n mod 64] (its columns repeat along the row): detach it where it is read (detach(...)), or declare it spanning n}}
+  %0 = coda.gemm %x, %w ins(%freq : tensor<64xf32> [n mod 64]) : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32, %f: f32):
+    %1 = arith.mulf %acc, %f : f32
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}

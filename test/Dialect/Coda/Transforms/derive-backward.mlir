@@ -463,3 +463,21 @@ func.func @earlier_backward(%x: tensor<?x64xbf16>, %w: tensor<64x256xbf16>) -> t
   }
   return %0 : tensor<?x256xbf16>
 }
+
+// -----
+
+// An input that spans n mod p, read only through detach: it takes no
+// gradient, so the backward has none for it (grad_acc and the row input's).
+// CHECK-LABEL: func.func @periodic_backward
+// CHECK-SAME:    -> (tensor<?x256xbf16> {coda.name = "grad_acc"}, tensor<?xf32> {coda.name = "grad_pos"})
+func.func @periodic(%x: tensor<?x64xbf16>, %w: tensor<64x256xbf16>, %pos: tensor<?xf32> {coda.name = "pos"}, %freq: tensor<64xf32> {coda.name = "freq"}) -> (tensor<?x256xbf16> {coda.name = "output"}) {
+  %0 = coda.gemm %x, %w ins(%pos : tensor<?xf32> [m], %freq : tensor<64xf32> [n mod 64]) : tensor<?x64xbf16>, tensor<64x256xbf16> -> (tensor<?x256xbf16> [m, n]) {
+  ^bb0(%acc: f32, %p: f32, %f: f32):
+    %1 = coda.detach %f
+    %2 = arith.mulf %p, %1 : f32
+    %3 = math.cos %2 : f32
+    %4 = arith.mulf %acc, %3 : f32
+    coda.yield %4 : f32
+  }
+  return %0 : tensor<?x256xbf16>
+}

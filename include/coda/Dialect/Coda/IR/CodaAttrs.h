@@ -29,11 +29,16 @@ class AsmParser;
 class AsmPrinter;
 namespace coda {
 
-/// Parses a dims list such as `[b, m, n]`, `[n]` or `[]` into a DimsAttr mask.
-ParseResult parseDimsList(AsmParser &parser, unsigned &mask);
+/// Parses a dims list such as `[b, m, n]`, `[n]`, `[m, n mod 64]` or `[]`
+/// into a DimsAttr mask and period (0 unless `n mod p`).
+ParseResult parseDimsList(AsmParser &parser, unsigned &mask, unsigned &period);
 
-/// Spells a DimsAttr mask as a dims list such as `[m, n]` or `[m, n/2]`.
-std::string stringifyDims(unsigned mask);
+/// Spells a DimsAttr mask (and period) as a dims list such as `[m, n]`,
+/// `[m, n/2]` or `[n mod 64]`.
+std::string stringifyDims(unsigned mask, unsigned period = 0);
+
+/// Spells `dims` as stringifyDims(mask, period) does.
+std::string stringifyDims(DimsAttr dims);
 
 /// The number of dims a DimsAttr mask spans: the rank of a tensor with them.
 unsigned getDimsRank(unsigned mask);

@@ -26,12 +26,26 @@ def Coda_DimsAttr : AttrDef<Coda_Dialect, "Dims"> {
     `j` of an `N / 2`-wide tensor (a gated activation whose gate and up
     columns alternate: `[m, n/2]`). N must then be even.
 
+    An input may span `n mod p` in place of `n` (p a power of 2): it holds p
+    columns, and column `n` of the output space reads its column `n mod p`
+    (a table repeated along the row: a rotary embedding's per-head inverse
+    frequencies `[n mod 64]`, or its cos/sin table `[m, n mod 128]`). `period`
+    is p, 0 for a tensor that spans every column.
+
     ```mlir
     #coda.dims<[m, n]>
     #coda.dims<[m, n/2]>
+    #coda.dims<[m, n mod 128]>
     ```
   }];
-  let parameters = (ins "unsigned":$mask);
+  let parameters = (ins "unsigned":$mask,
+                        DefaultValuedParameter<"unsigned", "0">:$period);
+  let builders = [
+    AttrBuilder<(ins "unsigned":$mask, CArg<"unsigned", "0">:$period), [{
+      return $_get($_ctxt, mask, period);
+    }]>
+  ];
+  let skipDefaultBuilders = 1;
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     static constexpr unsigned kN = 1, kM = 2, kB = 4;
@@ -41,6 +55,8 @@ def Coda_DimsAttr : AttrDef<Coda_Dialect, "Dims"> {
     bool hasM() const { return getMask() & kM; }
     bool hasN() const { return getMask() & kN; }
     bool isHalfN() const { return getMask() & kHalfN; }
+    /// With kN: the input holds `getPeriod()` columns, read at n mod period.
+    bool isPeriodic() const { return getPeriod() != 0; }
     /// The number of dimensions spanned, i.e. the rank of a tensor with these dims.
     unsigned getRank() const;
   }];
