@@ -10,7 +10,8 @@ projections when installed, in one process on the same inputs. Shapes:
 LLaMA-1B's layer (width 2048, 16 heads of 128) and LLaMA-7B's (4096, 32),
 4 sequences of 2048 tokens, bf16; and the same with QK-norm (Qwen3's
 attention: each query and key head normalized by an RMSNorm of its own
-before the rotation; coda's module with qk_norm=True, in the same kernel). Times are CUDA-event medians with L2
+before the rotation; coda's module with qk_norm=True, in the same kernel); coda's
+module also rotating by the cos/sin tables instead of positions. Times are CUDA-event medians with L2
 flushed (triton.testing.do_bench) of q, k, v and, with the backward, the
 gradients of x, the norm's weight and the three projection weights; the
 cuBLAS GEMM of the QKV shape is the unit. Before timing, each variant's
@@ -66,7 +67,10 @@ def variants(module, cos, sin):
         q, k = rope(q, k, cos, sin)
         return q, k, v
 
-    found = {"eager": eager, "torch.compile": torch.compile(eager), "coda": module}
+    found = {"eager": eager, "torch.compile": torch.compile(eager), "coda": module,
+             # Rotated by the model's cos and sin (as coda.patch does for
+             # scaled rotary embeddings) in place of positions.
+             "coda, cos/sin tables": lambda x, p: module(x, position_embeddings=(cos, sin))}
     try:
         from liger_kernel.transformers.rms_norm import LigerRMSNorm
         from liger_kernel.transformers.rope import liger_rotary_pos_emb

@@ -421,11 +421,10 @@ class GatedMLP(nn.Module):
 # epilogue, the inverse rotation times rstd, reads no accumulator and its
 # kernel runs no product.
 _ROTARY_QKV = """
-EPILOGUE rmsnorm_rotary(rstd: f32[M], pos: f32[M], inv_freq: f32[N], sign: f32[N])
+EPILOGUE rmsnorm_rotary(rstd: f32[M], {inputs}, sign: f32[N], normed: f32[N])
     -> (output: {t}[M, N]) {
-  angle = detach(pos * inv_freq);
-  output = (input * cos(angle) + partner(input, {half}) * detach(sign) * sin(angle))
-         * detach(rstd);
+  {rotation}
+  output = turned * detach(rstd);
 }
 """
 # With QK-norm: each query and key head normalized (RMSNorm over its
@@ -433,15 +432,29 @@ EPILOGUE rmsnorm_rotary(rstd: f32[M], pos: f32[M], inv_freq: f32[N], sign: f32[N
 # and K columns, 0 on V, which pass through. rstd takes its gradient here:
 # the head's norm undoes most of it, so the output is no multiple of it.
 _ROTARY_QK_NORM_QKV = """
-EPILOGUE rmsnorm_qk_norm_rotary(rstd: f32[M], pos: f32[M], inv_freq: f32[N], sign: f32[N],
-                                qk_weight: f32[N], normed: f32[N]) -> (output: {t}[M, N]) {
+EPILOGUE rmsnorm_qk_norm_rotary(rstd: f32[M], {inputs}, sign: f32[N], normed: f32[N],
+                                qk_weight: f32[N]) -> (output: {t}[M, N]) {
   p = input * rstd;
   on = detach(normed);
-  q = p * (on * rsqrt(group_mean(p * p, {head_dim}) + {eps}) * qk_weight + 1 - on);
-  angle = detach(pos * inv_freq);
-  output = q * cos(angle) + partner(q, {half}) * detach(sign) * sin(angle);
+  x = p * (on * rsqrt(group_mean(p * p, {head_dim}) + {eps}) * qk_weight + 1 - on);
+  {rotation}
+  output = turned;
 }
 """
+# How the rotation turns x (`input`, or the heads' normalized values): by
+# each token's position and each pair's frequency, the angle's sine and
+# cosine computed in the epilogue (0 on the value columns: they pass
+# through); or by the model's own cos and sin of each token, Hugging Face's
+# position_embeddings, whatever its rotary scaling (`normed` keeps the value
+# columns as they are).
+_ROTATIONS = {
+    False: ("pos: f32[M], inv_freq: f32[N]",
+            "angle = detach(pos * inv_freq);\n"
+            "  turned = X * cos(angle) + partner(X, {half}) * detach(sign) * sin(angle);"),
+    True: ("cosine: {t}[M, N % {head_dim}], sine: {t}[M, N % {head_dim}]",
+           "turned = X + detach(normed) * (X * detach(cosine)\n"
+           "         + partner(X, {half}) * detach(sign) * detach(sine) - X);"),
+}
 _rotary_families = {}
 
 
@@ -466,15 +479,19 @@ class _RowScaleGradient(torch.autograd.Function):
         return grad, grad_scale
 
 
-def _rotary_family(head_dim, qk_eps=None):
+def _rotary_family(head_dim, qk_eps=None, tables=False):
     """The program family of RMSNormRotaryQKV's kernel for heads of
     `head_dim` columns (rotate-half pairs columns head_dim / 2 apart), with
-    QK-norm of epsilon `qk_eps` when it is given."""
-    key = head_dim, qk_eps
+    QK-norm of epsilon `qk_eps` when it is given, rotating by the model's
+    cos/sin `tables` or by positions and frequencies."""
+    key = head_dim, qk_eps, tables
     family = _rotary_families.get(key)
     if family is None:
+        inputs, rotation = _ROTATIONS[tables]
         text = _ROTARY_QKV if qk_eps is None else _ROTARY_QK_NORM_QKV
-        text = (text.replace("{half}", str(head_dim // 2)).replace("{head_dim}", str(head_dim))
+        text = (text.replace("{inputs}", inputs)
+                .replace("{rotation}", rotation.replace("X", "input" if qk_eps is None else "x"))
+                .replace("{half}", str(head_dim // 2)).replace("{head_dim}", str(head_dim))
                 .replace("{eps}", repr(qk_eps)))
         family = _rotary_families[key] = ProgramFamily(lambda t: text.replace("{t}", t))
     return family
@@ -507,7 +524,11 @@ class RMSNormRotaryQKV(nn.Module):
     without biases), and with qk_norm `q_norm`, `k_norm` (nn.RMSNorm of
     head_dim). forward(x [..., s, width], positions [s] or [..., s])
     returns q [..., heads, s, head_dim] and k, v [..., kv_heads, s,
-    head_dim], as F.scaled_dot_product_attention takes them."""
+    head_dim], as F.scaled_dot_product_attention takes them. Given
+    `position_embeddings` (the cos and sin of each token, [..., s, head_dim],
+    as a Hugging Face model passes them to its layers) in place of positions,
+    it rotates by them, whatever the rotary scaling that made them: inputs
+    that repeat along the row (docs/dsl.md)."""
 
     def __init__(self, width, heads, kv_heads=None, head_dim=None, eps=1e-6, theta=10000.0,
                  inv_freq=None, qk_norm=False, qk_eps=None, device=None, dtype=None):
@@ -538,7 +559,6 @@ class RMSNormRotaryQKV(nn.Module):
             self.qk_eps = float(eps if qk_eps is None else qk_eps)
             self.q_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
             self.k_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
-        self._family = _rotary_family(head_dim, self.qk_eps)
         self._tables = {}
 
     def _columns(self, device):
@@ -565,7 +585,7 @@ class RMSNormRotaryQKV(nn.Module):
                 self._tables[device] = tables
         return tables
 
-    def forward(self, x, positions):
+    def forward(self, x, positions=None, position_embeddings=None):
         width = self.norm.weight.shape[0]
         lead = x.shape[:-1]
         x, weight = _autocast(
@@ -576,16 +596,28 @@ class RMSNormRotaryQKV(nn.Module):
         rstd = torch.rsqrt(torch.linalg.vector_norm(x2, dim=-1, dtype=wide).square() / width
                            + self.eps)
         weight = weight * self.norm.weight.to(weight.dtype)
-        # [s] or [..., s] positions, broadcast over x's leading dims ([1, s]
-        # for an x of [s, width] too).
-        if positions.dim() > len(lead):
-            positions = positions.reshape(lead)
-        pos = positions.expand(lead).reshape(-1).to(torch.float32)
         inv_freq, sign, normed = self._columns(x.device)
         d = self.head_dim
+        tables = position_embeddings is not None
+        if tables:
+            # The model's cos and sin of each token ([..., s, head_dim]),
+            # broadcast over x's leading dims.
+            turn = [t.expand(*lead, d).reshape(-1, d).contiguous() for t in position_embeddings]
+            turn_names = "cosine,sine"
+        elif positions is None:
+            raise TypeError("RMSNormRotaryQKV needs the tokens' positions, or their "
+                            "position_embeddings (cos, sin)")
+        else:
+            # [s] or [..., s] positions, broadcast over x's leading dims
+            # ([1, s] for an x of [s, width] too).
+            if positions.dim() > len(lead):
+                positions = positions.reshape(lead)
+            turn = [positions.expand(lead).reshape(-1).to(torch.float32), inv_freq]
+            turn_names = "pos,inv_freq"
+        family = _rotary_family(d, self.qk_eps, tables)
+        tensors, names = [rstd, *turn, sign, normed], f"rstd,{turn_names},sign,normed"
         if self.qk_eps is None:
-            (out,) = run(self._family.key, "", x2.contiguous(), weight,
-                         [rstd, pos, inv_freq, sign], "rstd,pos,inv_freq,sign", [], "",
+            (out,) = run(family.key, "", x2.contiguous(), weight, tensors, names, [], "",
                          _no_seed(x))
             out = _RowScaleGradient.apply(out, rstd)
         else:
@@ -596,9 +628,8 @@ class RMSNormRotaryQKV(nn.Module):
                                    normed.new_ones(self.kv_heads * d)))
             # The accumulator saved: the backward (the heads' norms' with the
             # inverse rotation) runs without the GEMM again.
-            out, _ = run(self._family.key, "saving", x2.contiguous(), weight,
-                         [rstd, pos, inv_freq, sign, qk_weight, normed],
-                         "rstd,pos,inv_freq,sign,qk_weight,normed", [], "", _no_seed(x))
+            out, _ = run(family.key, "saving", x2.contiguous(), weight,
+                         tensors + [qk_weight], names + ",qk_weight", [], "", _no_seed(x))
         q, k, v = out.split((self.heads * d, self.kv_heads * d, self.kv_heads * d), dim=-1)
         return tuple(t.reshape(*lead, -1, d).transpose(-3, -2) for t in (q, k, v))
 

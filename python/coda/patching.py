@@ -425,9 +425,11 @@ def _rotary_head(layer, width):
     columns), attends without a sliding window, over
     heads of a power-of-2 width rotated whole, and its module defines the
     attention functions it calls and its rotary embedding class
-    (<Model>RotaryEmbedding), whose frequencies, taken from it, do not
-    change with the sequence's length and whose cos and sin are not scaled
-    (the default, linear and llama3 rotary embeddings). Else why not (a
+    (<Model>RotaryEmbedding). Its frequencies are taken from that class
+    (the default, linear and llama3 rotary embeddings); where they change
+    with the sequence's length or its cos and sin are scaled (dynamic,
+    longrope, yarn), `tables`: the kernel rotates by the cos and sin the
+    model passes its layers (position_embeddings). Else why not (a
     string)."""
     attn = layer.self_attn
     projections = [getattr(attn, name, None) for name in ("q_proj", "k_proj", "v_proj")]
@@ -469,12 +471,10 @@ def _rotary_head(layer, width):
     except Exception as error:  # noqa: BLE001 - a configuration the class does not take
         return f"a rotary embedding that does not build from its config ({error})"
     rope_type = getattr(rotary, "rope_type", None)
-    if not isinstance(rope_type, str) or any(kind in rope_type for kind in _DYNAMIC_ROPE) or (
-            getattr(rotary, "attention_scaling", None) != 1.0):
-        return (f"a rotary embedding of type {rope_type!r}, whose frequencies change with the "
-                "sequence or whose cos and sin are scaled")
+    tables = not isinstance(rope_type, str) or any(kind in rope_type for kind in _DYNAMIC_ROPE) or (
+        getattr(rotary, "attention_scaling", None) != 1.0)
     arguments = dict(width=width, heads=heads, kv_heads=kv_heads, head_dim=head_dim, eps=eps,
-                     inv_freq=rotary.inv_freq)
+                     inv_freq=rotary.inv_freq, tables=tables)
     if qk_norm:
         qk_eps = {_rmsnorm_eps(attn.q_norm, head_dim), _rmsnorm_eps(attn.k_norm, head_dim)}
         if None in qk_eps or len(qk_eps) != 1:
@@ -483,12 +483,16 @@ def _rotary_head(layer, width):
     return arguments
 
 
-def _rotary_attention(attn, head, hidden_states, position_ids, kwargs):
+def _rotary_attention(attn, head, hidden_states, position_ids, kwargs, tables):
     """Hugging Face's attention (LlamaAttention.forward) up to its output
     projection, its input from coda's RMSNormRotaryQKV: the queries, keys
-    and values normalized, projected and rotated in one kernel, then the
+    and values normalized, projected and rotated in one kernel (by the
+    model's cos and sin with `tables`, else by the positions), then the
     model's own attention function (SDPA, eager, flash) and cache."""
-    q, k, v = head(hidden_states, position_ids)
+    if tables:
+        q, k, v = head(hidden_states, position_embeddings=kwargs["position_embeddings"])
+    else:
+        q, k, v = head(hidden_states, position_ids)
     cache = kwargs.pop("cache", None)
     if cache is not None:
         k, v = cache.update(k, v, attn.layer_idx, kwargs=kwargs)
@@ -521,8 +525,9 @@ def _patch_decoder(layer, activation, rotary):
     core.proj, core.norm = proj, norm
     core.mlp.gate_proj, core.mlp.up_proj, core.mlp.down_proj = gate, mlp.up_proj, mlp.down_proj
     object.__setattr__(layer, "_coda_tail", core)
-    head = None
+    head, tables = None, False
     if isinstance(rotary, dict):
+        tables = rotary.pop("tables")
         head = coda_nn.RMSNormRotaryQKV(**rotary, device="meta")
         head.norm, head.q_proj, head.k_proj, head.v_proj = (layer.input_layernorm, attn.q_proj,
                                                              attn.k_proj, attn.v_proj)
@@ -545,8 +550,9 @@ def _patch_decoder(layer, activation, rotary):
         # request for the weights.
         watched = (attn._forward_hooks or attn._forward_pre_hooks
                    or kwargs.get("output_attentions"))
-        if head is not None and position_ids is not None and not watched:
-            attended = _rotary_attention(attn, head, hidden_states, position_ids, kwargs)
+        if (head is not None and not watched
+                and kwargs.get("position_embeddings" if tables else "position_ids") is not None):
+            attended = _rotary_attention(attn, head, hidden_states, position_ids, kwargs, tables)
         else:
             x = layer.input_layernorm(hidden_states)
             attended, _ = attn(hidden_states=x, **kwargs)
@@ -562,7 +568,8 @@ def _patch_decoder(layer, activation, rotary):
     qk_norm = head is not None and head.qk_eps is not None
     what = ("decoder layer: input RMSNorm + QKV projection + "
             + ("the heads' RMSNorms + " if qk_norm else "")
-            + "rotary embedding in one kernel, " if head is not None else "decoder layer: ")
+            + "rotary embedding" + (" (the model's cos and sin)" if tables else "")
+            + " in one kernel, " if head is not None else "decoder layer: ")
     what += (f"attention output projection + residual + RMSNorm in one kernel, "
              f"gated MLP ({activation}) + residual as coda's fused gated MLP")
     if head is None:

@@ -290,15 +290,26 @@ print(coda.patch(llama3_fused).replaced[1][1].split(", attention")[0])
 check_training("LLaMA-3 rotary", llama3, llama3_fused, bert_tokens)
 # CHECK: LLaMA-3 rotary losses and gradients: dropout off
 
-# A rotary embedding whose frequencies change with the sequence's length, or
-# a sliding-window attention, leaves the attention's input to PyTorch; the
-# rest of the layer still goes on coda.
-dynamic = LlamaConfig(**{**llama_config.to_dict(), "rope_parameters": {
-    "rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}})
-print(coda.patch(LlamaForCausalLM(dynamic)).replaced[1][1])
-# CHECK: gated MLP (silu) + residual as coda's fused gated MLP (the input RMSNorm, Q, K and V stay PyTorch's: a rotary embedding of type 'dynamic', whose frequencies change with the sequence or whose cos and sin are scaled)
+# Rotary embeddings whose frequencies change with the sequence's length
+# (dynamic, here past its original length) or whose cos and sin are scaled
+# (yarn's attention scaling): the kernel rotates by the cos and sin the model
+# passes its layers; loss and gradients are eager's.
+for rope in ({"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0,
+              "original_max_position_embeddings": 8},
+             {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
+              "original_max_position_embeddings": 8}):
+    scaled = LlamaForCausalLM(LlamaConfig(**{**llama_config.to_dict(), "rope_parameters": rope}))
+    scaled_fused = copy.deepcopy(scaled)
+    print(coda.patch(scaled_fused).replaced[1][1].split(", attention")[0])
+    check_training(f"LLaMA {rope['rope_type']} rotary", scaled, scaled_fused, bert_tokens)
+# CHECK: decoder layer: input RMSNorm + QKV projection + rotary embedding (the model's cos and sin) in one kernel
+# CHECK: LLaMA dynamic rotary losses and gradients: dropout off
+# CHECK: decoder layer: input RMSNorm + QKV projection + rotary embedding (the model's cos and sin) in one kernel
+# CHECK: LLaMA yarn rotary losses and gradients: dropout off
 from transformers import MistralConfig, MistralForCausalLM  # noqa: E402
 
+# A sliding-window attention leaves the attention's input to PyTorch; the
+# rest of the layer still goes on coda.
 mistral = MistralForCausalLM(MistralConfig(**{**llama_config.to_dict(), "sliding_window": 8}))
 print(coda.patch(mistral).replaced[1][1].split("PyTorch's: ")[1])
 # CHECK: a sliding-window attention)

@@ -174,6 +174,47 @@ print(qk.extra_repr())
 print("QK-norm: forward, gradients, gradcheck, torch.compile")
 # CHECK: QK-norm: forward, gradients, gradcheck, torch.compile
 
+# The model's own cos and sin of each token (Hugging Face's
+# position_embeddings), as a rotary scaling with an attention scaling makes
+# them (yarn's: both times 1.3), angles of no formula: the module rotates by
+# the tables, with and without QK-norm.
+angles = torch.rand(B, S, 4, dtype=torch.float64) * 30
+emb = torch.cat((angles, angles), dim=-1)
+tables = (emb.cos() * 1.3, emb.sin() * 1.3)
+
+
+def by_tables(m, x, qk_norm):
+    n = m.norm(x)
+    q, k, v = (p(n).view(B, S, -1, 8) for p in (m.q_proj, m.k_proj, m.v_proj))
+    if qk_norm:
+        q, k = m.q_norm(q), m.k_norm(k)
+    q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    c, s = (t[:, None] for t in tables)
+    return q * c + rotate_half(q) * s, k * c + rotate_half(k) * s, v
+
+
+for what, m, params in (("", module, [x, module.norm.weight, module.q_proj.weight,
+                                      module.k_proj.weight]),
+                        ("QK-norm ", qk, [x, qk.norm.weight, qk.k_proj.weight, qk.q_norm.weight,
+                                          qk.k_norm.weight])):
+    got, want = m(x, position_embeddings=tables), by_tables(m, x, bool(what))
+    for name, g, w in zip("qkv", got, want):
+        report(f"{what}tables forward {name}", g, w)
+    for i, (g, w) in enumerate(zip(torch.autograd.grad(got, params, grads),
+                                   torch.autograd.grad(want, params, grads))):
+        report(f"{what}tables gradient of parameter {i}", g, w)
+small = coda.nn.RMSNormRotaryQKV(8, heads=2, head_dim=4).double()
+small_tables = tuple(t.cos() for t in (torch.rand(1, 3, 4, dtype=torch.float64),) * 2)
+assert torch.autograd.gradcheck(lambda t: small(t, position_embeddings=small_tables), (xs,))
+try:
+    small(xs)
+    failures.append("no error without positions")
+except TypeError as error:
+    print(error)
+# CHECK: RMSNormRotaryQKV needs the tokens' positions, or their position_embeddings (cos, sin)
+print("position_embeddings: forward, gradients, gradcheck")
+# CHECK: position_embeddings: forward, gradients, gradcheck
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)

@@ -230,7 +230,8 @@ for label, norm, gated, bias, rows, width, hidden in [
 # gradient from the output; with QK-norm, each head's RMSNorm in the
 # epilogue and the derived backward with the GEMM recomputed) against float64
 # math on the same bf16 values, over ragged token counts, positions that
-# restart per sequence and grouped key and value heads.
+# restart per sequence and grouped key and value heads; also rotated by cos
+# and sin tables given (a model's position_embeddings).
 
 
 def rotate_half(t):
@@ -238,7 +239,7 @@ def rotate_half(t):
     return torch.cat((-t[..., half:], t[..., :half]), dim=-1)
 
 
-def rotary_unfused(params, module, x, positions):
+def rotary_unfused(params, module, x, positions, tables=None):
     b, s, _ = x.shape
     d = module.head_dim
     n = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + module.eps) * params["norm.weight"]
@@ -248,18 +249,24 @@ def rotary_unfused(params, module, x, positions):
         # QK-norm (Qwen3's): an RMSNorm of each query and key head.
         q, k = (t * torch.rsqrt(t.square().mean(-1, keepdim=True) + module.qk_eps)
                 * params[f"{name}.weight"] for t, name in ((q, "q_norm"), (k, "k_norm")))
-    inv = 1.0 / (module.theta ** (torch.arange(0, d, 2, dtype=torch.float64, device=cuda) / d))
-    angles = positions[..., None].double() * inv
-    angles = torch.cat((angles, angles), dim=-1)[:, None]
-    return (q * angles.cos() + rotate_half(q) * angles.sin(),
-            k * angles.cos() + rotate_half(k) * angles.sin(), v)
+    if tables is None:
+        inv = 1.0 / (module.theta ** (torch.arange(0, d, 2, dtype=torch.float64, device=cuda) / d))
+        angles = positions[..., None].double() * inv
+        angles = torch.cat((angles, angles), dim=-1)[:, None]
+        cos, sin = angles.cos(), angles.sin()
+    else:
+        cos, sin = (t.double()[:, None] for t in tables)
+    return (q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin, v)
 
 
-for label, width, heads, kv_heads, head_dim, batch, tokens, qk_norm in [
-        ("LLaMA-1B QKV + RoPE", 2048, 16, 16, 128, 3, 333, False),
-        ("grouped QKV + RoPE, 64-wide heads", 576, 9, 3, 64, 2, 517, False),
-        ("Qwen3-style QK-norm + RoPE, grouped", 1024, 16, 8, 128, 2, 301, True),
-        ("QK-norm + RoPE, 64-wide heads", 576, 9, 3, 64, 3, 129, True)]:
+for label, width, heads, kv_heads, head_dim, batch, tokens, qk_norm, by_tables in [
+        ("LLaMA-1B QKV + RoPE", 2048, 16, 16, 128, 3, 333, False, False),
+        ("grouped QKV + RoPE, 64-wide heads", 576, 9, 3, 64, 2, 517, False, False),
+        ("Qwen3-style QK-norm + RoPE, grouped", 1024, 16, 8, 128, 2, 301, True, False),
+        ("QK-norm + RoPE, 64-wide heads", 576, 9, 3, 64, 3, 129, True, False),
+        # The model's own cos and sin (scaled: yarn's attention scaling).
+        ("LLaMA-1B QKV + RoPE by cos/sin tables", 2048, 16, 8, 128, 3, 333, False, True),
+        ("QK-norm + RoPE by cos/sin tables, 64-wide heads", 576, 9, 3, 64, 2, 517, True, True)]:
     module = coda.nn.RMSNormRotaryQKV(width, heads, kv_heads, head_dim, eps=1e-5,
                                       qk_norm=qk_norm, device=cuda, dtype=torch.bfloat16)
     with torch.no_grad():
@@ -268,12 +275,19 @@ for label, width, heads, kv_heads, head_dim, batch, tokens, qk_norm in [
                 p.uniform_(0.5, 1.5)
     x = torch.randn(batch, tokens, width, device=cuda, dtype=torch.bfloat16, requires_grad=True)
     positions = torch.stack([torch.arange(tokens, device=cuda) + 7 * i for i in range(batch)])
-    got = module(x, positions)
+    tables = None
+    if by_tables:
+        half = torch.rand(batch, tokens, head_dim // 2, device=cuda) * 100
+        tables = tuple((f(torch.cat((half, half), dim=-1)) * 1.2).to(torch.bfloat16)
+                       for f in (torch.cos, torch.sin))
+        got = module(x, position_embeddings=tables)
+    else:
+        got = module(x, positions)
     grads = [torch.randn_like(t) for t in got]
     torch.autograd.backward(got, grads)
     params = {n: p.detach().double().requires_grad_() for n, p in module.named_parameters()}
     wide = x.detach().double().requires_grad_()
-    want = rotary_unfused(params, module, wide, positions)
+    want = rotary_unfused(params, module, wide, positions, tables)
     torch.autograd.backward(want, [g.double() for g in grads])
     for name, g, w in zip("qkv", got, want):
         report(f"{label} {name}", g, w)
