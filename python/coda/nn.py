@@ -427,20 +427,21 @@ EPILOGUE rmsnorm_rotary(rstd: f32[M], {inputs}, sign: f32[N], normed: f32[N])
   output = turned * detach(rstd);
 }
 """
-# With QK-norm: each query and key head normalized (RMSNorm over its
-# head_dim columns, group_mean) before the rotation; `normed` is 1 on the Q
-# and K columns, 0 on V, which pass through. rstd takes its gradient here:
-# the head's norm undoes most of it, so the output is no multiple of it.
-_ROTARY_QK_NORM_QKV = """
-EPILOGUE rmsnorm_qk_norm_rotary(rstd: f32[M], {inputs}, sign: f32[N], normed: f32[N],
-                                qk_weight: f32[N]) -> (output: {t}[M, N]) {
-  p = input * rstd;
-  on = detach(normed);
-  x = p * (on * rsqrt(group_mean(p * p, {head_dim}) + {eps}) * qk_weight + 1 - on);
+# With biases of the projections (Qwen2's) or QK-norm (each query and key
+# head normalized, RMSNorm over its head_dim columns, group_mean) before the
+# rotation; `normed` is 1 on the Q and K columns, 0 on V, which pass through.
+# rstd takes its gradient here: the output is no multiple of it.
+_ROTARY_SAVING_QKV = """
+EPILOGUE rmsnorm_rotary_saving(rstd: f32[M], {inputs}, sign: f32[N], normed: f32[N]{extra})
+    -> (output: {t}[M, N]) {
+  p = input * rstd{bias};
+  {qk_norm}
   {rotation}
   output = turned;
 }
 """
+_QK_NORM = ("on = detach(normed);\n"
+            "  x = p * (on * rsqrt(group_mean(p * p, {head_dim}) + {eps}) * qk_weight + 1 - on);")
 # How the rotation turns x (`input`, or the heads' normalized values): by
 # each token's position and each pair's frequency, the angle's sine and
 # cosine computed in the epilogue (0 on the value columns: they pass
@@ -479,20 +480,27 @@ class _RowScaleGradient(torch.autograd.Function):
         return grad, grad_scale
 
 
-def _rotary_family(head_dim, qk_eps=None, tables=False):
+def _rotary_family(head_dim, qk_eps=None, tables=False, bias=False):
     """The program family of RMSNormRotaryQKV's kernel for heads of
     `head_dim` columns (rotate-half pairs columns head_dim / 2 apart), with
-    QK-norm of epsilon `qk_eps` when it is given, rotating by the model's
-    cos/sin `tables` or by positions and frequencies."""
-    key = head_dim, qk_eps, tables
+    QK-norm of epsilon `qk_eps` when it is given and the projections'
+    `bias`, rotating by the model's cos/sin `tables` or by positions and
+    frequencies."""
+    key = head_dim, qk_eps, tables, bias
     family = _rotary_families.get(key)
     if family is None:
         inputs, rotation = _ROTATIONS[tables]
-        text = _ROTARY_QKV if qk_eps is None else _ROTARY_QK_NORM_QKV
-        text = (text.replace("{inputs}", inputs)
-                .replace("{rotation}", rotation.replace("X", "input" if qk_eps is None else "x"))
-                .replace("{half}", str(head_dim // 2)).replace("{head_dim}", str(head_dim))
-                .replace("{eps}", repr(qk_eps)))
+        if qk_eps is None and not bias:
+            text = _ROTARY_QKV.replace("{rotation}", rotation.replace("X", "input"))
+        else:
+            extra = (", qk_weight: f32[N]" if qk_eps is not None else "") + (
+                ", bias: f32[N]" if bias else "")
+            text = (_ROTARY_SAVING_QKV.replace("{extra}", extra)
+                    .replace("{bias}", " + bias" if bias else "")
+                    .replace("{qk_norm}", _QK_NORM if qk_eps is not None else "x = p;")
+                    .replace("{rotation}", rotation.replace("X", "x")))
+        text = (text.replace("{inputs}", inputs).replace("{half}", str(head_dim // 2))
+                .replace("{head_dim}", str(head_dim)).replace("{eps}", repr(qk_eps)))
         family = _rotary_families[key] = ProgramFamily(lambda t: text.replace("{t}", t))
     return family
 
@@ -531,7 +539,8 @@ class RMSNormRotaryQKV(nn.Module):
     that repeat along the row (docs/dsl.md)."""
 
     def __init__(self, width, heads, kv_heads=None, head_dim=None, eps=1e-6, theta=10000.0,
-                 inv_freq=None, qk_norm=False, qk_eps=None, device=None, dtype=None):
+                 inv_freq=None, qk_norm=False, qk_eps=None, bias=False, device=None,
+                 dtype=None):
         super().__init__()
         kv_heads = kv_heads or heads
         head_dim = head_dim or width // heads
@@ -551,9 +560,9 @@ class RMSNormRotaryQKV(nn.Module):
                              f"({head_dim // 2},), one frequency per pair of a head")
         self._inv_freq = inv_freq.detach().to("cpu", torch.float32)
         self.norm = nn.RMSNorm(width, eps, device=device, dtype=dtype)
-        self.q_proj = nn.Linear(width, heads * head_dim, False, device, dtype)
-        self.k_proj = nn.Linear(width, kv_heads * head_dim, False, device, dtype)
-        self.v_proj = nn.Linear(width, kv_heads * head_dim, False, device, dtype)
+        self.q_proj = nn.Linear(width, heads * head_dim, bias, device, dtype)
+        self.k_proj = nn.Linear(width, kv_heads * head_dim, bias, device, dtype)
+        self.v_proj = nn.Linear(width, kv_heads * head_dim, bias, device, dtype)
         self.qk_eps = None
         if qk_norm:
             self.qk_eps = float(eps if qk_eps is None else qk_eps)
@@ -614,22 +623,28 @@ class RMSNormRotaryQKV(nn.Module):
                 positions = positions.reshape(lead)
             turn = [positions.expand(lead).reshape(-1).to(torch.float32), inv_freq]
             turn_names = "pos,inv_freq"
-        family = _rotary_family(d, self.qk_eps, tables)
+        bias = self.q_proj.bias is not None
+        family = _rotary_family(d, self.qk_eps, tables, bias)
         tensors, names = [rstd, *turn, sign, normed], f"rstd,{turn_names},sign,normed"
-        if self.qk_eps is None:
+        if self.qk_eps is None and not bias:
             (out,) = run(family.key, "", x2.contiguous(), weight, tensors, names, [], "",
                          _no_seed(x))
             out = _RowScaleGradient.apply(out, rstd)
         else:
-            # Each head's norm weight repeated over the query and key heads,
-            # 1 on the value columns.
-            qk_weight = torch.cat((self.q_norm.weight.repeat(self.heads),
-                                   self.k_norm.weight.repeat(self.kv_heads),
-                                   normed.new_ones(self.kv_heads * d)))
-            # The accumulator saved: the backward (the heads' norms' with the
-            # inverse rotation) runs without the GEMM again.
-            out, _ = run(family.key, "saving", x2.contiguous(), weight,
-                         tensors + [qk_weight], names + ",qk_weight", [], "", _no_seed(x))
+            if self.qk_eps is not None:
+                # Each head's norm weight repeated over the query and key
+                # heads, 1 on the value columns.
+                tensors.append(torch.cat((self.q_norm.weight.repeat(self.heads),
+                                          self.k_norm.weight.repeat(self.kv_heads),
+                                          normed.new_ones(self.kv_heads * d))))
+                names += ",qk_weight"
+            if bias:
+                tensors.append(torch.cat((self.q_proj.bias, self.k_proj.bias, self.v_proj.bias)))
+                names += ",bias"
+            # The accumulator saved: the backward (with rstd's gradient, the
+            # heads' norms' and the biases') runs without the GEMM again.
+            out, _ = run(family.key, "saving", x2.contiguous(), weight, tensors, names, [], "",
+                         _no_seed(x))
         q, k, v = out.split((self.heads * d, self.kv_heads * d, self.kv_heads * d), dim=-1)
         return tuple(t.reshape(*lead, -1, d).transpose(-3, -2) for t in (q, k, v))
 

@@ -364,7 +364,7 @@ _DECODER_CHILDREN = {"input_layernorm", "self_attn", "post_attention_layernorm",
 # module structure (Granite's residual multiplier, Helium's interleaved
 # rotation, SmolLM3's layers without one) are left as they are.
 _LLAMA_LAYERS = ("llama", "mistral", "qwen2", "qwen3")
-_LLAMA_ROTARY = ("llama", "mistral", "qwen3")
+_LLAMA_ROTARY = ("llama", "mistral", "qwen2", "qwen3")
 # The widest row whose norm the GPU's kernels compute in one cluster.
 _WIDEST_NORM = 4096
 
@@ -419,8 +419,9 @@ _DYNAMIC_ROPE = ("dynamic", "longrope")
 def _rotary_head(layer, width):
     """The arguments of coda.nn.RMSNormRotaryQKV for a decoder layer's
     input RMSNorm, Q, K and V projections and rotary embedding: its
-    attention holds exactly q_proj, k_proj, v_proj and o_proj (nn.Linear
-    without biases), and q_norm and k_norm when it normalizes each query and
+    attention holds exactly q_proj, k_proj, v_proj and o_proj (nn.Linear;
+    the first three all with biases, as Qwen2's, or all without), and q_norm
+    and k_norm when it normalizes each query and
     key head (Qwen3's QK-norm: RMSNorms of one epsilon over a head's
     columns), attends without a sliding window, over
     heads of a power-of-2 width rotated whole, and its module defines the
@@ -435,11 +436,12 @@ def _rotary_head(layer, width):
     projections = [getattr(attn, name, None) for name in ("q_proj", "k_proj", "v_proj")]
     children = set(dict(attn.named_children()))
     qk_norm = children == {"q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm"}
+    biases = {getattr(p, "bias", None) is not None for p in projections}
     if (children != {"q_proj", "k_proj", "v_proj", "o_proj"} and not qk_norm) or not all(
-            isinstance(p, nn.Linear) and p.bias is None and p.in_features == width
-            for p in projections):
-        return ("its attention is not Q, K, V and output projections without biases (and "
-                "the heads' norms)")
+            isinstance(p, nn.Linear) and p.in_features == width
+            for p in projections) or len(biases) != 1:
+        return ("its attention is not Q, K, V and output projections, the first three all "
+                "with biases or all without (and the heads' norms)")
     eps = _rmsnorm_eps(layer.input_layernorm, width)
     if eps is None:
         return "an input norm that is not an RMSNorm of weight and variance_epsilon"
@@ -474,7 +476,7 @@ def _rotary_head(layer, width):
     tables = not isinstance(rope_type, str) or any(kind in rope_type for kind in _DYNAMIC_ROPE) or (
         getattr(rotary, "attention_scaling", None) != 1.0)
     arguments = dict(width=width, heads=heads, kv_heads=kv_heads, head_dim=head_dim, eps=eps,
-                     inv_freq=rotary.inv_freq, tables=tables)
+                     inv_freq=rotary.inv_freq, tables=tables, bias=biases.pop())
     if qk_norm:
         qk_eps = {_rmsnorm_eps(attn.q_norm, head_dim), _rmsnorm_eps(attn.k_norm, head_dim)}
         if None in qk_eps or len(qk_eps) != 1:

@@ -339,6 +339,31 @@ for layer in uneven.model.layers:
 print(coda.patch(uneven).replaced[1][1].split("PyTorch's: ")[1])
 # CHECK: heads' norms that are not RMSNorms of one epsilon over a head)
 
+# Qwen2's query, key and value projections have biases, added before the
+# rotation in the same kernel.
+from transformers import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
+
+qwen2 = Qwen2ForCausalLM(Qwen2Config(
+    vocab_size=101, hidden_size=32, intermediate_size=88, num_hidden_layers=2,
+    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32))
+with torch.no_grad():
+    for layer in qwen2.model.layers:
+        layer.input_layernorm.weight.uniform_(0.5, 1.5)
+        for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+            proj.bias.uniform_(-1, 1)
+qwen2_fused = copy.deepcopy(qwen2)
+print(coda.patch(qwen2_fused).replaced[1][1].split(", attention")[0])
+# CHECK: decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel
+check_training("Qwen2", qwen2, qwen2_fused, bert_tokens)
+# CHECK: Qwen2 losses and gradients: dropout off
+# A query projection with a bias beside key and value projections without
+# is not one GEMM's epilogue: the attention's input stays PyTorch's.
+mixed = copy.deepcopy(llama)
+for layer in mixed.model.layers:
+    layer.self_attn.q_proj = torch.nn.Linear(32, 32, bias=True)
+print(coda.patch(mixed).replaced[1][1].split("PyTorch's: ")[1])
+# CHECK: its attention is not Q, K, V and output projections, the first three all with biases or all without (and the heads' norms))
+
 # Models whose layers share LLaMA's modules but not its computation (Granite
 # scales its residuals) keep their layers; their gated MLPs go on coda.
 from transformers import GraniteConfig, GraniteForCausalLM  # noqa: E402

@@ -203,6 +203,27 @@ for what, m, params in (("", module, [x, module.norm.weight, module.q_proj.weigh
     for i, (g, w) in enumerate(zip(torch.autograd.grad(got, params, grads),
                                    torch.autograd.grad(want, params, grads))):
         report(f"{what}tables gradient of parameter {i}", g, w)
+# Biases of the projections (Qwen2's attention), added before the rotation:
+# rstd then takes its gradient in coda's backward, from the saved accumulator.
+biased = coda.nn.RMSNormRotaryQKV(WIDTH, heads=4, kv_heads=2, head_dim=8, eps=1e-6,
+                                  theta=500.0, bias=True).double()
+biased.load_state_dict({**module.state_dict(), **{
+    f"{p}.bias": torch.randn(n, dtype=torch.float64) for p, n in
+    (("q_proj", 32), ("k_proj", 16), ("v_proj", 16))}})
+print(sorted(biased.state_dict()))
+# CHECK: ['k_proj.bias', 'k_proj.weight', 'norm.weight', 'q_proj.bias', 'q_proj.weight', 'v_proj.bias', 'v_proj.weight']
+params = [x, biased.norm.weight, biased.q_proj.weight, biased.q_proj.bias, biased.k_proj.bias,
+          biased.v_proj.bias]
+for what, got, want in (("positions", biased(x, positions), unfused(biased, x, positions)),
+                        ("tables", biased(x, position_embeddings=tables),
+                         by_tables(biased, x, False))):
+    for name, g, w in zip("qkv", got, want):
+        report(f"bias, {what}: forward {name}", g, w)
+    for i, (g, w) in enumerate(zip(torch.autograd.grad(got, params, grads),
+                                   torch.autograd.grad(want, params, grads))):
+        report(f"bias, {what}: gradient of parameter {i}", g, w)
+small = coda.nn.RMSNormRotaryQKV(8, heads=2, head_dim=4, bias=True).double()
+assert torch.autograd.gradcheck(lambda t, b: small(t, torch.arange(3)), (xs, small.q_proj.bias))
 small = coda.nn.RMSNormRotaryQKV(8, heads=2, head_dim=4).double()
 small_tables = tuple(t.cos() for t in (torch.rand(1, 3, 4, dtype=torch.float64),) * 2)
 assert torch.autograd.gradcheck(lambda t: small(t, position_embeddings=small_tables), (xs,))
@@ -212,8 +233,8 @@ try:
 except TypeError as error:
     print(error)
 # CHECK: RMSNormRotaryQKV needs the tokens' positions, or their position_embeddings (cos, sin)
-print("position_embeddings: forward, gradients, gradcheck")
-# CHECK: position_embeddings: forward, gradients, gradcheck
+print("position_embeddings, biases: forward, gradients, gradcheck")
+# CHECK: position_embeddings, biases: forward, gradients, gradcheck
 
 if failures:
     print("\n".join(failures))

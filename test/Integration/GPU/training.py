@@ -231,7 +231,8 @@ for label, norm, gated, bias, rows, width, hidden in [
 # epilogue and the derived backward with the GEMM recomputed) against float64
 # math on the same bf16 values, over ragged token counts, positions that
 # restart per sequence and grouped key and value heads; also rotated by cos
-# and sin tables given (a model's position_embeddings).
+# and sin tables given (a model's position_embeddings), and with biases of
+# the projections.
 
 
 def rotate_half(t):
@@ -243,8 +244,8 @@ def rotary_unfused(params, module, x, positions, tables=None):
     b, s, _ = x.shape
     d = module.head_dim
     n = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + module.eps) * params["norm.weight"]
-    q, k, v = (F.linear(n, params[f"{name}.weight"]).view(b, s, -1, d).transpose(1, 2)
-               for name in ("q_proj", "k_proj", "v_proj"))
+    q, k, v = (F.linear(n, params[f"{name}.weight"], params.get(f"{name}.bias"))
+               .view(b, s, -1, d).transpose(1, 2) for name in ("q_proj", "k_proj", "v_proj"))
     if module.qk_eps is not None:
         # QK-norm (Qwen3's): an RMSNorm of each query and key head.
         q, k = (t * torch.rsqrt(t.square().mean(-1, keepdim=True) + module.qk_eps)
@@ -259,20 +260,27 @@ def rotary_unfused(params, module, x, positions, tables=None):
     return (q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin, v)
 
 
-for label, width, heads, kv_heads, head_dim, batch, tokens, qk_norm, by_tables in [
-        ("LLaMA-1B QKV + RoPE", 2048, 16, 16, 128, 3, 333, False, False),
-        ("grouped QKV + RoPE, 64-wide heads", 576, 9, 3, 64, 2, 517, False, False),
-        ("Qwen3-style QK-norm + RoPE, grouped", 1024, 16, 8, 128, 2, 301, True, False),
-        ("QK-norm + RoPE, 64-wide heads", 576, 9, 3, 64, 3, 129, True, False),
+for label, width, heads, kv_heads, head_dim, batch, tokens, qk_norm, by_tables, bias in [
+        ("LLaMA-1B QKV + RoPE", 2048, 16, 16, 128, 3, 333, False, False, False),
+        ("grouped QKV + RoPE, 64-wide heads", 576, 9, 3, 64, 2, 517, False, False, False),
+        ("Qwen3-style QK-norm + RoPE, grouped", 1024, 16, 8, 128, 2, 301, True, False, False),
+        ("QK-norm + RoPE, 64-wide heads", 576, 9, 3, 64, 3, 129, True, False, False),
         # The model's own cos and sin (scaled: yarn's attention scaling).
-        ("LLaMA-1B QKV + RoPE by cos/sin tables", 2048, 16, 8, 128, 3, 333, False, True),
-        ("QK-norm + RoPE by cos/sin tables, 64-wide heads", 576, 9, 3, 64, 2, 517, True, True)]:
+        ("LLaMA-1B QKV + RoPE by cos/sin tables", 2048, 16, 8, 128, 3, 333, False, True, False),
+        ("QK-norm + RoPE by cos/sin tables, 64-wide heads", 576, 9, 3, 64, 2, 517, True, True,
+         False),
+        # Biases of the projections (Qwen2's), added before the rotation.
+        ("Qwen2-style QKV + biases + RoPE", 896, 14, 2, 64, 2, 301, False, False, True),
+        ("QKV + biases + QK-norm by cos/sin tables", 1024, 16, 8, 64, 3, 129, True, True, True)]:
     module = coda.nn.RMSNormRotaryQKV(width, heads, kv_heads, head_dim, eps=1e-5,
-                                      qk_norm=qk_norm, device=cuda, dtype=torch.bfloat16)
+                                      qk_norm=qk_norm, bias=bias, device=cuda,
+                                      dtype=torch.bfloat16)
     with torch.no_grad():
         for name, p in module.named_parameters():
             if name.endswith("norm.weight"):
                 p.uniform_(0.5, 1.5)
+            elif name.endswith("bias"):
+                p.uniform_(-1, 1)
     x = torch.randn(batch, tokens, width, device=cuda, dtype=torch.bfloat16, requires_grad=True)
     positions = torch.stack([torch.arange(tokens, device=cuda) + 7 * i for i in range(batch)])
     tables = None
