@@ -9,6 +9,7 @@
 #include "Lexer.h"
 #include "coda/Frontend/Diagnostics.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/LogicalResult.h"
 #include "llvm/Support/MathExtras.h"
@@ -272,7 +273,13 @@ LogicalResult Parser::parseType(ValueType &type) {
     } else if (dim == kN && token.is(Kind::Percent)) {
       // N % p: p columns, read at column n mod p.
       consume();
-      double value = token.is(Kind::Number) ? token.number : 0;
+      // Written as an integer: digits only.
+      double value =
+          token.is(Kind::Number) &&
+                  llvm::all_of(token.spelling,
+                               [](char c) { return llvm::isDigit(c); })
+              ? token.number
+              : 0;
       if (!token.is(Kind::Number) || value < 1 || value > (1 << 30) ||
           value != static_cast<double>(static_cast<unsigned>(value)) ||
           !llvm::isPowerOf2_32(static_cast<unsigned>(value)))

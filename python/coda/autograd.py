@@ -687,11 +687,15 @@ def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
     result = {}
 
     def through_projection(grad_acc1, grad_h):
-        grad_acc0, *input_grads = call(
-            proj, _saved_derive(up), grad_acc1, w1,
-            tensors + saved0 + [_as(grad_h, h.dtype)],
-            ",".join([*_split(names), *saved_names, "grad_h"]), [], "", seed0)
-        result["inputs"] = [_as(grad, t.dtype) for grad, t in zip(input_grads, tensors)]
+        derive = _saved_derive(up)
+        outputs = call(proj, derive, grad_acc1, w1, tensors + saved0 + [_as(grad_h, h.dtype)],
+                       ",".join([*_split(names), *saved_names, "grad_h"]), [], "", seed0)
+        # By name: an input that spans n mod p has no gradient (None).
+        by_name = dict(zip(_signature(_program_for(proj, derive, x))[2], outputs))
+        grad_acc0 = by_name["grad_acc"]
+        result["inputs"] = [None if by_name.get("grad_" + name) is None
+                            else _as(by_name["grad_" + name], t.dtype)
+                            for name, t in zip(_split(names), tensors)]
         result["w0"] = (_as(_operand_gradient(call, proj, "grad_b", grad_acc0, x, seed0), w0.dtype)
                         if needs[1] else None)
         return (_as(_operand_gradient(call, proj, "grad_a", grad_acc0, w0, seed0), x.dtype)

@@ -610,8 +610,10 @@ class RMSNormRotaryQKV(nn.Module):
         tables = position_embeddings is not None
         if tables:
             # The model's cos and sin of each token ([..., s, head_dim]),
-            # broadcast over x's leading dims.
-            turn = [t.expand(*lead, d).reshape(-1, d).contiguous() for t in position_embeddings]
+            # broadcast over x's leading dims ([1, s, head_dim] for an x of
+            # [s, width] too).
+            turn = [(t.reshape(*lead, d) if t.dim() > len(lead) + 1 else t)
+                    .expand(*lead, d).reshape(-1, d).contiguous() for t in position_embeddings]
             turn_names = "cosine,sine"
         elif positions is None:
             raise TypeError("RMSNormRotaryQKV needs the tokens' positions, or their "

@@ -224,6 +224,9 @@ for what, got, want in (("positions", biased(x, positions), unfused(biased, x, p
         report(f"bias, {what}: gradient of parameter {i}", g, w)
 small = coda.nn.RMSNormRotaryQKV(8, heads=2, head_dim=4, bias=True).double()
 assert torch.autograd.gradcheck(lambda t, b: small(t, torch.arange(3)), (xs, small.q_proj.bias))
+# An x of [s, width] takes tables of [1, s, head_dim], as positions of [1, s].
+flat = module(x[0], position_embeddings=tuple(t[:1] for t in tables))
+report("tables, x of [s, width]", flat[0], module(x, position_embeddings=tables)[0][0])
 small = coda.nn.RMSNormRotaryQKV(8, heads=2, head_dim=4).double()
 small_tables = tuple(t.cos() for t in (torch.rand(1, 3, 4, dtype=torch.float64),) * 2)
 assert torch.autograd.gradcheck(lambda t: small(t, position_embeddings=small_tables), (xs,))

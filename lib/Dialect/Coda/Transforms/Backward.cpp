@@ -719,6 +719,20 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
   });
   bool halfN = half != outputs.end();
   if (halfN) {
+    // Its GEMM's accumulator spans [m, n/2]: the columns of an input that
+    // spans n mod p would not be the output's.
+    for (auto [i, input] : llvm::enumerate(fwd.getInputs()))
+      if (fwd.getInputDimsAt(i).isPeriodic())
+        return fwd.emitOpError()
+               << "cannot be differentiated with a saved accumulator: output '"
+               << forward.signature.outputs[*half].name
+               << "' spans [m, n/2], whose gradient's GEMM has an accumulator "
+                  "[m, n/2], and epilogue input '"
+               << forward.signature
+                      .arguments[cast<BlockArgument>(input).getArgNumber()]
+                      .name
+               << "' spans " << stringifyDims(fwd.getInputDimsAt(i))
+               << ", which such a GEMM does not take; declare it spanning n";
     std::rotate(outputs.begin(), half, half + 1);
     if (const ProgramOutput *second =
             findHalfOutput(forward, ArrayRef(outputs).drop_front()))

@@ -188,3 +188,22 @@ func.func @periodic_gradient(%x: tensor<?x64xbf16>, %w: tensor<64x256xbf16>, %fr
   }
   return %0 : tensor<?x256xbf16>
 }
+
+// -----
+
+// A gated output's saved backward runs on an accumulator [m, n/2], which
+// takes no input that spans n mod p.
+func.func @gated_periodic(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>, %s: tensor<64xf32> {coda.name = "scale"})
+    -> (tensor<?x128xbf16> {coda.name = "gated"}) {
+  // expected-error @+2 {{'coda.gemm' op cannot be differentiated with the GEMM recomputed: output 'gated' spans [m, n/2]}}
+  // SAVED: derive-backward-invalid.mlir:[[@LINE+1]]:{{[0-9]+}}: error: 'coda.gemm' op cannot be differentiated with a saved accumulator: output 'gated' spans [m, n/2], whose gradient's GEMM has an accumulator [m, n/2], and epilogue input 'scale' spans [n mod 64], which such a GEMM does not take; declare it spanning n
+  %0 = coda.gemm %a, %b transpose_b ins(%s : tensor<64xf32> [n mod 64]) : tensor<?x64xbf16>, tensor<256x64xbf16> -> (tensor<?x128xbf16> [m, n/2]) {
+  ^bb0(%acc: f32, %x: f32):
+    %1 = coda.detach %x
+    %2 = arith.mulf %acc, %1 : f32
+    %up = coda.partner %2 xor 1
+    %3 = arith.mulf %2, %up : f32
+    coda.yield %3 : f32
+  }
+  return %0 : tensor<?x128xbf16>
+}
