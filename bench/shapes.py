@@ -81,7 +81,8 @@ def make_inputs(program, m, n, k):
         if not arg["tensor"]:
             named[arg["name"]] = 1234 if arg["type"] == "i64" else 0.5
             continue
-        shape = _output_shape(arg["dims"], None, m, n)
+        # An input that spans n mod p is p wide.
+        shape = _output_shape(arg["dims"], None, m, arg["period"] or n)
         named[arg["name"]] = torch.randn(*shape, device=dev).to(TYPES[arg["type"]])
     return a.bfloat16(), b.bfloat16(), named
 

@@ -224,6 +224,12 @@ int32_t coda_program_argument_dims(const coda_program *program, int32_t index) {
   return argument ? argument->dims : 0;
 }
 
+int32_t coda_program_argument_period(const coda_program *program,
+                                     int32_t index) {
+  const ProgramArgument *argument = getArgument(program, index);
+  return argument ? static_cast<int32_t>(argument->period) : 0;
+}
+
 int32_t coda_program_num_outputs(const coda_program *program) {
   return program ? program->program->getSignature().outputs.size() : 0;
 }

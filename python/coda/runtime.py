@@ -199,6 +199,7 @@ def _library():
             "coda_program_argument_role": (C, [P, I]),
             "coda_program_argument_type": (C, [P, I]),
             "coda_program_argument_dims": (I, [P, I]),
+            "coda_program_argument_period": (I, [P, I]),
             "coda_program_argument_kind": (I, [P, I]),
             "coda_program_num_outputs": (I, [P]),
             "coda_program_output_name": (C, [P, I]),
@@ -315,6 +316,7 @@ class Program:
                 "role": lib.coda_program_argument_role(handle, i).decode(),
                 "type": lib.coda_program_argument_type(handle, i).decode(),
                 "dims": lib.coda_program_argument_dims(handle, i),
+                "period": lib.coda_program_argument_period(handle, i),
                 "tensor": lib.coda_program_argument_kind(handle, i) == 0,
             })
         self.outputs = []

@@ -35,7 +35,8 @@ void coda_reference_destroy(coda_reference_program *program);
 
 /* The program's interface as JSON: {"arguments": [{"name", "role" ("a", "b",
    "c", "alpha", "beta", "input"), "type" ("bf16", "f16", "f32", "f64",
-   "i64"), "dims" (bit 2 batch, bit 1 m, bit 0 n), "tensor" (bool)}, ...],
+   "i64"), "dims" (bit 2 batch, bit 1 m, bit 0 n), "period" (p of an input
+   that spans n mod p, else 0), "tensor" (bool)}, ...],
    "outputs": [{"name", "type", "dims"}, ...], "transpose_a", "transpose_b"}.
    The string lives as long as the program. */
 const char *coda_reference_describe(const coda_reference_program *program);

@@ -161,6 +161,10 @@ const char *coda_program_argument_type(const coda_program *program,
 /* The dims a tensor argument spans: bit 2 batch, bit 1 m, bit 0 n (0 for A,
    B and scalars). */
 int32_t coda_program_argument_dims(const coda_program *program, int32_t index);
+/* The period p of an input that spans n mod p (its p columns repeat along
+   the row), else 0. */
+int32_t coda_program_argument_period(const coda_program *program,
+                                     int32_t index);
 int32_t coda_program_num_outputs(const coda_program *program);
 const char *coda_program_output_name(const coda_program *program,
                                      int32_t index);

@@ -23,6 +23,9 @@ program = coda.Program(source)
 assert program.kernel_shape is None
 assert [a["name"] for a in program.arguments] == ["a", "b", "bias", "residual", "rs", "alpha"]
 assert [o["name"] for o in program.outputs] == ["output", "pre", "dbias"]
+# An input that spans n mod p says so (its period), one that spans n 0.
+periodic = coda.Program("EPILOGUE p(f: f32[N % 8], g: f32[N]) {\n  output = input * f * g;\n}\n")
+assert [a["period"] for a in periodic.arguments] == [0, 0, 8, 0], periodic.arguments
 
 rng = np.random.default_rng(12)
 arrays, scalars = EXAMPLES["mlp_up"].inputs(rng, 300, 264, 136)
