@@ -528,9 +528,11 @@ class RMSNormRotaryQKV(nn.Module):
     in the epilogue (docs/dsl.md); the kernel then also writes its
     accumulator, from which coda's derived backward runs without the GEMM
     again (backward_from_saved), rstd's gradient among its outputs.
-    Children: `norm` (nn.RMSNorm), `q_proj`, `k_proj`, `v_proj` (nn.Linear
-    without biases), and with qk_norm `q_norm`, `k_norm` (nn.RMSNorm of
-    head_dim). forward(x [..., s, width], positions [s] or [..., s])
+    With bias=True (Qwen2's attention) the projections' biases are added
+    before the rotation, in the same kernel (which then writes its
+    accumulator too, as with QK-norm). Children: `norm` (nn.RMSNorm),
+    `q_proj`, `k_proj`, `v_proj` (nn.Linear, with biases when bias=True),
+    and with qk_norm `q_norm`, `k_norm` (nn.RMSNorm of head_dim). forward(x [..., s, width], positions [s] or [..., s])
     returns q [..., heads, s, head_dim] and k, v [..., kv_heads, s,
     head_dim], as F.scaled_dot_product_attention takes them. Given
     `position_embeddings` (the cos and sin of each token, [..., s, head_dim],
@@ -654,7 +656,8 @@ class RMSNormRotaryQKV(nn.Module):
         frequencies = f"theta={self.theta}" if self.theta is not None else "inv_freq given"
         return (f"heads={self.heads}, kv_heads={self.kv_heads}, head_dim={self.head_dim}, "
                 f"{frequencies}" + (f", qk_norm=True, qk_eps={self.qk_eps}"
-                                    if self.qk_eps is not None else ""))
+                                    if self.qk_eps is not None else "")
+                + (", bias=True" if self.q_proj.bias is not None else ""))
 
 
 _NORMS = ("layernorm", "rmsnorm")

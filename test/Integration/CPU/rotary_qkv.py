@@ -210,6 +210,8 @@ biased = coda.nn.RMSNormRotaryQKV(WIDTH, heads=4, kv_heads=2, head_dim=8, eps=1e
 biased.load_state_dict({**module.state_dict(), **{
     f"{p}.bias": torch.randn(n, dtype=torch.float64) for p, n in
     (("q_proj", 32), ("k_proj", 16), ("v_proj", 16))}})
+print(biased.extra_repr())
+# CHECK: heads=4, kv_heads=2, head_dim=8, theta=500.0, bias=True
 print(sorted(biased.state_dict()))
 # CHECK: ['k_proj.bias', 'k_proj.weight', 'norm.weight', 'q_proj.bias', 'q_proj.weight', 'v_proj.bias', 'v_proj.weight']
 params = [x, biased.norm.weight, biased.q_proj.weight, biased.q_proj.bias, biased.k_proj.bias,
