@@ -45,6 +45,8 @@ unsigned positionIn(unsigned mask, unsigned bit) {
 struct Materialized {
   Value value;
   unsigned mask = 0;
+  /// An input that spans n mod `period` (read at column n mod period), else 0.
+  unsigned period = 0;
 };
 
 /// Lowers one coda.gemm.
@@ -66,15 +68,14 @@ private:
   /// An empty tensor over the dims of `mask`.
   Value emptyTensor(unsigned mask, Type elementType);
   /// The indexing map from an iteration space over the dims of `iterMask`
-  /// (plus `extraDims` trailing dims) to an operand over the dims of `mask`.
-  AffineMap operandMap(unsigned iterMask, unsigned mask,
-                       unsigned extraDims = 0) const;
+  /// (plus `extraDims` trailing dims) to an operand over the dims of `mask`
+  /// (column n mod `period` when it is not 0).
+  AffineMap operandMap(unsigned iterMask, unsigned mask, unsigned extraDims = 0,
+                       unsigned period = 0) const;
   /// `value` as a tensor or scalar of the compute type, converting if
-  /// needed.
-  Value asF32(Value value, unsigned mask);
-  /// An input that spans `n mod period` (`mask` with n) as a tensor of the
-  /// compute type over the dims of `mask`: column n its column n mod period.
-  Value expandPeriodic(Value value, unsigned mask, unsigned period);
+  /// needed; an input that spans n mod `period` over the dims of `mask`,
+  /// column n its column n mod period.
+  Value asF32(Value value, unsigned mask, unsigned period = 0);
   /// A clone of the epilogue op `inner` on `args`, computing in the compute
   /// type.
   Operation *cloneInComputeType(OpBuilder &b, Operation &inner,
@@ -140,11 +141,14 @@ Value GemmLowering::emptyTensor(unsigned mask, Type elementType) {
 }
 
 AffineMap GemmLowering::operandMap(unsigned iterMask, unsigned mask,
-                                   unsigned extraDims) const {
+                                   unsigned extraDims, unsigned period) const {
   SmallVector<AffineExpr> results;
-  for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN})
-    if (mask & bit)
-      results.push_back(rewriter.getAffineDimExpr(positionIn(iterMask, bit)));
+  for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN}) {
+    if (!(mask & bit))
+      continue;
+    AffineExpr dim = rewriter.getAffineDimExpr(positionIn(iterMask, bit));
+    results.push_back(bit == DimsAttr::kN && period ? dim % period : dim);
+  }
   return AffineMap::get(llvm::popcount(iterMask) + extraDims, 0, results,
                         rewriter.getContext());
 }
@@ -156,7 +160,7 @@ ValueRange GemmLowering::buildElementwise(
   SmallVector<AffineMap> maps;
   for (const Materialized &input : inputs) {
     ins.push_back(input.value);
-    maps.push_back(operandMap(mask, input.mask));
+    maps.push_back(operandMap(mask, input.mask, 0, input.period));
   }
   SmallVector<Type> tensorTypes;
   for (Type type : resultTypes) {
@@ -193,41 +197,18 @@ Operation *GemmLowering::cloneInComputeType(OpBuilder &b, Operation &inner,
   return clone;
 }
 
-Value GemmLowering::asF32(Value value, unsigned mask) {
+Value GemmLowering::asF32(Value value, unsigned mask, unsigned period) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type || type.getElementType() == f32)
+  if (!type || (type.getElementType() == f32 && !period))
     return value;
-  return buildElementwise(mask, {{value, mask}}, {f32},
+  return buildElementwise(mask, {{value, mask, period}}, {f32},
                           [&](OpBuilder &b, Location l, ValueRange args) {
-                            return SmallVector<Value>{
-                                arith::ExtFOp::create(b, l, f32, args[0])};
+                            Value element = args[0];
+                            if (element.getType() != f32)
+                              element =
+                                  arith::ExtFOp::create(b, l, f32, element);
+                            return SmallVector<Value>{element};
                           })[0];
-}
-
-Value GemmLowering::expandPeriodic(Value value, unsigned mask,
-                                   unsigned period) {
-  SmallVector<AffineExpr> results;
-  for (unsigned bit : {DimsAttr::kB, DimsAttr::kM, DimsAttr::kN}) {
-    if (!(mask & bit))
-      continue;
-    AffineExpr dim = rewriter.getAffineDimExpr(positionIn(mask, bit));
-    results.push_back(bit == DimsAttr::kN ? dim % period : dim);
-  }
-  AffineMap periodic =
-      AffineMap::get(llvm::popcount(mask), 0, results, rewriter.getContext());
-  Value out = emptyTensor(mask, f32);
-  SmallVector<utils::IteratorType> iterators(llvm::popcount(mask),
-                                             utils::IteratorType::parallel);
-  auto generic = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{out.getType()}, ValueRange{value},
-      ValueRange{out}, ArrayRef<AffineMap>{periodic, operandMap(mask, mask)},
-      iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-        Value element = args[0];
-        if (element.getType() != f32)
-          element = arith::ExtFOp::create(b, l, f32, element);
-        linalg::YieldOp::create(b, l, element);
-      });
-  return generic.getResult(0);
 }
 
 Value GemmLowering::sizeAsF32(unsigned bit) {
@@ -668,10 +649,7 @@ LogicalResult GemmLowering::lower(ValueRange operands, TypeRange resultTypes) {
   for (auto [i, input] : llvm::enumerate(adaptor.getInputs())) {
     DimsAttr dims = op.getInputDimsAt(i);
     unsigned mask = dims.getMask();
-    values[op.getInputArg(i)] = {
-        dims.isPeriodic() ? expandPeriodic(input, mask, dims.getPeriod())
-                          : asF32(input, mask),
-        mask};
+    values[op.getInputArg(i)] = {asF32(input, mask, dims.getPeriod()), mask};
   }
 
   dims.emplace(op);
