@@ -57,6 +57,10 @@ struct Forward {
   RankedTensorType spaceType(Type type) const {
     return RankedTensorType::get({m, n}, type);
   }
+  /// The name of epilogue input `input` (an operand of `gemm`).
+  StringRef inputName(Value input) const {
+    return signature.arguments[cast<BlockArgument>(input).getArgNumber()].name;
+  }
 };
 
 /// One epilogue value of a derived program and the dims it spans.
@@ -330,9 +334,7 @@ const ProgramOutput *findHalfOutput(Forward &forward,
 void appendInputs(Forward &forward, SmallVector<Slot> &slots,
                   SmallVector<DimsAttr> &dims) {
   for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs())) {
-    auto arg = cast<BlockArgument>(input);
-    slots.push_back({input.getType(),
-                     forward.signature.arguments[arg.getArgNumber()].name});
+    slots.push_back({input.getType(), forward.inputName(input).str()});
     dims.push_back(forward.gemm.getInputDimsAt(i));
   }
 }
@@ -352,10 +354,9 @@ void appendGradientResults(Forward &forward, SmallVector<Slot> &slots,
     if (!type || forward.gemm.getInputDimsAt(i).isPeriodic())
       continue;
     unsigned mask = forward.gemm.getInputDimsAt(i).getMask();
-    auto arg = cast<BlockArgument>(input);
     slots.push_back(
         {mask == kSpace ? type : RankedTensorType::get(type.getShape(), f32),
-         "grad_" + forward.signature.arguments[arg.getArgNumber()].name});
+         ("grad_" + forward.inputName(input)).str()});
     dims.push_back(DimsAttr::get(context, mask));
   }
 }
@@ -403,10 +404,8 @@ LogicalResult fillEpilogueGradient(Forward &forward, GemmOp gemm,
     if (adjoint.element || adjoint.row)
       return forward.gemm.emitError()
              << "cannot derive the gradient of epilogue input '"
-             << forward.signature
-                    .arguments[cast<BlockArgument>(input).getArgNumber()]
-                    .name
-             << "', which spans " << stringifyDims(dims)
+             << forward.inputName(input) << "', which spans "
+             << stringifyDims(dims)
              << " (its columns repeat along the row): detach it where it is "
                 "read (detach(...)), or declare it spanning n";
   }
@@ -728,10 +727,8 @@ buildSavedBackward(Forward &forward, NextWeightLayout next) {
                << forward.signature.outputs[*half].name
                << "' spans [m, n/2], whose gradient's GEMM has an accumulator "
                   "[m, n/2], and epilogue input '"
-               << forward.signature
-                      .arguments[cast<BlockArgument>(input).getArgNumber()]
-                      .name
-               << "' spans " << stringifyDims(fwd.getInputDimsAt(i))
+               << forward.inputName(input) << "' spans "
+               << stringifyDims(fwd.getInputDimsAt(i))
                << ", which such a GEMM does not take; declare it spanning n";
     std::rotate(outputs.begin(), half, half + 1);
     if (const ProgramOutput *second =
