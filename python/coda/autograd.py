@@ -237,8 +237,7 @@ def _run_backward(call, key, derive, names, scalars, scalar_names, saved, needs,
         grad_a = _as(_operand_gradient(call, key, "grad_a", grad_acc, b, seed), a.dtype)
     if needs[1]:
         grad_b = _as(_operand_gradient(call, key, "grad_b", grad_acc, a, seed), b.dtype)
-    return grad_a, grad_b, [None if g is None else _as(g, t.dtype)
-                            for g, t in zip(input_grads, tensors)]
+    return grad_a, grad_b, _in_input_types(input_grads, tensors)
 
 
 def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, seed, rows,
@@ -275,9 +274,20 @@ def _epilogue_gradient(call, key, a, b, tensors, names, scalars, scalar_names, s
     results = _given_outputs(backward, a, dict(zip(names, tensors)), types)
     if results is None:
         results = call(key, derive, a, b, tensors, ",".join(names), scalars, scalar_names, seed)
-    # By name: an input that spans n mod p has no gradient (None).
-    by_name = dict(zip(_signature(backward)[2], results))
+    return _gradients(backward, results, input_names)
+
+
+def _gradients(program, results, input_names):
+    """[grad_acc, the gradient of each input `input_names` names] among the
+    outputs `results` of the derived backward `program`, by name: an input
+    that spans n mod p has none (None)."""
+    by_name = dict(zip(_signature(program)[2], results))
     return [by_name["grad_acc"], *(by_name.get("grad_" + name) for name in input_names)]
+
+
+def _in_input_types(grads, tensors):
+    """Each gradient of `grads` (or None) in the type of its input."""
+    return [None if g is None else _as(g, t.dtype) for g, t in zip(grads, tensors)]
 
 
 def _given_outputs(program, a, named, types):
@@ -690,12 +700,9 @@ def _tail_backward(call, proj, up, down, names, saved_tensors, needs, grad_y):
         derive = _saved_derive(up)
         outputs = call(proj, derive, grad_acc1, w1, tensors + saved0 + [_as(grad_h, h.dtype)],
                        ",".join([*_split(names), *saved_names, "grad_h"]), [], "", seed0)
-        # By name: an input that spans n mod p has no gradient (None).
-        by_name = dict(zip(_signature(_program_for(proj, derive, x))[2], outputs))
-        grad_acc0 = by_name["grad_acc"]
-        result["inputs"] = [None if by_name.get("grad_" + name) is None
-                            else _as(by_name["grad_" + name], t.dtype)
-                            for name, t in zip(_split(names), tensors)]
+        grad_acc0, *input_grads = _gradients(_program_for(proj, derive, x), outputs,
+                                             _split(names))
+        result["inputs"] = _in_input_types(input_grads, tensors)
         result["w0"] = (_as(_operand_gradient(call, proj, "grad_b", grad_acc0, x, seed0), w0.dtype)
                         if needs[1] else None)
         return (_as(_operand_gradient(call, proj, "grad_a", grad_acc0, w0, seed0), x.dtype)
