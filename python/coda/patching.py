@@ -421,12 +421,11 @@ def _rotary_head(layer, width):
     input RMSNorm, Q, K and V projections and rotary embedding: its
     attention holds exactly q_proj, k_proj, v_proj and o_proj (nn.Linear;
     the first three all with biases, as Qwen2's, or all without), and q_norm
-    and k_norm when it normalizes each query and
-    key head (Qwen3's QK-norm: RMSNorms of one epsilon over a head's
-    columns), attends without a sliding window, over
-    heads of a power-of-2 width rotated whole, and its module defines the
-    attention functions it calls and its rotary embedding class
-    (<Model>RotaryEmbedding). Its frequencies are taken from that class
+    and k_norm when it normalizes each query and key head (Qwen3's QK-norm:
+    RMSNorms of one epsilon over a head's columns), attends without a
+    sliding window, over heads of a power-of-2 width rotated whole, and its
+    module defines the attention functions it calls and its rotary embedding
+    class (<Model>RotaryEmbedding). Its frequencies are taken from that class
     (the default, linear and llama3 rotary embeddings); where they change
     with the sequence's length or its cos and sin are scaled (dynamic,
     longrope, yarn), `tables`: the kernel rotates by the cos and sin the
