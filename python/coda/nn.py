@@ -663,8 +663,9 @@ class RMSNormRotaryQKV(nn.Module):
 _NORMS = ("layernorm", "rmsnorm")
 
 
-def _projection_norm(norm, eps, bias, norm_bias, dropout):
-    """The program family of an output projection whose epilogue adds its
+def _projection_norm(norm, eps, bias, norm_bias, dropout, weight_layout="nk"):
+    """The program family of an output projection (its weight stored as
+    `weight_layout` says) whose epilogue adds its
     bias (when `bias`), applies dropout (probability `dropout`) and adds the
     residual, h, then normalizes h over its row: LayerNorm (with its bias
     when `norm_bias`) or RMSNorm, both with the weight `gamma`, in f32. In
@@ -688,7 +689,7 @@ def _projection_norm(norm, eps, bias, norm_bias, dropout):
             f"  h = {{h}};\n{body}}}\n")
     h = f"{linear} + residual"
     return ProgramFamily(lambda t: text.replace("{h}", f"{t}({h})" if t in ("bf16", "f16") else h)
-                         .replace("{t}", t))
+                         .replace("{t}", t), layout_b=weight_layout)
 
 
 class ResidualNormMLP(nn.Module):
@@ -703,17 +704,24 @@ class ResidualNormMLP(nn.Module):
     residual's gradient, the gradients of b and of the norm's weight and
     bias) in the epilogue of fc1's dgrad GEMM, and the projection's two
     operand gradients: no kernel of the norm's own. Children: `proj`
-    (nn.Linear), `norm` (nn.LayerNorm or nn.RMSNorm) and `mlp`."""
+    (nn.Linear), `norm` (nn.LayerNorm or nn.RMSNorm) and `mlp`.
+    weight_layout="kn" stores the projection's and a plain MLP's weights
+    [in, out] (Hugging Face's Conv1D, which coda.patch puts here)."""
 
     def __init__(self, in_features, width, hidden_features, norm="layernorm", eps=1e-5,
                  gated=False, activation=None, dropout=0.0, mlp_dropout=0.0,
-                 output_dropout=0.0, bias=True, device=None, dtype=None):
+                 output_dropout=0.0, bias=True, device=None, dtype=None, weight_layout="nk"):
         super().__init__()
         if norm not in _NORMS:
             raise ValueError(f"unknown norm '{norm}'; expected layernorm or rmsnorm")
         _check_dropout(dropout)
+        _check_layout(weight_layout)
+        if gated and weight_layout != "nk":
+            raise ValueError("a gated MLP's weights are stored [out, in] (weight_layout='nk')")
         self.p = dropout
-        self.proj = nn.Linear(in_features, width, bias, device, dtype)
+        self.weight_layout = weight_layout
+        linear = nn.Linear if weight_layout == "nk" else _InOutLinear
+        self.proj = linear(in_features, width, bias, device, dtype)
         if norm == "layernorm":
             self.norm = nn.LayerNorm(width, eps, bias=bias, device=device, dtype=dtype)
         else:
@@ -724,12 +732,14 @@ class ResidualNormMLP(nn.Module):
         else:
             self.mlp = MLP(width, hidden_features, activation=activation or "gelu",
                            dropout=mlp_dropout, bias=bias, device=device, dtype=dtype,
-                           output_dropout=output_dropout)
-        self._proj = _projection_norm(norm, eps, bias, norm == "layernorm" and bias, dropout)
+                           output_dropout=output_dropout, weight_layout=weight_layout)
+        self._proj = _projection_norm(norm, eps, bias, norm == "layernorm" and bias, dropout,
+                                      weight_layout)
 
     def forward(self, x, residual):
         lead = residual.shape
-        x2 = x.reshape(-1, self.proj.in_features).contiguous()
+        in_features = self.proj.weight.shape[0 if self.weight_layout == "kn" else 1]
+        x2 = x.reshape(-1, in_features).contiguous()
         named = [("bias", self.proj.bias), ("residual", residual.reshape(-1, lead[-1])),
                  ("gamma", self.norm.weight), ("beta", getattr(self.norm, "bias", None))]
         tensors = [t for _, t in named if t is not None]
@@ -746,4 +756,5 @@ class ResidualNormMLP(nn.Module):
         return y.reshape(lead)
 
     def extra_repr(self):
-        return f"dropout={self.p}"
+        return (f"dropout={self.p}"
+                + (f", weight_layout={self.weight_layout}" if self.weight_layout != "nk" else ""))

@@ -12,10 +12,12 @@ Recognized, by their structure (the modules and attributes they hold):
   + bias, its dropout when the MLP has one after the second Linear, in
   another, fc1's epilogue gradient on fc2's dgrad GEMM);
 - Hugging Face's ``GPT2Block`` (transformers 5): its attention's output
-  projection (``c_proj``, a Conv1D read as stored), ``resid_dropout`` and
-  the residual in one kernel (coda.nn.OutProjection), then ``ln_2`` and the
-  MLP with the residual in its second kernel; the attention's ``c_proj`` and
-  ``resid_dropout`` then return their input;
+  projection (``c_proj``, a Conv1D read as stored), ``resid_dropout``, the
+  residual and ``ln_2`` in one kernel, then the MLP with the residual in its
+  second (coda.nn.ResidualNormMLP; with a cross-attention, which comes
+  before ``ln_2``, coda.nn.OutProjection for the first three and ``ln_2``
+  PyTorch's); the attention's ``c_proj`` and ``resid_dropout`` then return
+  their input;
 - a gated MLP: a module with ``gate_proj``, ``up_proj`` and ``down_proj``
   (nn.Linear without biases) and an activation module ``act_fn``, forward
   ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``, as Hugging Face's
@@ -61,9 +63,10 @@ Recognized, by their structure (the modules and attributes they hold):
   forward ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``, with ``attn``
   holding ``c_attn``, ``c_proj`` (nn.Linear), ``resid_dropout`` and
   ``n_head``. Attention itself stays PyTorch's scaled_dot_product_attention
-  (causal); the output projection, its dropout and the residual become one
-  coda kernel (coda.nn.OutProjection), and the residual rides in the MLP's
-  second kernel.
+  (causal); the output projection, its dropout, the residual and ``ln_2``
+  (an nn.LayerNorm with a weight and a bias; otherwise it stays PyTorch's)
+  become one coda kernel, and the residual rides in the MLP's second kernel
+  (coda.nn.ResidualNormMLP).
 
 Parameters stay where they are: the patched modules keep their children,
 ``state_dict`` keys and initialization, and an optimizer built before or
@@ -307,54 +310,69 @@ def _attention(attn, x):
     return y.transpose(1, 2).contiguous().view(batch, tokens, channels)
 
 
-def _block_tail(block, mlp_parts):
+def _block_tail(block, mlp_parts, fold_norm=True):
     """What a GPT-style block (nanoGPT's, GPT-2's) runs after its attention:
-    `project(attended, x)`, the attention's output projection (attn.c_proj,
+    `finish(attended, x)`, the attention's output projection (attn.c_proj,
     its weight read as stored), its dropout (attn.resid_dropout's
-    probability) and the residual x in one kernel (coda.nn.OutProjection),
-    giving h; then `finish(h)`, ln_2 and the MLP of `mlp_parts` with h as its
-    residual (coda's fused MLP); and the (owner, child name) pairs they read
-    (_kept). Their programs have no parameters of their own: each call takes
-    the modules' as they are then."""
-    attn = block.attn
+    probability) and the residual x, giving h, then ln_2 and the MLP of
+    `mlp_parts` with h as its residual; what the report says of it; and the
+    (owner, child name) pairs it reads (_kept). With `fold_norm`, ln_2 an
+    nn.LayerNorm with a weight and a bias and a projection with a bias, the
+    projection, its dropout, the residual and ln_2 are one kernel, and the
+    MLP's two follow (coda.nn.ResidualNormMLP, the norm's backward on fc1's
+    dgrad GEMM); otherwise the projection, its dropout and the residual are
+    one kernel (coda.nn.OutProjection), ln_2 stays PyTorch's, then the fused
+    MLP, and `finish(attended, x, middle)` applies `middle` to h before
+    ln_2 (GPT-2's cross-attention). Their programs have no parameters of
+    their own: each call takes the modules' as they are then."""
+    attn, norm = block.attn, block.ln_2
     proj = attn.c_proj
     in_features, out_features = _features(proj)
+    mlp = _fused_mlp(*mlp_parts)
+    held = ((block, "attn"), (block, "mlp"), (block, "ln_2"), (attn, "c_proj"),
+            *_mlp_children(block.mlp))
+    if (fold_norm and type(norm) is nn.LayerNorm and norm.normalized_shape == (out_features,)
+            and norm.weight is not None and norm.bias is not None and proj.bias is not None):
+        core = coda_nn.ResidualNormMLP(in_features, out_features, mlp.fc1.weight.shape[0],
+                                       eps=norm.eps, dropout=attn.resid_dropout.p,
+                                       weight_layout=_layout(proj), device="meta")
+        core.proj, core.norm, core.mlp = proj, norm, mlp
+        object.__setattr__(block, "_coda_tail", core)
+
+        def finish(attended, x):
+            core.training = block.training
+            return core(attended, x)
+
+        return finish, held, ("block: attention output projection + dropout + residual + ln_2 "
+                              f"in one kernel, {_describe(mlp_parts)} + residual as coda's fused "
+                              "MLP")
     out = coda_nn.OutProjection(in_features, out_features, dropout=attn.resid_dropout.p,
                                 weight_layout=_layout(proj), device="meta")
-    mlp = _fused_mlp(*mlp_parts)
     object.__setattr__(block, "_coda_out_projection", out)
     object.__setattr__(block, "_coda_mlp", mlp)
 
-    def project(attended, x):
+    def finish(attended, x, middle=None):
         out.training = block.training
-        return out._forward(proj.weight, proj.bias, attended, None, {"residual": x})
+        h = out._forward(proj.weight, proj.bias, attended, None, {"residual": x}).view(x.shape)
+        if middle is not None:
+            h = middle(h)
+        return _run(mlp, block, norm(h), residual=h)
 
-    def finish(h):
-        return _run(mlp, block, block.ln_2(h), residual=h)
-
-    return project, finish, ((block, "attn"), (block, "mlp"), (attn, "c_proj"),
-                             *_mlp_children(block.mlp))
-
-
-def _describe_block(mlp_parts):
-    """What the report calls a block patched by _block_tail."""
-    return (f"block: attention output projection + dropout + residual in one kernel, "
-            f"{_describe(mlp_parts)} + residual as coda's fused MLP")
+    return finish, held, ("block: attention output projection + dropout + residual in one "
+                          f"kernel, {_describe(mlp_parts)} + residual as coda's fused MLP")
 
 
 def _patch_block(block, mlp_parts):
     attn = block.attn
     if attn.c_proj.bias is None:
         return None
-    project, finish, held = _block_tail(block, mlp_parts)
+    finish, held, what = _block_tail(block, mlp_parts)
 
     def forward(x):
-        lead = x.shape
-        x = project(_attention(attn, block.ln_1(x)), x).view(lead)
-        return finish(x).view(lead)
+        return finish(_attention(attn, block.ln_1(x)), x).view(x.shape)
 
     block.forward = _kept(forward, *held)
-    return _describe_block(mlp_parts)
+    return what
 
 
 _DECODER_CHILDREN = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"}
@@ -694,12 +712,14 @@ def _gpt2_block_parts(module):
 
 def _patch_gpt2_block(block, mlp_parts):
     """GPT2Block: the attention's output projection (its Conv1D weight as
-    stored), its dropout and the residual in one kernel
-    (coda.nn.OutProjection), then ln_2 and the MLP with the residual in its
-    second kernel (coda's fused MLP). The attention's c_proj and
+    stored), its dropout, the residual and ln_2 in one kernel, then the MLP
+    with the residual in its second kernel (_block_tail; with a
+    cross-attention, which comes before ln_2, the projection, dropout and
+    residual in one kernel, ln_2 PyTorch's). The attention's c_proj and
     resid_dropout then return their input: the block applies them."""
     attn = block.attn
-    project, finish, held = _block_tail(block, mlp_parts)
+    finish, held, what = _block_tail(block, mlp_parts,
+                                     fold_norm=not hasattr(block, "crossattention"))
     attn.c_proj.forward = lambda x: x
     attn.resid_dropout.forward = lambda x: x
 
@@ -711,20 +731,23 @@ def _patch_gpt2_block(block, mlp_parts):
         cache = kwargs.pop("past_key_values", cache)
         attended, _ = attn(block.ln_1(hidden_states), cache=cache, attention_mask=attention_mask,
                            use_cache=use_cache, **kwargs)
-        h = project(attended, hidden_states)
-        if encoder_hidden_states is not None:
-            if not hasattr(block, "crossattention"):
-                raise ValueError(f"encoder_hidden_states were given, but {type(block).__name__} "
-                                 "has no cross-attention (config.add_cross_attention)")
+        if encoder_hidden_states is None:
+            return finish(attended, hidden_states)
+        if not hasattr(block, "crossattention"):
+            raise ValueError(f"encoder_hidden_states were given, but {type(block).__name__} "
+                             "has no cross-attention (config.add_cross_attention)")
+
+        def cross(h):
             crossed, _ = block.crossattention(
                 block.ln_cross_attn(h), cache=cache, attention_mask=attention_mask,
                 encoder_hidden_states=encoder_hidden_states,
                 encoder_attention_mask=encoder_attention_mask)
-            h = h + crossed
-        return finish(h)
+            return h + crossed
+
+        return finish(attended, hidden_states, cross)
 
     block.forward = _checkpointed(block, _kept(forward, *held, (attn, "resid_dropout")))
-    return _describe_block(mlp_parts)
+    return what
 
 
 def _bert_layer_parts(module):

@@ -74,8 +74,8 @@ report = coda.patch(fused)
 print(report)
 # CHECK: coda.patch: 4 modules on coda kernels
 # CHECK-NEXT: <model>: the loss from the hidden states in the LM head's GEMM (no logits) in training
-# CHECK-NEXT: transformer.h.0: block: attention output projection + dropout + residual in one kernel, MLP (gelu) + residual as coda's fused MLP
-# CHECK-NEXT: transformer.h.1: block: attention output projection + dropout + residual in one kernel, MLP (gelu) + residual as coda's fused MLP
+# CHECK-NEXT: transformer.h.0: block: attention output projection + dropout + residual + ln_2 in one kernel, MLP (gelu) + residual as coda's fused MLP
+# CHECK-NEXT: transformer.h.1: block: attention output projection + dropout + residual + ln_2 in one kernel, MLP (gelu) + residual as coda's fused MLP
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
 tokens = torch.randint(0, config.vocab_size, (2, 24))
 check_training("GPT-2", eager, fused, tokens)
@@ -113,10 +113,11 @@ print("GPT-2 cross-attention: ok")
 # CHECK: GPT-2 cross-attention: ok
 
 # With the blocks' dropout on: in evaluation the patched model gives eager's
-# logits; in training the attention's output projection and the MLP draw
-# coda's masks, each compared with its eager form on that mask: a quarter of
-# the product dropped, the rest scaled by 1 / 0.75, the residual added. The
-# block applies them in turn (the same seeds drawn again give its output).
+# logits; in training the attention's output projection (with ln_2 in its
+# epilogue) and the MLP draw coda's masks, each compared with its eager form
+# on that mask: a quarter of the product dropped, the rest scaled by
+# 1 / 0.75, the residual added. The block applies them in turn (the same
+# seeds drawn again give its output), the projection's h normalized by ln_2.
 config_p = GPT2Config(**{**config.to_dict(), "resid_pdrop": 0.25})
 model_p = GPT2LMHeadModel(config_p)
 eager_p = copy.deepcopy(model_p).eval()
@@ -129,22 +130,33 @@ block = model_p.transformer.h[0]
 mlp, attn = block.mlp, block.attn
 x = torch.randn(3, 5, 32, requires_grad=True)
 r = torch.randn(3, 5, 32)
+core = block._coda_tail
+
+
+def projection(x, r):
+    """The block's output projection, dropout, residual r and ln_2 on x:
+    (ln_2(h), h)."""
+    return coda.autograd.run(core._proj.key, "", x.reshape(-1, 32), attn.c_proj.weight,
+                             [attn.c_proj.bias, r.reshape(-1, 32), block.ln_2.weight,
+                              block.ln_2.bias], "bias,residual,gamma,beta", [], "",
+                             coda.autograd.draw_seed(x.device))
+
+
 torch.manual_seed(11)
 y = block(x)
 torch.manual_seed(11)
-h = block._coda_out_projection._forward(attn.c_proj.weight, attn.c_proj.bias,
-                                        attn(block.ln_1(x))[0], None, {"residual": x})
-close("GPT-2 block with dropout", y, block._coda_mlp(block.ln_2(h), residual=h))
+normed, h = projection(attn(block.ln_1(x))[0], x)
+close("GPT-2 block with dropout", y, core.mlp(normed, residual=h).view(y.shape))
+close("GPT-2 ln_2 in the projection", normed, block.ln_2(h))
 for what, got, pre in (
-        ("MLP", block._coda_mlp(x, residual=r),
+        ("MLP", core.mlp(x, residual=r),
          mlp.act(x @ mlp.c_fc.weight + mlp.c_fc.bias) @ mlp.c_proj.weight + mlp.c_proj.bias),
-        ("output projection", block._coda_out_projection._forward(
-            attn.c_proj.weight, attn.c_proj.bias, x, None, {"residual": r}),
+        ("output projection", projection(x, r)[1].view(r.shape),
          x @ attn.c_proj.weight + attn.c_proj.bias)):
     kept = (got - r) != 0
     assert 0.6 < kept.float().mean().item() < 0.9, (what, kept.float().mean().item())
     close(f"{what} with dropout", (got - r)[kept], (pre / 0.75)[kept])
-    got.sum().backward()
+y.sum().backward()
 print("GPT-2 dropout: ok")
 # CHECK: GPT-2 dropout: ok
 

@@ -35,7 +35,7 @@ fused = copy.deepcopy(eager)
 report = coda.patch(fused)
 print(report)
 # CHECK: coda.patch: 2 modules on coda kernels
-# CHECK-NEXT: blocks.0: block: attention output projection + dropout + residual in one kernel, MLP (gelu_erf) + residual as coda's fused MLP
+# CHECK-NEXT: blocks.0: block: attention output projection + dropout + residual + ln_2 in one kernel, MLP (gelu_erf) + residual as coda's fused MLP
 # CHECK-NEXT: blocks.1: block:
 if list(eager.state_dict()) != list(fused.state_dict()):
     failures.append("state_dict keys changed")
@@ -80,6 +80,22 @@ want.backward()
 got.backward()
 for (name, p), q in zip(eager.named_parameters(), fused.parameters()):
     close(f"gradient of {name}, vocabulary 250", q.grad, p.grad)
+
+# A block whose ln_2 has no bias keeps it as PyTorch's, between the output
+# projection's kernel and the MLP's, with the eager model's loss and
+# gradients.
+eager = GPT(context=16, layers=1, heads=2, d=32)
+eager.blocks[0].ln_2 = nn.LayerNorm(32, bias=False)
+fused = copy.deepcopy(eager)
+print(coda.patch(fused))
+# CHECK: coda.patch: 1 modules on coda kernels
+# CHECK-NEXT: blocks.0: block: attention output projection + dropout + residual in one kernel, MLP (gelu_erf) + residual as coda's fused MLP
+want, got = eager(idx, targets), fused(idx, targets)
+close("loss, ln_2 without a bias", got, want, 1e-5)
+want.backward()
+got.backward()
+for (name, p), q in zip(eager.named_parameters(), fused.parameters()):
+    close(f"gradient of {name}, ln_2 without a bias", q.grad, p.grad)
 
 # With dropout the output projection draws coda's mask in training; in
 # eval mode the patched model computes the eager one's loss.

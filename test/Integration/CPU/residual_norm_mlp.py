@@ -31,14 +31,21 @@ def report(what, got, want, tolerance):
         failures.append(f"{what}: relative error {error:.2e}")
 
 
+def linear(module, layer, x):
+    """`layer` of `module` on x, its weight stored as the module's
+    weight_layout says."""
+    weight = layer.weight.t() if module.weight_layout == "kn" else layer.weight
+    return F.linear(x, weight, layer.bias)
+
+
 def unfused(module, x, residual):
     """The module's math as PyTorch's modules compute it (no dropout)."""
-    h = F.linear(x, module.proj.weight, module.proj.bias) + residual
+    h = linear(module, module.proj, x) + residual
     n = module.norm(h)
     mlp = module.mlp
     if isinstance(mlp, coda.nn.GatedMLP):
         return h + mlp.down_proj(F.silu(mlp.gate_proj(n)) * mlp.up_proj(n))
-    return h + mlp.fc2(F.gelu(mlp.fc1(n), approximate="tanh"))
+    return h + linear(module, mlp.fc2, F.gelu(linear(module, mlp.fc1, n), approximate="tanh"))
 
 
 def randomize_norm(module):
@@ -50,18 +57,21 @@ def randomize_norm(module):
             module.norm.bias.uniform_(-0.5, 0.5)
 
 
-CONFIGS = [("layernorm", False, True), ("layernorm", False, False), ("rmsnorm", True, False),
-           ("rmsnorm", False, True)]
+# (norm, gated, bias, weight layout): "kn" stores the weights [in, out], as
+# GPT-2's Conv1D.
+CONFIGS = [("layernorm", False, True, "nk"), ("layernorm", False, False, "nk"),
+           ("rmsnorm", True, False, "nk"), ("rmsnorm", False, True, "nk"),
+           ("layernorm", False, True, "kn")]
 
 # gradcheck in float64, every parameter, the input and the residual, with
 # dropout in the projection (p) and in the MLP (after fc1 and after fc2):
 # the seeds are drawn again from the same generator state at each call.
-for norm, gated, bias in CONFIGS:
+for norm, gated, bias, layout in CONFIGS:
     for p in (0.0, 0.3):
         module = coda.nn.ResidualNormMLP(K, D, H, norm=norm, gated=gated, bias=bias, dropout=p,
                                          mlp_dropout=0.0 if gated else p,
                                          output_dropout=0.0 if gated else p,
-                                         dtype=torch.float64)
+                                         dtype=torch.float64, weight_layout=layout)
         randomize_norm(module)
         names = [name for name, _ in module.named_parameters()]
         x = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
@@ -73,14 +83,15 @@ for norm, gated, bias in CONFIGS:
 
         ok = torch.autograd.gradcheck(f, (x, r, *module.parameters()), raise_exception=False)
         if not ok:
-            failures.append(f"gradcheck {norm} gated={gated} bias={bias} dropout={p}")
+            failures.append(f"gradcheck {norm} gated={gated} bias={bias} {layout} dropout={p}")
 print("gradcheck: done")
 # CHECK: gradcheck: done
 
 # float32 against the unfused math: outputs and every gradient; eval mode.
-for norm, gated, bias in CONFIGS:
-    label = f"{norm} gated={gated} bias={bias}"
-    module = coda.nn.ResidualNormMLP(K, D, H, norm=norm, gated=gated, bias=bias)
+for norm, gated, bias, layout in CONFIGS:
+    label = f"{norm} gated={gated} bias={bias} {layout}"
+    module = coda.nn.ResidualNormMLP(K, D, H, norm=norm, gated=gated, bias=bias,
+                                     weight_layout=layout)
     randomize_norm(module)
     x = torch.randn(2, M, K, requires_grad=True)
     r = torch.randn(2, M, D, requires_grad=True)
@@ -129,6 +140,13 @@ try:
 except ValueError as error:
     print(error)
 # CHECK: unknown norm 'batchnorm'; expected layernorm or rmsnorm
+
+try:
+    coda.nn.ResidualNormMLP(K, D, H, gated=True, weight_layout="kn")
+    failures.append("no error for a gated MLP stored [in, out]")
+except ValueError as error:
+    print(error)
+# CHECK: a gated MLP's weights are stored [out, in] (weight_layout='nk')
 
 if failures:
     print("\n".join(failures))
