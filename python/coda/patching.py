@@ -682,12 +682,24 @@ def _patch_dense(module, parts):
     return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
 
 
+def _cache_keyword(forward):
+    """The name under which `forward` (a GPT2Block's or GPT2Attention's)
+    takes the key and value cache: "cache" (later transformers 5 releases),
+    "past_key_values" (earlier ones, 5.17 among them), or None."""
+    try:
+        names = inspect.signature(forward).parameters
+    except (TypeError, ValueError):
+        return None
+    return next((name for name in ("cache", "past_key_values") if name in names), None)
+
+
 def _gpt2_block_parts(module):
-    """(MLP parts (_mlp_parts),) of Hugging Face's GPT2Block of transformers
-    5 (children ln_1, attn with Conv1D c_attn and c_proj and resid_dropout,
-    ln_2, mlp; its forward taking `cache`), a string saying why its
-    attention output projection is left as it is, or None when it is not
-    one."""
+    """(MLP parts (_mlp_parts), the cache's keyword for the block's attention)
+    of Hugging Face's GPT2Block of transformers 5 (children ln_1, attn with
+    Conv1D c_attn and c_proj and resid_dropout, ln_2, mlp; its forward and
+    its attention's taking `cache` or `past_key_values`), a string saying
+    why its attention output projection is left as it is, or None when it
+    is not one."""
     if type(module).__name__ != "GPT2Block" or not type(module).__module__.startswith(
             "transformers."):
         return None
@@ -697,26 +709,27 @@ def _gpt2_block_parts(module):
     parts = _mlp_parts(mlp) if isinstance(mlp, nn.Module) else None
     if not isinstance(parts, tuple):
         return None
-    try:
-        names = inspect.signature(type(module).forward).parameters
-    except (TypeError, ValueError):
-        names = {}
-    if "cache" not in names:
-        return "a GPT2Block of a transformers version before 5 (its forward takes no `cache`)"
+    version = getattr(sys.modules.get("transformers"), "__version__", "0")
+    cache = _cache_keyword(type(attn).forward)
+    if not version.split(".")[0].isdigit() or int(version.split(".")[0]) < 5 or \
+            _cache_keyword(type(module).forward) is None or cache is None:
+        return ("a GPT2Block of a transformers version before 5 (its forward takes no `cache` or "
+                "`past_key_values`)")
     proj = getattr(attn, "c_proj", None)
     if _layout(proj) != "kn" or proj.bias is None or not isinstance(
             getattr(attn, "resid_dropout", None), nn.Dropout):
         return "an attention without a Conv1D c_proj with a bias and a resid_dropout"
-    return (parts,)
+    return parts, cache
 
 
-def _patch_gpt2_block(block, mlp_parts):
+def _patch_gpt2_block(block, mlp_parts, cache_keyword):
     """GPT2Block: the attention's output projection (its Conv1D weight as
     stored), its dropout, the residual and ln_2 in one kernel, then the MLP
     with the residual in its second kernel (_block_tail; with a
     cross-attention, which comes before ln_2, the projection, dropout and
     residual in one kernel, ln_2 PyTorch's). The attention's c_proj and
-    resid_dropout then return their input: the block applies them."""
+    resid_dropout then return their input: the block applies them. The
+    attention takes the cache as `cache_keyword`."""
     attn = block.attn
     finish, held, what = _block_tail(block, mlp_parts,
                                      fold_norm=not hasattr(block, "crossattention"))
@@ -726,11 +739,12 @@ def _patch_gpt2_block(block, mlp_parts):
     # GPT2Block's own signature (the model passes some arguments by position).
     def forward(hidden_states, cache=None, attention_mask=None, encoder_hidden_states=None,
                 encoder_attention_mask=None, use_cache=False, **kwargs):
-        # transformers 5's rename of past_key_values, which the block's own
-        # forward makes.
+        # The cache by its other name (later transformers 5 releases renamed
+        # past_key_values to cache, and their block's own forward takes
+        # either).
         cache = kwargs.pop("past_key_values", cache)
-        attended, _ = attn(block.ln_1(hidden_states), cache=cache, attention_mask=attention_mask,
-                           use_cache=use_cache, **kwargs)
+        attended, _ = attn(block.ln_1(hidden_states), attention_mask=attention_mask,
+                           use_cache=use_cache, **{cache_keyword: cache}, **kwargs)
         if encoder_hidden_states is None:
             return finish(attended, hidden_states)
         if not hasattr(block, "crossattention"):
@@ -739,7 +753,7 @@ def _patch_gpt2_block(block, mlp_parts):
 
         def cross(h):
             crossed, _ = block.crossattention(
-                block.ln_cross_attn(h), cache=cache, attention_mask=attention_mask,
+                block.ln_cross_attn(h), **{cache_keyword: cache}, attention_mask=attention_mask,
                 encoder_hidden_states=encoder_hidden_states,
                 encoder_attention_mask=encoder_attention_mask)
             return h + crossed
