@@ -452,14 +452,19 @@ class Program:
                             f"{sorted(set(inputs) - names)}")
         values = plan["values"].pack(*fields)
 
-        batch, m, n = _output_space(self, a, b)
+        space = _output_space(self, a, b)
+        shapes = plan["shapes"].get(space)
+        if shapes is None:
+            if len(plan["shapes"]) >= 64:
+                plan["shapes"].clear()
+            shapes = plan["shapes"][space] = [_output_shape(dims, *space)
+                                              for _, dims, _ in plan["outputs"]]
         results = {}
         fields = []
-        for name, dims, dtype in plan["outputs"]:
+        for (name, _, dtype), shape in zip(plan["outputs"], shapes):
             tensor = out.get(name) if out else None
             if tensor is None:
                 # Made here as the kernel needs it: nothing to check.
-                shape = _output_shape(dims, batch, m, n)
                 tensor = torch.empty(shape, dtype=dtype, device=plan["device"])
                 fields += _tensor_struct(tensor, shape)
             else:
@@ -513,6 +518,8 @@ class Program:
             "arguments": arguments,
             "outputs": [(output["name"], output["dims"], dtypes[output["type"]])
                         for output in self.outputs],
+            # The outputs' shapes by (batch, M, N), the last problems'.
+            "shapes": {},
             "values": struct.Struct("@" + _VALUE * len(self.arguments)),
             "outputs_struct": struct.Struct("@" + _TENSOR * len(self.outputs)),
             "stream": raw or (lambda device: torch.cuda.current_stream(device).cuda_stream),
@@ -525,12 +532,13 @@ class Program:
         """The coda_tensor fields (data, rank, shape[3]) of a tensor argument
         or output, once it is checked."""
         try:
-            fast = (tensor.dtype is dtype and tensor.is_contiguous()
-                    and tensor.get_device() == self.device and tensor.dim() <= 3)
+            shape = tensor.shape
+            if (tensor.dtype is dtype and len(shape) <= 3 and tensor.is_contiguous()
+                    and tensor.get_device() == self.device):
+                return (tensor.data_ptr(), len(shape), *shape, *_PAD[len(shape)])
         except AttributeError:
-            fast = False
-        if not fast:
-            self._check_tensor(name, tensor, dtype)
+            pass
+        self._check_tensor(name, tensor, dtype)
         return _tensor_struct(tensor, tensor.shape)
 
     def _check_tensor(self, name, tensor, dtype):
