@@ -554,6 +554,9 @@ def _patch_decoder(layer, activation, rotary):
             head.q_norm, head.k_norm = attn.q_norm, attn.k_norm
         object.__setattr__(layer, "_coda_head", head)
     proj.forward = lambda x: x
+    # How the attention module's own forward takes the cache (earlier
+    # transformers 5 releases: past_key_values).
+    attn_cache = _cache_keyword(type(attn).forward) or "cache"
 
     def forward(hidden_states, *args, **kwargs):
         if args:
@@ -573,6 +576,8 @@ def _patch_decoder(layer, activation, rotary):
                 and kwargs.get("position_embeddings" if tables else "position_ids") is not None):
             attended = _rotary_attention(attn, head, hidden_states, position_ids, kwargs, tables)
         else:
+            if "cache" in kwargs:
+                kwargs[attn_cache] = kwargs.pop("cache")
             x = layer.input_layernorm(hidden_states)
             attended, _ = attn(hidden_states=x, **kwargs)
         core.training = layer.training

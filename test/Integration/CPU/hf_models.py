@@ -99,6 +99,34 @@ assert torch.equal(generated[0], generated[1]), generated
 print("GPT-2 generation: ok")
 # CHECK: GPT-2 generation: ok
 
+# Earlier transformers 5 releases (5.17 among them) take the cache as
+# past_key_values in GPT2Block's and GPT2Attention's forward: classes of that
+# signature (and of their module) are patched too, and the patched blocks
+# hand the cache on under that name (greedy decoding gives eager's tokens).
+from transformers.models.gpt2 import modeling_gpt2  # noqa: E402
+
+
+class GPT2Attention(modeling_gpt2.GPT2Attention):
+    def forward(self, hidden_states, past_key_values=None, **kwargs):
+        return super().forward(hidden_states, cache=past_key_values, **kwargs)
+
+
+class GPT2Block(modeling_gpt2.GPT2Block):
+    def forward(self, hidden_states, past_key_values=None, *args, **kwargs):
+        return super().forward(hidden_states, past_key_values, *args, **kwargs)
+
+
+GPT2Attention.__module__ = GPT2Block.__module__ = modeling_gpt2.__name__
+older = copy.deepcopy(eager)
+for layer in older.transformer.h:
+    layer.__class__, layer.attn.__class__ = GPT2Block, GPT2Attention
+print(coda.patch(older).replaced[1][1].split(",")[0])
+# CHECK: block: attention output projection + dropout + residual + ln_2 in one kernel
+assert torch.equal(older.generate(tokens[:, :5], max_new_tokens=6, do_sample=False),
+                   generated[0])
+print("GPT-2 of past_key_values: ok")
+# CHECK: GPT-2 of past_key_values: ok
+
 # With cross-attention (GPT-2 as a decoder over an encoder's states): the
 # patched block runs it between the attention and the MLP, as GPT2Block does.
 config_x = GPT2Config(**{**config.to_dict(), "add_cross_attention": True})
@@ -288,6 +316,26 @@ llama_fused.model.layers[0](llama_fused.model.embed_tokens(bert_tokens),
                                 torch.arange(bert_tokens.shape[1])[None]))
 print("cached tokens:", cache.get_seq_length())
 # CHECK: cached tokens: 16
+
+# An attention taking the cache as past_key_values (earlier transformers 5
+# releases), its own forward run for its weights: the patched layer hands the
+# cache on under that name.
+attention_class = type(eager_attention.model.layers[0].self_attn)
+
+
+class OlderAttention(attention_class):
+    def forward(self, hidden_states, past_key_values=None, **kwargs):
+        return super().forward(hidden_states, cache=past_key_values, **kwargs)
+
+
+older = LlamaForCausalLM(LlamaConfig(**llama_config.to_dict(), attn_implementation="eager"))
+for layer in older.model.layers:
+    layer.self_attn.__class__ = OlderAttention
+coda.patch(older)
+cache = DynamicCache(config=llama_config)
+older(bert_tokens, cache=cache, use_cache=True, output_attentions=True)
+print("cached tokens, past_key_values:", cache.get_seq_length())
+# CHECK: cached tokens, past_key_values: 16
 
 # LLaMA 3's scaled rotary embedding: its frequencies, fixed, come from the
 # model's own rotary embedding class, and the patched model's loss and
