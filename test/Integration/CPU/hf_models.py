@@ -16,6 +16,7 @@
 # key and value cache equals eager's.
 
 import copy
+import inspect
 import os
 import sys
 
@@ -106,9 +107,16 @@ print("GPT-2 generation: ok")
 from transformers.models.gpt2 import modeling_gpt2  # noqa: E402
 
 
+def cache_name(cls):
+    """The keyword of the cache in cls.forward, in the transformers installed."""
+    return "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+
+
 class GPT2Attention(modeling_gpt2.GPT2Attention):
     def forward(self, hidden_states, past_key_values=None, **kwargs):
-        return super().forward(hidden_states, cache=past_key_values, **kwargs)
+        return super().forward(hidden_states,
+                               **{cache_name(modeling_gpt2.GPT2Attention): past_key_values},
+                               **kwargs)
 
 
 class GPT2Block(modeling_gpt2.GPT2Block):
@@ -325,7 +333,8 @@ attention_class = type(eager_attention.model.layers[0].self_attn)
 
 class OlderAttention(attention_class):
     def forward(self, hidden_states, past_key_values=None, **kwargs):
-        return super().forward(hidden_states, cache=past_key_values, **kwargs)
+        return super().forward(hidden_states, **{cache_name(attention_class): past_key_values},
+                               **kwargs)
 
 
 older = LlamaForCausalLM(LlamaConfig(**llama_config.to_dict(), attn_implementation="eager"))
