@@ -48,6 +48,15 @@ if ! .venv/bin/python -c "import transformers" 2>/dev/null; then
   echo "setup: installing transformers into .venv"
   .venv/bin/python -m pip install -q transformers
 fi
+# The GPU machines' transformers (5.17, whose modules take the cache as
+# past_key_values) in a folder of its own, which hf_models.py runs under too
+# (PYTHONPATH): pinned with the versions of what it needs that the latest
+# release's differ from.
+if [ ! -d .venv/transformers-5.17/transformers ]; then
+  echo "setup: installing transformers 5.17 into .venv/transformers-5.17"
+  .venv/bin/python -m pip install -q --no-deps --target .venv/transformers-5.17 \
+    transformers==5.17.0 huggingface-hub==1.33.0 httpx httpcore h11 anyio sniffio certifi idna
+fi
 
 # The frontends' own exporters (test/Conversion/LinalgToCoda/exported.test):
 # PyTorch through iree-turbine (torch-mlir) and JAX through StableHLO, lowered

@@ -80,6 +80,13 @@ if importlib.util.find_spec("torch"):
 # transformers: coda.patch on Hugging Face models built from a config.
 if importlib.util.find_spec("transformers"):
     config.available_features.add("transformers")
+# The GPU machines' transformers release (5.17), which scripts/setup.sh puts
+# beside the latest in its own folder, for PYTHONPATH: coda.patch must
+# recognize its modules too.
+transformers_517 = os.path.join(sys.prefix, "transformers-5.17")
+if os.path.isdir(os.path.join(transformers_517, "transformers")):
+    config.available_features.add("transformers-5.17")
+    config.substitutions.append(("%transformers_517", transformers_517))
 
 # frontend-exporters: PyTorch's (iree-turbine, torch-mlir) and JAX's exporters
 # and IREE's compiler tools, which lower what they export to linalg

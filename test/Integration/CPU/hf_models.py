@@ -1,5 +1,6 @@
 # REQUIRES: torch, transformers
 # RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s
+# RUN: %if transformers-5.17 %{ env PYTHONPATH=%transformers_517 CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s %}
 #
 # coda.patch on Hugging Face models built from a config (small ones, on the
 # CPU reference, in float32): GPT2LMHeadModel, whose blocks' attention output
@@ -342,7 +343,7 @@ for layer in older.model.layers:
     layer.self_attn.__class__ = OlderAttention
 coda.patch(older)
 cache = DynamicCache(config=llama_config)
-older(bert_tokens, cache=cache, use_cache=True, output_attentions=True)
+older(bert_tokens, **{cache_name(LlamaForCausalLM): cache}, use_cache=True, output_attentions=True)
 print("cached tokens, past_key_values:", cache.get_seq_length())
 # CHECK: cached tokens, past_key_values: 16
 
@@ -480,7 +481,12 @@ for label, base, norms in (
     checkpointed = copy.deepcopy(base)
     coda.patch(checkpointed)
     for model in (base, checkpointed):
-        model.activation_checkpointing_enable()
+        # activation_checkpointing_enable in later transformers 5 releases,
+        # gradient_checkpointing_enable (its deprecated alias there) before.
+        enable = (getattr(model, "activation_checkpointing_enable", None)
+                  or model.gradient_checkpointing_enable)
+        enable()
+
     calls = forward_calls(norms(checkpointed))
     check_training(f"{label} checkpointed", base, checkpointed, bert_tokens)
     assert len(calls) == 3 * len(norms(checkpointed)), (label, len(calls))
