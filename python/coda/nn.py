@@ -571,6 +571,13 @@ class RMSNormRotaryQKV(nn.Module):
             self.q_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
             self.k_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
         self._tables = {}
+        # The program families forward may run (by positions or by tables,
+        # with biases or not: coda.patch may put biased projections here),
+        # registered now: made in a forward traced by torch.compile, a
+        # family would be registered only after the trace that calls it.
+        for tables in (False, True):
+            for biased in (False, True):
+                _rotary_family(head_dim, self.qk_eps, tables, biased)
 
     def _columns(self, device):
         """Per column of the stacked product: the inverse frequency of its

@@ -94,6 +94,16 @@ for name, g, w in zip("qkv", compiled(x, positions), want):
 print("torch.compile: ok")
 # CHECK: torch.compile: ok
 
+# A module whose first call is traced by torch.compile (a model patched, then
+# compiled): its program family (here of a QK-norm epsilon no module above
+# has) exists before the trace calls it.
+first = coda.nn.RMSNormRotaryQKV(module.norm.weight.shape[0], module.heads,
+                                 head_dim=module.head_dim, qk_norm=True, qk_eps=1.25e-5,
+                                 dtype=torch.float64)
+torch.compile(first, fullgraph=True, backend="aot_eager")(x.detach(), positions)
+print("compiled at its first call: ok")
+# CHECK: compiled at its first call: ok
+
 for args, kwargs in (((24, 4, 2, 6), {}), ((24, 3, 2, 8), {}),
                      ((24, 4, 2, 8), {"inv_freq": torch.ones(8)})):
     try:
