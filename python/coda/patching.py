@@ -333,7 +333,7 @@ def _block_tail(block, mlp_parts, fold_norm=True):
             *_mlp_children(block.mlp))
     if (fold_norm and type(norm) is nn.LayerNorm and norm.normalized_shape == (out_features,)
             and norm.weight is not None and norm.bias is not None and proj.bias is not None):
-        core = coda_nn.ResidualNormMLP(in_features, out_features, mlp.fc1.weight.shape[0],
+        core = coda_nn.ResidualNormMLP(in_features, out_features, _features(mlp_parts[0])[1],
                                        eps=norm.eps, dropout=attn.resid_dropout.p,
                                        weight_layout=_layout(proj), device="meta")
         core.proj, core.norm, core.mlp = proj, norm, mlp
