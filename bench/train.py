@@ -282,7 +282,14 @@ def main():
         else:
             model = copy.deepcopy(base)
         if variant.startswith("coda"):
-            coda.patch(model)
+            report = coda.patch(model)
+            # What went on coda, each description once (a model's blocks
+            # share theirs), and what was left, and why.
+            kinds = sorted({what for _, what in report.replaced})
+            print(f"{variant}: coda.patch replaced {len(report.replaced)} modules: "
+                  + "; ".join(kinds))
+            for name, why in report.skipped:
+                print(f"{variant}: left as is: {name or '<model>'}: {why}")
         if "compile" in variant:
             model = torch.compile(model, mode="reduce-overhead" if "graphs" in variant
                                   else None)
