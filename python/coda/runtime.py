@@ -535,7 +535,7 @@ class Program:
             shape = tensor.shape
             if (tensor.dtype is dtype and len(shape) <= 3 and tensor.is_contiguous()
                     and tensor.get_device() == self.device):
-                return (tensor.data_ptr(), len(shape), *shape, *_PAD[len(shape)])
+                return _tensor_struct(tensor, shape)
         except AttributeError:
             pass
         self._check_tensor(name, tensor, dtype)
