@@ -111,6 +111,16 @@ def _type(program, a, arg):
     return torch.float64 if a.dtype == torch.float64 else _TORCH[arg["type"]]
 
 
+def _autocast(*tensors):
+    """`tensors` (a GEMM's operands) in torch.autocast's type when it is on
+    for their device, cast as F.linear casts its own, else as they are."""
+    device = tensors[0].device.type
+    if not torch.is_autocast_enabled(device):
+        return tensors
+    dtype = torch.get_autocast_dtype(device)
+    return tuple(t.to(dtype) for t in tensors)
+
+
 def _as(tensor, dtype):
     """`tensor` in `dtype`: itself when it already is (a no-op .to() still
     costs a dispatch on the host)."""
@@ -511,7 +521,8 @@ def run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
     on A, B and the epilogue inputs `tensors` (named by the comma-separated
     `names`) and scalars; returns its outputs in order, differentiable
     through the derived backward. `seed`: an int64 tensor of one element on
-    A's device."""
+    A's device. Under torch.autocast, A and B are cast to its type."""
+    a, b = _autocast(a, b)
     if torch.compiler.is_compiling():
         return _run_op(key, derive, a, b, tensors, names, scalars, scalar_names, seed)
     if torch.is_grad_enabled() and derive in ("", "saving"):
@@ -659,7 +670,9 @@ def mlp(up, down, x, w1, b1, w2, b2, residual, seed, output_seed):
     `input + bias`, dropout of it with the seed `output_seed`, and
     `residual`, each when given) on w2 [D, H]. Returns [y, h, saved_acc and
     the row statistics fc1's epilogue reads, if any]: the output, then what
-    the backward reads."""
+    the backward reads. Under torch.autocast, x, w1 and w2 are cast to its
+    type."""
+    x, w1, w2 = _autocast(x, w1, w2)
     if torch.compiler.is_compiling():
         return _mlp_op(up, down, x, w1, b1, w2, b2, residual, seed, output_seed)
     if torch.is_grad_enabled():
@@ -790,7 +803,9 @@ def tail(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed, out
     `up` and `down` on norm(h) with h as fc2's residual. Backward: the
     MLP's, with the projection's epilogue gradient (the norm's backward)
     on fc1's dgrad GEMM, reading the projection's saved accumulator and row
-    statistics. Returns [y, norm(h), h, and what the backward reads]."""
+    statistics. Returns [y, norm(h), h, and what the backward reads]. Under
+    torch.autocast, x and the weights are cast to its type."""
+    x, w0, w1, w2 = _autocast(x, w0, w1, w2)
     if torch.compiler.is_compiling():
         return _tail_op(proj, up, down, x, w0, tensors, names, w1, b1, w2, b2, seed0, seed,
                         output_seed)

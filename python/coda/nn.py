@@ -33,7 +33,8 @@ from .runtime import _require_torch
 torch = _require_torch("coda.nn")
 from torch import nn  # noqa: E402
 
-from .autograd import ProgramFamily, down_inputs, draw_seed, mlp, run, tail  # noqa: E402
+from .autograd import (ProgramFamily, _autocast, down_inputs, draw_seed, mlp, run,  # noqa: E402
+                       tail)
 
 _PLAIN = "EPILOGUE linear(bias: f32[N]) {\n  output = input + bias;\n}\n"
 _ACTIVATIONS = ("gelu", "gelu_erf", "relu", "silu", "sigmoid", "tanh")
@@ -155,15 +156,6 @@ def _no_seed(x):
     if seed is None:
         seed = _no_seeds[x.device] = torch.zeros((), dtype=torch.int64, device=x.device)
     return seed
-
-
-def _autocast(x, weight):
-    """x and weight in torch.autocast's type when it is on for x's device
-    (a GEMM's operands, cast as F.linear's are), else as they are."""
-    if not torch.is_autocast_enabled(x.device.type):
-        return x, weight
-    dtype = torch.get_autocast_dtype(x.device.type)
-    return x.to(dtype), weight.to(dtype)
 
 
 _CROSS_ENTROPY = """

@@ -505,6 +505,32 @@ print(report.replaced[1][1])
 # CHECK: a decoder layer of transformers 4.46.0, whose layers return tuples (the patched layer returns a tensor, as transformers 5 does)
 # CHECK: gated MLP (silu) as coda's fused gated MLP
 
+# Under torch.autocast (bf16 on the CPU) with float32 parameters, as mixed
+# precision trains: the patched models' loss and float32 gradients are the
+# eager models' under autocast within bf16's rounding.
+for label, make in (("GPT-2", lambda: GPT2LMHeadModel(config)),
+                    ("BERT", lambda: BertForMaskedLM(bert_config)),
+                    ("LLaMA", lambda: LlamaForCausalLM(llama_config))):
+    eager_amp = make()
+    fused_amp = copy.deepcopy(eager_amp)
+    coda.patch(fused_amp)
+    losses = []
+    for model in (eager_amp, fused_amp):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            losses.append(model(bert_tokens, labels=bert_tokens).loss)
+        losses[-1].backward()
+    close(f"{label} autocast loss", losses[1], losses[0], 1e-3)
+    for (name, p_eager), p_fused in zip(eager_amp.named_parameters(), fused_amp.parameters()):
+        # Attention's key bias: 0 in exact arithmetic, bf16's noise here.
+        if p_eager.grad is None or name.endswith("key.bias"):
+            continue
+        if p_fused.grad is None or p_fused.grad.dtype != torch.float32:
+            failures.append(f"{label} autocast: {name}'s gradient is not float32")
+        else:
+            close(f"{label} autocast grad {name}", p_fused.grad, p_eager.grad, 3e-2)
+print("autocast: done")
+# CHECK: autocast: done
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)

@@ -109,6 +109,29 @@ fused.train()
 if not torch.isfinite(fused(idx, targets)):
     failures.append("training loss with dropout is not finite")
 
+# Under torch.autocast (bf16 on the CPU) with float32 parameters, as mixed
+# precision trains: the patched GPT's GEMMs take their operands in bf16 as
+# F.linear's do, and its loss and float32 gradients are the eager model's
+# under autocast within bf16's rounding.
+for mlp in ("gelu", "swiglu"):
+    eager = GPT(context=16, layers=2, heads=2, d=32, mlp=mlp) if mlp == "swiglu" else \
+        GPT(context=16, layers=2, heads=2, d=32)
+    fused = copy.deepcopy(eager)
+    coda.patch(fused)
+    losses = []
+    for model in (eager, fused):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            losses.append(model(idx, targets))
+        losses[-1].backward()
+    close(f"autocast loss, {mlp}", losses[1], losses[0], 1e-3)
+    for (name, p), q in zip(eager.named_parameters(), fused.parameters()):
+        if q.grad is None or q.grad.dtype != torch.float32:
+            failures.append(f"autocast {mlp}: {name}'s gradient is not float32")
+        else:
+            close(f"autocast gradient of {name}, {mlp}", q.grad, p.grad, 2e-2)
+print("autocast: done")
+# CHECK: autocast: done
+
 # Standalone nn.Sequential MLPs, one with dropout after its second
 # projection (in fc2's epilogue); one with an activation coda has no
 # epilogue for is left.
