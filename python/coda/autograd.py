@@ -56,6 +56,19 @@ class ProgramFamily:
         self._programs = {}
         _families[self.key] = self
 
+    def __deepcopy__(self, memo):
+        """Itself: a copied module shares its programs (nothing in a family
+        changes once it is made but the programs it has compiled)."""
+        return self
+
+    def __reduce__(self):
+        """Pickled as its text for each operand type and its options (a
+        module saved whole, torch.save(module)); loaded, a family of its
+        own in the loading process."""
+        texts = {name: self.source(name) if callable(self.source) else self.source
+                 for name in ("bf16", "f16", "f32")}
+        return _restore_family, (texts, self.options)
+
     def program(self, derive, device, dtype):
         """The program `derive` ("" for the forward) for tensors of `dtype` on
         `device`; on the GPU, with column reductions merged in a fixed order
@@ -92,6 +105,12 @@ class ProgramFamily:
 
     def has_dropout(self):
         return any(_is_seed(arg) for arg in self.describe().arguments)
+
+
+def _restore_family(texts, options):
+    """A ProgramFamily of the texts `texts` (by operand type's name), as one
+    pickled."""
+    return ProgramFamily(functools.partial(dict.__getitem__, texts), **options)
 
 
 def draw_seed(device):

@@ -926,11 +926,28 @@ _RECOGNIZERS = (
 )
 
 
+def _bound(module):
+    """Makes copying or pickling `module`, whose forward coda.patch replaced
+    by one that holds its children, an error that says so: a deep copy would
+    run the original's children (the forward a closure over them), and a
+    closure does not pickle."""
+    def refuse(*args):
+        raise TypeError(f"{type(module).__name__} was patched by coda.patch, whose forward holds "
+                        "this module's own children: a copy would run the original's. Copy or "
+                        "save the model before coda.patch (and patch the copy), or save its "
+                        "state_dict")
+    object.__setattr__(module, "__deepcopy__", refuse)
+    object.__setattr__(module, "__reduce_ex__", refuse)
+
+
 def patch(model, verbose=False):
     """Puts the Transformer blocks and MLPs of `model` (an nn.Module) on coda
     kernels, in place, and returns a PatchReport (printed with
     `verbose`). Call it once, before training or after loading a
-    checkpoint; the model's parameters and state_dict are unchanged."""
+    checkpoint; the model's parameters and state_dict are unchanged. A
+    patched module is not deep-copied or pickled (its forward holds its
+    children): copy or save the model whole before patching it, or save its
+    state_dict."""
     report = PatchReport()
     done = set()
     for name, module in model.named_modules():
@@ -942,6 +959,7 @@ def patch(model, verbose=False):
             if isinstance(parts, tuple) and _attention_parts(module.attn):
                 what = _patch_block(module, parts)
                 if what:
+                    _bound(module)
                     report.replaced.append((name, what))
                     done.add(name)
                     continue
@@ -949,6 +967,7 @@ def patch(model, verbose=False):
             parts = recognize(module)
             if isinstance(parts, tuple):
                 report.replaced.append((name, apply(module, parts)))
+                _bound(module)
                 if covers is True:
                     done.add(name)
                 elif covers:

@@ -9,6 +9,7 @@
 # the eager model; what it cannot fuse it leaves alone and says why.
 
 import copy
+import io
 import os
 import sys
 
@@ -108,6 +109,36 @@ close("eval loss with dropout", fused(idx, targets), eager(idx, targets), 1e-5)
 fused.train()
 if not torch.isfinite(fused(idx, targets)):
     failures.append("training loss with dropout is not finite")
+
+# A patched model is not copied or pickled whole (its patched forwards hold
+# the original's children, which a copy's would run): a clear error; the
+# state_dict saves as before. coda's own modules copy and pickle, a copy
+# computing with its own parameters.
+for what, act in (("deepcopy", copy.deepcopy), ("torch.save", lambda m: torch.save(m, io.BytesIO()))):
+    try:
+        act(fused)
+        failures.append(f"{what} of a patched model did not refuse")
+    except TypeError as error:
+        print(what, error)
+# CHECK: deepcopy Block was patched by coda.patch, whose forward holds this module's own children: a copy would run the original's. Copy or save the model before coda.patch (and patch the copy), or save its state_dict
+# CHECK: torch.save Block was patched by coda.patch
+torch.save(fused.state_dict(), io.BytesIO())
+module = coda.nn.MLP(8, 16, dropout=0.0)
+x = torch.randn(3, 8)
+want = module(x)
+buffer = io.BytesIO()
+torch.save(module, buffer)
+buffer.seek(0)
+loaded = torch.load(buffer, weights_only=False)
+twin = copy.deepcopy(module)
+with torch.no_grad():
+    twin.fc1.weight.mul_(2)
+close("coda.nn.MLP saved whole and loaded", loaded(x), want, 1e-6)
+close("coda.nn.MLP's original after its copy changed", module(x), want, 1e-6)
+if torch.allclose(twin(x), want):
+    failures.append("a copy of coda.nn.MLP did not compute with its own parameters")
+print("copies: done")
+# CHECK: copies: done
 
 # Under torch.autocast (bf16 on the CPU) with float32 parameters, as mixed
 # precision trains: the patched GPT's GEMMs take their operands in bf16 as
