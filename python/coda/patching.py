@@ -423,10 +423,10 @@ def _decoder_parts(layer):
     if proj.out_features > _WIDEST_NORM:
         return (f"rows of {proj.out_features} columns: the fused norm spans at most "
                 f"{_WIDEST_NORM}")
-    version = getattr(sys.modules.get("transformers"), "__version__", "5")
-    if int(version.split(".")[0]) < 5:
-        return (f"a decoder layer of transformers {version}, whose layers return tuples "
-                "(the patched layer returns a tensor, as transformers 5 does)")
+    version = _transformers_version()
+    if version < (5,):
+        return (f"a decoder layer of transformers {'.'.join(map(str, version))}, whose layers "
+                "return tuples (the patched layer returns a tensor, as transformers 5 does)")
     return (*gated, _rotary_head(layer, proj.out_features))
 
 
@@ -687,10 +687,23 @@ def _patch_dense(module, parts):
     return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
 
 
+def _transformers_version():
+    """The loaded transformers' version as a tuple of its leading numbers
+    ((5,) when it cannot be read: the modules were recognized by name)."""
+    text = getattr(sys.modules.get("transformers"), "__version__", "5")
+    numbers = []
+    for part in text.split("."):
+        if not part.isdigit():
+            break
+        numbers.append(int(part))
+    return tuple(numbers) or (5,)
+
+
 def _cache_keyword(forward):
-    """The name under which `forward` (a GPT2Block's or GPT2Attention's)
-    takes the key and value cache: "cache" (later transformers 5 releases),
-    "past_key_values" (earlier ones, 5.17 among them), or None."""
+    """The name under which `forward` (a Hugging Face block's or
+    attention's) takes the key and value cache: "cache" (later transformers
+    5 releases), "past_key_values" (earlier ones, 5.17 among them), or
+    None."""
     try:
         names = inspect.signature(forward).parameters
     except (TypeError, ValueError):
@@ -714,12 +727,14 @@ def _gpt2_block_parts(module):
     parts = _mlp_parts(mlp) if isinstance(mlp, nn.Module) else None
     if not isinstance(parts, tuple):
         return None
-    version = getattr(sys.modules.get("transformers"), "__version__", "0")
+    version = _transformers_version()
+    if version < (5,):
+        return (f"a GPT2Block of transformers {'.'.join(map(str, version))}, whose blocks return "
+                "tuples (the patched block returns a tensor, as transformers 5 does)")
     cache = _cache_keyword(type(attn).forward)
-    if not version.split(".")[0].isdigit() or int(version.split(".")[0]) < 5 or \
-            _cache_keyword(type(module).forward) is None or cache is None:
-        return ("a GPT2Block of a transformers version before 5 (its forward takes no `cache` or "
-                "`past_key_values`)")
+    if _cache_keyword(type(module).forward) is None or cache is None:
+        return ("a GPT2Block whose forward or attention takes its cache as neither `cache` nor "
+                "`past_key_values`")
     proj = getattr(attn, "c_proj", None)
     if _layout(proj) != "kn" or proj.bias is None or not isinstance(
             getattr(attn, "resid_dropout", None), nn.Dropout):

@@ -504,6 +504,25 @@ print(report.skipped[0][1])
 print(report.replaced[1][1])
 # CHECK: a decoder layer of transformers 4.46.0, whose layers return tuples (the patched layer returns a tensor, as transformers 5 does)
 # CHECK: gated MLP (silu) as coda's fused gated MLP
+transformers.__version__ = "4.46.0"
+report = coda.patch(GPT2LMHeadModel(config))
+transformers.__version__ = version
+print(report.skipped[0][1])
+# CHECK: a GPT2Block of transformers 4.46.0, whose blocks return tuples (the patched block returns a tensor, as transformers 5 does)
+
+
+class UnknownCacheBlock(modeling_gpt2.GPT2Block):
+    def forward(self, hidden_states, layer_past=None, *args, **kwargs):
+        return super().forward(hidden_states, layer_past, *args, **kwargs)
+
+
+UnknownCacheBlock.__name__ = "GPT2Block"
+UnknownCacheBlock.__module__ = modeling_gpt2.__name__
+unknown = GPT2LMHeadModel(config)
+for layer in unknown.transformer.h:
+    layer.__class__ = UnknownCacheBlock
+print(coda.patch(unknown).skipped[0][1])
+# CHECK: a GPT2Block whose forward or attention takes its cache as neither `cache` nor `past_key_values`
 
 # Under torch.autocast (bf16 on the CPU) with float32 parameters, as mixed
 # precision trains: the patched models' loss and float32 gradients are the
