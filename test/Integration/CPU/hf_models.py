@@ -524,6 +524,28 @@ for layer in unknown.transformer.h:
 print(coda.patch(unknown).skipped[0][1])
 # CHECK: a GPT2Block whose forward or attention takes its cache as neither `cache` nor `past_key_values`
 
+# Models loaded from a checkpoint directory (save_pretrained, then
+# from_pretrained) patch as models built from a config do: one step gives
+# the eager model's loss and gradients; the patched model's own
+# save_pretrained writes the checkpoint an unpatched model loads.
+import tempfile  # noqa: E402
+
+for label, cls, model_config in (("GPT-2", GPT2LMHeadModel, config),
+                                 ("LLaMA", LlamaForCausalLM, llama_config)):
+    with tempfile.TemporaryDirectory() as saved, tempfile.TemporaryDirectory() as resaved:
+        cls(model_config).save_pretrained(saved)
+        loaded, loaded_fused = cls.from_pretrained(saved), cls.from_pretrained(saved)
+        print(coda.patch(loaded_fused).replaced[1][1].split(",")[0])
+        check_training(f"{label} from a checkpoint", loaded, loaded_fused, bert_tokens)
+        loaded_fused.save_pretrained(resaved)
+        back = cls.from_pretrained(resaved)
+        for key, tensor in loaded.state_dict().items():
+            assert torch.equal(back.state_dict()[key], tensor), f"{label}: {key} saved differently"
+# CHECK: block: attention output projection + dropout + residual + ln_2 in one kernel
+# CHECK: GPT-2 from a checkpoint losses and gradients: dropout off
+# CHECK: decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel
+# CHECK: LLaMA from a checkpoint losses and gradients: dropout off
+
 # Under torch.autocast (bf16 on the CPU) with float32 parameters, as mixed
 # precision trains: the patched models' loss and float32 gradients are the
 # eager models' under autocast within bf16's rounding.
