@@ -54,6 +54,12 @@ def _check_layout(weight_layout):
                          "(nn.Linear's [out, in]) or kn ([in, out], as Conv1D)")
 
 
+def _width(linear, weight_layout, side):
+    """The in (side 0) or out (side 1) features of `linear`, from its weight
+    as `weight_layout` stores it."""
+    return linear.weight.shape[side if weight_layout == "kn" else 1 - side]
+
+
 def _check_dropout(p):
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout probability must be in [0, 1), got {p}")
@@ -190,7 +196,6 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean")
     if target.shape != x.shape[:-1]:
         raise ValueError(f"target has shape {tuple(target.shape)}; expected x's without its "
                          f"last dim, {tuple(x.shape[:-1])}")
-    x, weight = _autocast(x, weight)
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     target = target.reshape(-1).to(x.device)
     counts = target != ignore_index
@@ -338,11 +343,6 @@ class MLP(nn.Module):
         self._up = ProgramFamily(lambda t: up.replace("{t}", t), layout_b=weight_layout)
         self._down = _down_families(bias, output_dropout, weight_layout)
 
-    def _width(self, linear, side):
-        """The in (side 0) or out (side 1) features of fc1 or fc2, from its
-        weight as this module stores it."""
-        return linear.weight.shape[side if self.weight_layout == "kn" else 1 - side]
-
     def _programs(self, residual):
         """(fc1's family, its dropout probability, w1, b1, fc2's family (with
         a residual input or not), its dropout probability, w2, b2)."""
@@ -350,8 +350,8 @@ class MLP(nn.Module):
                 self.output_p, self.fc2.weight, self.fc2.bias)
 
     def forward(self, x, residual=None):
-        return _mlp_forward(self, x, self._width(self.fc1, 0), self._width(self.fc2, 1),
-                            residual)
+        return _mlp_forward(self, x, _width(self.fc1, self.weight_layout, 0),
+                            _width(self.fc2, self.weight_layout, 1), residual)
 
     def extra_repr(self):
         return (f"activation={self.activation}, dropout={self.p}"
@@ -737,8 +737,7 @@ class ResidualNormMLP(nn.Module):
 
     def forward(self, x, residual):
         lead = residual.shape
-        in_features = self.proj.weight.shape[0 if self.weight_layout == "kn" else 1]
-        x2 = x.reshape(-1, in_features).contiguous()
+        x2 = x.reshape(-1, _width(self.proj, self.weight_layout, 0)).contiguous()
         named = [("bias", self.proj.bias), ("residual", residual.reshape(-1, lead[-1])),
                  ("gamma", self.norm.weight), ("beta", getattr(self.norm, "bias", None))]
         tensors = [t for _, t in named if t is not None]
