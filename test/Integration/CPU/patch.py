@@ -31,6 +31,17 @@ def close(what, got, want, tolerance=1e-4):
         failures.append(f"{what}: relative error {error:.2e}")
 
 
+def check_step(label, eager, fused, x, y):
+    """One step on x, y gives `fused` (eager, patched) eager's loss and
+    every gradient."""
+    want, got = eager(x, y), fused(x, y)
+    close(f"loss, {label}", got, want, 1e-5)
+    want.backward()
+    got.backward()
+    for (name, p), q in zip(eager.named_parameters(), fused.parameters()):
+        close(f"gradient of {name}, {label}", q.grad, p.grad)
+
+
 eager = GPT(context=16, layers=2, heads=2, d=32)
 fused = copy.deepcopy(eager)
 report = coda.patch(fused)
@@ -75,12 +86,7 @@ print(coda.patch(fused))
 # CHECK-NEXT: blocks.0: block:
 # CHECK-NEXT: head: linear 32 -> 250 (no bias): coda's GEMM (a width not a multiple of 8, which cuBLAS runs several times slower)
 odd = torch.randint(0, 250, (3, 16))
-want, got = eager(odd, odd), fused(odd, odd)
-close("loss, vocabulary 250", got, want, 1e-5)
-want.backward()
-got.backward()
-for (name, p), q in zip(eager.named_parameters(), fused.parameters()):
-    close(f"gradient of {name}, vocabulary 250", q.grad, p.grad)
+check_step("vocabulary 250", eager, fused, odd, odd)
 
 # A block whose ln_2 has no bias keeps it as PyTorch's, between the output
 # projection's kernel and the MLP's, with the eager model's loss and
@@ -91,12 +97,7 @@ fused = copy.deepcopy(eager)
 print(coda.patch(fused))
 # CHECK: coda.patch: 1 modules on coda kernels
 # CHECK-NEXT: blocks.0: block: attention output projection + dropout + residual in one kernel, MLP (gelu_erf) + residual as coda's fused MLP
-want, got = eager(idx, targets), fused(idx, targets)
-close("loss, ln_2 without a bias", got, want, 1e-5)
-want.backward()
-got.backward()
-for (name, p), q in zip(eager.named_parameters(), fused.parameters()):
-    close(f"gradient of {name}, ln_2 without a bias", q.grad, p.grad)
+check_step("ln_2 without a bias", eager, fused, idx, targets)
 
 # With dropout the output projection draws coda's mask in training; in
 # eval mode the patched model computes the eager one's loss.
