@@ -164,28 +164,37 @@ def _no_seed(x):
     return seed
 
 
-_CROSS_ENTROPY = """
-EPILOGUE cross_entropy(target: f32[M]) -> (lse: f32[M], picked: f32[M]) {
-  shift = detach(row_max(input));
-  lse = shift + log(row_sum(exp(input - shift)));
-  picked = row_sum(input * max(0, 1 - abs(col() - detach(target))));
-}
-"""
+def _cross_entropy_text(bias):
+    """The row loss of linear_cross_entropy: each row's log-sum-exp (shifted
+    by its maximum) and its target class's logit; with `bias`, of the logits
+    plus a bias along the row."""
+    logits = "logits" if bias else "input"
+    return (f"EPILOGUE cross_entropy(target: f32[M]{', bias: f32[N]' if bias else ''})"
+            " -> (lse: f32[M], picked: f32[M]) {\n"
+            + ("  logits = input + bias;\n" if bias else "")
+            + f"  shift = detach(row_max({logits}));\n"
+            f"  lse = shift + log(row_sum(exp({logits} - shift)));\n"
+            f"  picked = row_sum({logits} * max(0, 1 - abs(col() - detach(target))));\n}}\n")
+
+
 # Registered at import (nothing compiles until a first call), so that
 # torch.compile traces the op of a family that exists.
-_cross_entropy = ProgramFamily(_CROSS_ENTROPY)
+_cross_entropy = ProgramFamily(_cross_entropy_text(bias=False))
+_cross_entropy_bias = ProgramFamily(_cross_entropy_text(bias=True))
 
 
-def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean"):
-    """F.cross_entropy(x @ weight.T, target) without the logits: one GEMM
+def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean", *, bias=None):
+    """F.cross_entropy(F.linear(x, weight, bias), target) without the logits: one GEMM
     whose epilogue reduces each row of logits to its log-sum-exp (shifted by
     the row's maximum) and the target's logit, merged across the tiles of a
     row at any vocabulary size; the loss is their difference. Backward: the
     GEMM recomputed, its epilogue writing the logits' gradient
     (softmax - onehot, from the forward's row maximum and sum), then the
     gradients of x and weight as GEMMs; all derived by coda from the
-    forward program. x [..., K], weight [V, K] (an LM head), target [...]
-    class indices; rows whose target is `ignore_index` count for nothing.
+    forward program (with a bias, its gradient the column sum of the
+    logits' gradient, in the recomputed GEMM's epilogue). x [..., K],
+    weight [V, K] (an LM head), bias [V] or None, target [...] class
+    indices; rows whose target is `ignore_index` count for nothing.
     `reduction`: "mean" (over the rows that count), "sum" or "none". The
     loss is in float32 (float64 for float64 operands), as Hugging Face's
     models compute it from float32 logits; float32 CUDA operands run on the
@@ -207,8 +216,14 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean")
                          f"ignore_index ({ignore_index})")
     # A class index as f32 (exact below 2^24); -1 matches no column.
     classes = torch.where(counts, target, -1).to(torch.float32)
-    lse, picked, *_ = run(_cross_entropy.key, "saving", x2, weight, [classes], "target", [],
-                          "", _no_seed(x))
+    if bias is None:
+        family, tensors, names = _cross_entropy, [classes], "target"
+    elif bias.shape != weight.shape[:1]:
+        raise ValueError(f"bias has shape {tuple(bias.shape)}; expected [{weight.shape[0]}], "
+                         "one per class (weight's rows)")
+    else:
+        family, tensors, names = _cross_entropy_bias, [classes, bias], "target,bias"
+    lse, picked, *_ = run(family.key, "saving", x2, weight, tensors, names, [], "", _no_seed(x))
     losses = torch.where(counts, lse - picked, 0.0)
     if reduction == "none":
         return losses.reshape(x.shape[:-1])

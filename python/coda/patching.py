@@ -59,6 +59,9 @@ Recognized, by their structure (the modules and attributes they hold):
   states by coda.nn.linear_cross_entropy, the head's GEMM with the loss's
   row statistics in its epilogue, the logits never written (the output's
   ``logits`` is None then);
+- Hugging Face's ``BertForMaskedLM``: in training with labels, the
+  masked-LM loss from the head's transform of the hidden states by
+  coda.nn.linear_cross_entropy with the decoder's bias, no logits;
 - a nanoGPT-style block: ``ln_1``, ``attn``, ``ln_2`` and ``mlp``, its
   forward ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``, with ``attn``
   holding ``c_attn``, ``c_proj`` (nn.Linear), ``resid_dropout`` and
@@ -856,10 +859,10 @@ def _causal_lm_parts(module):
     return base, head
 
 
-def _output_type(module):
-    """The output class of a Hugging Face model's forward (its return
-    annotation when that is one class), or transformers'
-    CausalLMOutputWithPast."""
+def _output_type(module, default):
+    """The output class of a Hugging Face model's forward: its return
+    annotation's dataclass (alone or in a union with a tuple), else
+    transformers.modeling_outputs' `default`."""
     import dataclasses
     import typing
 
@@ -867,35 +870,59 @@ def _output_type(module):
         hint = typing.get_type_hints(type(module).forward).get("return")
     except Exception:
         hint = None
-    if not (isinstance(hint, type) and dataclasses.is_dataclass(hint)):
-        from transformers.modeling_outputs import CausalLMOutputWithPast
+    for kind in typing.get_args(hint) or (hint,):
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            return kind
+    from transformers import modeling_outputs
 
-        hint = CausalLMOutputWithPast
-    return hint
+    return getattr(modeling_outputs, default)
+
+
+def _loss_forward(module, loss_from, applies, default_output):
+    """Replaces the forward of a Hugging Face model with a loss head: in
+    training with labels, a dict asked for and `applies(arguments)`,
+    `loss_from(labels, arguments)` computes (loss, the base model's outputs)
+    from the call's other arguments (by name, as the model's forward names
+    them), and the output, of the forward's own class (else
+    `default_output`), has `logits` None (as Liger's fused losses leave
+    it); otherwise the model's own forward runs."""
+    original = module.forward
+    signature = inspect.signature(original)
+    output_type = _output_type(module, default_output)
+
+    def forward(*args, **kwargs):
+        try:
+            call = signature.bind(*args, **kwargs).arguments
+        except TypeError:  # The model's forward says what is wrong.
+            return original(*args, **kwargs)
+        for name, parameter in signature.parameters.items():
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                call.update(call.pop(name, {}))
+        labels = call.pop("labels", None)
+        return_dict = call.get("return_dict", getattr(module.config, "use_return_dict", True))
+        if labels is None or not module.training or return_dict is False or not applies(call):
+            return original(*args, **kwargs)
+        loss, outputs = loss_from(labels, call)
+        fields = getattr(output_type, "__dataclass_fields__", {})
+        rest = {k: v for k, v in outputs.items() if k in fields and k != "last_hidden_state"}
+        return output_type(loss=loss, logits=None, **rest)
+
+    module.forward = forward
 
 
 def _patch_causal_lm(module, base, head):
     """In training with labels, the loss from the base model's hidden states
     by coda.nn.linear_cross_entropy: the head's GEMM with the loss's row
-    statistics in its epilogue, no logits (the output's `logits` is None,
-    as Liger's fused loss leaves it); otherwise (and when the caller asks for
-    a tuple or for some logits only) the model's own forward. The labels
-    shifted and the mean taken as Hugging Face's ForCausalLMLoss does (a sum
-    over `num_items_in_batch` when given)."""
-    original = module.forward
-    output_type = _output_type(module)
-
-    def forward(*args, labels=None, **kwargs):
-        keep = kwargs.get("logits_to_keep", 0)
-        return_dict = kwargs.get("return_dict", getattr(module.config, "use_return_dict", True))
-        if labels is None or not module.training or return_dict is False or not (
-                isinstance(keep, int) and keep == 0):
-            return original(*args, labels=labels, **kwargs)
-        kwargs.pop("logits_to_keep", None)
-        ignore_index = kwargs.pop("ignore_index", -100)
-        shift_labels = kwargs.pop("shift_labels", None)
-        items = kwargs.get("num_items_in_batch")
-        outputs = base(*args, **kwargs)
+    statistics in its epilogue, no logits (_loss_forward; when the caller
+    asks for some logits only, the model's own forward). The labels shifted
+    and the mean taken as Hugging Face's ForCausalLMLoss does (a sum over
+    `num_items_in_batch` when given)."""
+    def loss_from(labels, call):
+        call.pop("logits_to_keep", None)
+        ignore_index = call.pop("ignore_index", -100)
+        shift_labels = call.pop("shift_labels", None)
+        items = call.get("num_items_in_batch")
+        outputs = base(**call)
         hidden = outputs[0]
         if shift_labels is None:
             shift_labels = F.pad(labels, (0, 1), value=ignore_index)[..., 1:]
@@ -907,12 +934,53 @@ def _patch_causal_lm(module, base, head):
             loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
                                                 ignore_index=ignore_index, reduction="sum")
             loss = loss / (items.to(loss.device) if torch.is_tensor(items) else items)
-        fields = getattr(output_type, "__dataclass_fields__", {})
-        rest = {k: v for k, v in outputs.items() if k in fields and k != "last_hidden_state"}
-        return output_type(loss=loss, logits=None, **rest)
+        return loss, outputs
 
-    module.forward = forward
+    def all_logits(call):
+        keep = call.get("logits_to_keep", 0)
+        return isinstance(keep, int) and keep == 0
+
+    _loss_forward(module, loss_from, all_logits, "CausalLMOutputWithPast")
     return "the loss from the hidden states in the LM head's GEMM (no logits) in training"
+
+
+def _masked_lm_parts(module):
+    """(base model, the head's predictions) of Hugging Face's BertForMaskedLM,
+    whose loss is cross-entropy on predictions.decoder(predictions.transform(
+    hidden states)), decoder an nn.Linear with a bias; None for any other
+    module."""
+    config = getattr(module, "config", None)
+    if not type(module).__name__.endswith("ForMaskedLM") or \
+            not type(module).__module__.startswith("transformers.") or \
+            getattr(config, "model_type", None) != "bert":
+        return None
+    predictions = getattr(getattr(module, "cls", None), "predictions", None)
+    base = getattr(module, "bert", None)
+    if not isinstance(getattr(predictions, "transform", None), nn.Module) or \
+            not isinstance(getattr(predictions, "decoder", None), nn.Linear) or \
+            not isinstance(base, nn.Module):
+        return None
+    return base, predictions
+
+
+def _patch_masked_lm(module, base, predictions):
+    """In training with labels, the masked-LM loss from the head's transform
+    of the hidden states by coda.nn.linear_cross_entropy with the decoder's
+    bias (_loss_forward): the mean over the labels not -100, as the model's
+    CrossEntropyLoss (from f32 row statistics, where the model's own takes
+    it from bf16 logits)."""
+    def loss_from(labels, call):
+        call["return_dict"] = True
+        outputs = base(**call)
+        hidden = predictions.transform(outputs[0])
+        decoder = predictions.decoder
+        loss = coda_nn.linear_cross_entropy(hidden, decoder.weight, labels.to(hidden.device),
+                                            bias=decoder.bias)
+        return loss, outputs
+
+    _loss_forward(module, loss_from, lambda call: True, "MaskedLMOutput")
+    return ("the masked-LM loss from the head's transform in the decoder's GEMM with its bias "
+            "(no logits) in training")
 
 
 def _odd_linear(module):
@@ -930,6 +998,7 @@ def _odd_linear(module):
 # it names (a BERT layer's feed-forward half leaves its attention).
 _RECOGNIZERS = (
     (_causal_lm_parts, lambda module, parts: _patch_causal_lm(module, *parts), False),
+    (_masked_lm_parts, lambda module, parts: _patch_masked_lm(module, *parts), False),
     (_decoder_parts, lambda module, parts: _patch_decoder(module, *parts), True),
     (_gpt2_block_parts, lambda module, parts: _patch_gpt2_block(module, *parts), True),
     (_gated_parts, lambda module, parts: _patch_gated(module, *parts), True),

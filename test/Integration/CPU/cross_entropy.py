@@ -48,6 +48,14 @@ for m, k, v, ignored in ((1, 3, 2, 0), (37, 24, 53, 2), (20, 9, 130, 19)):
                torch.autograd.gradcheck(
                    lambda x, w: coda.nn.linear_cross_entropy(x, w, target, reduction=reduction),
                    (x, w)))
+    b = torch.randn(v, dtype=torch.float64, requires_grad=True)
+    got = coda.nn.linear_cross_entropy(x, w, target, bias=b)
+    want = F.cross_entropy(F.linear(x, w, b), target)
+    expect(f"{m}x{k} -> {v} with a bias: float64 loss",
+           torch.allclose(got, want, rtol=1e-12, atol=1e-12))
+    expect(f"{m}x{k} -> {v} with a bias: gradcheck",
+           torch.autograd.gradcheck(
+               lambda x, w, b: coda.nn.linear_cross_entropy(x, w, target, bias=b), (x, w, b)))
 
 # float32, a batch of sequences, a custom ignore_index.
 x = torch.randn(2, 5, 16, requires_grad=True)
@@ -63,6 +71,18 @@ want_mean = want.item()
 expect("float32 loss", loss.dtype == torch.float32 and abs(loss.item() - want_mean) < 1e-5)
 close("float32 grad x", x.grad, x2.grad, 1e-5)
 close("float32 grad weight", w.grad, w2.grad, 1e-5)
+# A bias in bf16, as a model's parameters: its gradient in bf16 too.
+b6 = torch.randn(40, dtype=torch.bfloat16, requires_grad=True)
+x6, w6 = x.detach().bfloat16().requires_grad_(), w.detach().bfloat16().requires_grad_()
+loss = coda.nn.linear_cross_entropy(x6, w6, target, ignore_index=7, bias=b6)
+loss.backward()
+b7 = b6.detach().double().requires_grad_()
+want = F.cross_entropy(F.linear(x6.detach().double(), w6.detach().double(), b7).reshape(-1, 40),
+                       target.reshape(-1), ignore_index=7)
+want.backward()
+expect("bf16 with a bias: the loss", abs(loss.item() - want.item()) < 1e-3 * abs(want.item()))
+expect("bf16 with a bias: the bias's gradient in bf16", b6.grad.dtype == torch.bfloat16)
+close("bf16 with a bias: grad bias", b6.grad, b7.grad, 1e-2)
 per_row = coda.nn.linear_cross_entropy(x, w, target, ignore_index=7, reduction="none")
 want = F.cross_entropy((x2 @ w2.T).reshape(-1, 40), target.reshape(-1), ignore_index=7,
                        reduction="none")
@@ -108,6 +128,11 @@ try:
     expect("a class out of range is refused", False)
 except ValueError as error:
     expect("a class out of range is refused", "outside [0, 40)" in str(error))
+try:
+    coda.nn.linear_cross_entropy(x, w, target, bias=torch.zeros(41))
+    expect("a bias of the wrong shape is refused", False)
+except ValueError as error:
+    expect("a bias of the wrong shape is refused", "expected [40], one per class" in str(error))
 # Trained through its forward rather than its saving program, a loss over
 # rows says what to run; the saving program of any other program trains from
 # its saved accumulator (backward_from_saved), as its forward does with the

@@ -54,10 +54,12 @@ def check_training(label, eager, fused, tokens):
         output.loss.backward()
         losses.append(output.loss.detach())
     close(f"{label} loss", losses[1], losses[0])
-    # A causal LM's patched loss leaves the logits unwritten in training; in
-    # evaluation the model's own forward gives them.
-    if type(fused).__name__.endswith(("ForCausalLM", "LMHeadModel")):
+    # A causal LM's and BERT's patched loss leaves the logits unwritten in
+    # training, in the output class of the model's forward; in evaluation the
+    # model's own forward gives them.
+    if type(fused).__name__.endswith(("ForCausalLM", "LMHeadModel", "BertForMaskedLM")):
         assert output.logits is None, f"{label}: logits computed in training"
+        assert type(output) is type(eager(tokens, labels=tokens)), type(output)
         fused.eval()
         logits = fused(tokens, labels=tokens).logits
         assert logits.shape == (*tokens.shape, fused.config.vocab_size), logits.shape
@@ -218,20 +220,32 @@ bert_config = BertConfig(vocab_size=101, hidden_size=32, num_hidden_layers=2,
 bert = BertForMaskedLM(bert_config)
 bert_fused = copy.deepcopy(bert)
 print(coda.patch(bert_fused))
-# CHECK: coda.patch: 5 modules on coda kernels
+# CHECK: coda.patch: 6 modules on coda kernels
+# CHECK-NEXT: <model>: the masked-LM loss from the head's transform in the decoder's GEMM with its bias (no logits) in training
 # CHECK-NEXT: bert.encoder.layer.0: feed-forward, MLP (gelu_erf) + residual as coda's fused MLP, then its LayerNorm
 # CHECK-NEXT: bert.encoder.layer.0.attention.output: projection + bias + dropout + residual in one kernel, then its LayerNorm
 # CHECK: cls.predictions.decoder: linear 32 -> 101: coda's GEMM
 bert_tokens = tokens[:, :16].contiguous()
 check_training("BERT", bert, bert_fused, bert_tokens)
 # CHECK: BERT losses and gradients: dropout off
+# The masked-LM loss over the labels that are not -100, the labels given by
+# keyword or in their place among the forward's positional arguments.
+masked = bert_tokens.masked_fill(torch.rand(bert_tokens.shape) < 0.7, -100)
+want = bert(bert_tokens, labels=masked).loss
+close("BERT masked-LM loss", bert_fused(bert_tokens, labels=masked).loss, want)
+positional = list(inspect.signature(BertForMaskedLM.forward).parameters).index("labels") - 1
+got = bert_fused(bert_tokens, *[None] * (positional - 1), masked)
+assert got.logits is None, "BERT: positional labels computed the logits"
+close("BERT masked-LM loss, positional labels", got.loss, want)
+print("BERT masked-LM loss: ok")
+# CHECK: BERT masked-LM loss: ok
 
 # With BERT's dropout on: in evaluation the patched layers give eager's
 # output; in training the feed-forward's dropout draws coda's mask, with
 # BertOutput's probability.
 bert_p = BertForMaskedLM(BertConfig(**{**bert_config.to_dict(), "hidden_dropout_prob": 0.25}))
 bert_p_fused = copy.deepcopy(bert_p)
-print(coda.patch(bert_p_fused).replaced[0][1])
+print(coda.patch(bert_p_fused).replaced[1][1])
 # CHECK: feed-forward, MLP (gelu_erf, dropout 0.25) + residual as coda's fused MLP, then its LayerNorm
 bert_p.eval()
 bert_p_fused.eval()

@@ -36,28 +36,33 @@ def error(got, want):
     return ((got - want).norm() / want.norm().clamp_min(1e-12)).item()
 
 
-def step(model, tokens):
+def step(model, tokens, autocast=None):
     model.train()
     model.zero_grad(set_to_none=True)
-    loss = model(tokens, labels=tokens).loss
+    with torch.autocast("cuda", dtype=autocast, enabled=autocast is not None):
+        loss = model(tokens, labels=tokens).loss
     loss.backward()
     return loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
 
 
-def check_training(label, model, tokens):
+def check_training(label, model, tokens, autocast=None):
+    """One step of `model` patched, in bf16 or (`autocast`: f16 or bf16) with
+    float32 parameters under torch.autocast, against the same step in float64."""
     reference = copy.deepcopy(model).to(cuda, torch.float64)
-    eager = copy.deepcopy(model).to(cuda, torch.bfloat16)
+    eager = copy.deepcopy(model).to(cuda, torch.float32 if autocast else torch.bfloat16)
     fused = copy.deepcopy(eager)
     report = coda.patch(fused)
     loss_ref, grads_ref = step(reference, tokens)
-    loss_eager, grads_eager = step(eager, tokens)
-    loss_fused, grads_fused = step(fused, tokens)
+    loss_eager, grads_eager = step(eager, tokens, autocast)
+    loss_fused, grads_fused = step(fused, tokens, autocast)
     worst = 0.0
     for what, got, base, want in [("loss", loss_fused, loss_eager, loss_ref)] + [
             (name, grads_fused.get(name), grads_eager[name], grads_ref[name]) for name in grads_ref]:
         if got is None:
             failures.append(f"{label} {what}: no gradient")
             continue
+        if got.dtype != base.dtype:
+            failures.append(f"{label} {what}: {got.dtype}, eager's is {base.dtype}")
         ours, theirs = error(got, want), error(base, want)
         worst = max(worst, ours / max(theirs, 1e-3))
         if not ours <= max(2 * theirs, 1e-2):
@@ -76,13 +81,26 @@ bert = BertForMaskedLM(BertConfig(vocab_size=1001, hidden_size=256, num_hidden_l
                                   max_position_embeddings=256, hidden_dropout_prob=0.0,
                                   attention_probs_dropout_prob=0.0))
 check_training("BERT", bert, torch.randint(0, 1001, (2, 93), device=cuda))
-# CHECK: BERT: 5 modules on coda; loss and {{[0-9]+}} gradients checked
+# CHECK: BERT: 6 modules on coda; loss and {{[0-9]+}} gradients checked
 
 llama = LlamaForCausalLM(LlamaConfig(vocab_size=1001, hidden_size=256, intermediate_size=688,
                                      num_hidden_layers=2, num_attention_heads=4,
                                      num_key_value_heads=2, max_position_embeddings=256))
 check_training("LLaMA", llama, torch.randint(0, 1001, (2, 93), device=cuda))
 # CHECK: LLaMA: 4 modules on coda; loss and {{[0-9]+}} gradients checked
+
+# Mixed precision, PyTorch's standard recipe: float32 parameters, the GEMMs in
+# autocast's type (f16 by default on CUDA, or bf16), gradients in float32.
+tokens = torch.randint(0, 1001, (2, 93), device=cuda)
+for model in ("GPT-2", gpt2), ("BERT", bert), ("LLaMA", llama):
+    for dtype in torch.float16, torch.bfloat16:
+        check_training(f"{model[0]} under autocast {str(dtype)[6:]}", model[1], tokens, dtype)
+# CHECK: GPT-2 under autocast float16: 4 modules on coda
+# CHECK: GPT-2 under autocast bfloat16: 4 modules on coda
+# CHECK: BERT under autocast float16: 6 modules on coda
+# CHECK: BERT under autocast bfloat16: 6 modules on coda
+# CHECK: LLaMA under autocast float16: 4 modules on coda
+# CHECK: LLaMA under autocast bfloat16: 4 modules on coda
 
 if failures:
     print("\n".join(failures))
