@@ -129,6 +129,56 @@ struct alignas(64) ParamStorage {
 };
 } // namespace
 
+/// The bytes [first, end) of a tensor of `type` and `shape` at `pointer`;
+/// empty for an empty tensor.
+static std::pair<uint64_t, uint64_t> getSpan(uint64_t pointer, Type type,
+                                             ArrayRef<int64_t> shape) {
+  uint64_t bytes = type.getIntOrFloatBitWidth() / 8;
+  for (int64_t size : shape)
+    bytes *= static_cast<uint64_t>(size);
+  return {pointer, pointer + bytes};
+}
+
+/// Whether two spans share a byte.
+static bool overlap(std::pair<uint64_t, uint64_t> x,
+                    std::pair<uint64_t, uint64_t> y) {
+  return x.first < x.second && y.first < y.second && x.first < y.second &&
+         y.first < x.second;
+}
+
+llvm::Error GpuProgram::checkOutputMemory(ArrayRef<DeviceValue> arguments,
+                                          ArrayRef<DeviceTensor> outputs) {
+  auto spanOf = [&](unsigned i) {
+    return getSpan(outputs[i].pointer,
+                   signature.outputs[i].type.getElementType(),
+                   outputs[i].shape);
+  };
+  for (unsigned i = 0; i < outputs.size(); ++i) {
+    std::pair<uint64_t, uint64_t> span = spanOf(i);
+    const std::string &name = signature.outputs[i].name;
+    for (unsigned j = 0; j < i; ++j)
+      if (overlap(span, spanOf(j)))
+        return error("outputs '" + signature.outputs[j].name + "' and '" +
+                     name + "' overlap in memory: each output needs its own");
+    for (auto [arg, value] : llvm::zip(signature.arguments, arguments)) {
+      auto type = dyn_cast<RankedTensorType>(arg.type);
+      if (!type)
+        continue;
+      std::pair<uint64_t, uint64_t> input = getSpan(
+          value.tensor.pointer, type.getElementType(), value.tensor.shape);
+      bool elementwise =
+          arg.role != ArgumentRole::A && arg.role != ArgumentRole::B;
+      if (overlap(span, input) && !(elementwise && input == span))
+        return error("output '" + name + "' overlaps '" + arg.name +
+                     "' in memory: an output may be an epilogue input or C "
+                     "of its own bytes (written in place, element for "
+                     "element), and must not overlap A, B or any other "
+                     "tensor");
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
                                ArrayRef<DeviceTensor> outputs, void *stream,
                                uint64_t seedAddress) {
@@ -164,6 +214,8 @@ llvm::Error GpuProgram::launch(ArrayRef<DeviceValue> arguments,
     if (isa<RankedTensorType>(arg.type) && !value.tensor.pointer &&
         llvm::all_of(value.tensor.shape, [](int64_t d) { return d > 0; }))
       return error("'" + arg.name + "' is a null pointer");
+  if (llvm::Error e = checkOutputMemory(arguments, outputs))
+    return e;
   if (seedAddress) {
     if (signature.findSeed() < 0)
       return error("'" + name +

@@ -385,7 +385,9 @@ class Program:
         an input named alpha: the GEMM's own scalars are gemm_alpha and
         gemm_beta, default 1), or entries of `inputs`, a dict, which also
         takes inputs named like this call's own parameters (a, b, c, out,
-        ...); `out` may give preallocated outputs by name. `seed` is an int,
+        ...); `out` may give preallocated outputs by name (on the GPU an
+        output may be an epilogue input's own tensor, written in place, but
+        overlaps no other output, A, B or other input). `seed` is an int,
         or a CUDA int64 tensor of one element that the kernel reads as it
         starts: a CUDA graph that captured the call replays with the seed
         the tensor holds then (advance it, in the graph or between replays,

@@ -182,7 +182,8 @@ public:
 
   /// Launches the program on `stream` (a CUstream; null is the default
   /// stream): `arguments` in the signature's order, `outputs` in result
-  /// order, all on the runtime's device. Checks every shape and alignment
+  /// order, all on the runtime's device. Checks every shape and alignment,
+  /// and that no output overlaps another or an input (checkOutputMemory),
   /// first; does nothing when M or N is 0. Unless the compile options pin the
   /// kernel shape, each problem gets the tile rule's shape (chooseRuleShape),
   /// or with autotune the fastest candidate shape,
@@ -246,6 +247,12 @@ private:
                              ArrayRef<DeviceValue> arguments,
                              ArrayRef<DeviceTensor> outputs, void *stream,
                              uint64_t seedAddress);
+  /// Refuses outputs that overlap each other, A or B, or an input other
+  /// than exactly (an output written in place over an epilogue input or C
+  /// of its own bytes): the kernels read their inputs as memory no output
+  /// writes.
+  llvm::Error checkOutputMemory(ArrayRef<DeviceValue> arguments,
+                                ArrayRef<DeviceTensor> outputs);
   /// Launches the kernel of `shape` (launch() has checked the arguments).
   llvm::Error launchShape(const KernelShape &shape, const ProblemShape &problem,
                           ArrayRef<DeviceValue> arguments,

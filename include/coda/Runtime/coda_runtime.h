@@ -213,7 +213,9 @@ coda_status coda_program_prepare_problem(coda_program *program, int64_t batch,
                                          int32_t seed_in_memory);
 
 /* Launches the program on `stream` (a CUstream, NULL for the default stream).
-   Shapes, alignment and counts are checked before anything is launched. */
+   Shapes, alignment and counts are checked before anything is launched, and
+   that no output overlaps another output, A, B or an input, unless it is
+   exactly that epilogue input's (or C's) memory, written in place. */
 coda_status coda_program_launch(coda_program *program,
                                 const coda_value *arguments,
                                 size_t num_arguments,

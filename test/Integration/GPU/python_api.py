@@ -260,6 +260,20 @@ refused("'rs' has 4 dims; at most 3 are supported", rs=dev["rs"].view(1, 1, 1, -
 refused("'pre' must be torch.float32, got torch.bfloat16",
         out={"pre": torch.empty(300, 264, device="cuda", dtype=torch.bfloat16)})
 refused("the program has no epilogue inputs named ['extra']", extra=1.0)
+# An output may be an epilogue input's own bytes (in place, above), but
+# overlaps none otherwise: the kernels read their inputs as memory no output
+# writes.
+shifted = torch.empty(300 * 264 + 8, device="cuda", dtype=torch.bfloat16)
+refused("output 'output' overlaps 'residual' in memory: an output may be an epilogue input or C",
+        residual=shifted[8:].view(300, 264).copy_(bf16["residual"]),
+        out={"output": shifted[:300 * 264].view(300, 264)})
+under_a = torch.empty(300 * 264 + 300 * 136, device="cuda", dtype=torch.bfloat16)
+refused("output 'output' overlaps 'a' in memory",
+        a=under_a[:300 * 136].view(300, 136).copy_(bf16["a"]),
+        out={"output": under_a[100:100 + 300 * 264].view(300, 264)})
+pre = torch.empty(300, 264, device="cuda")
+refused("outputs 'output' and 'pre' overlap in memory: each output needs its own",
+        out={"pre": pre, "output": pre.view(-1).view(torch.bfloat16)[:300 * 264].view(300, 264)})
 refused("'alpha' = 1e+39 is out of the range of f32 (at most 3.40282347e38 in magnitude)",
         alpha=1e39)
 try:
