@@ -899,7 +899,7 @@ def _loss_forward(module, loss_from, applies, default_output):
             if parameter.kind is inspect.Parameter.VAR_KEYWORD:
                 call.update(call.pop(name, {}))
         labels = call.pop("labels", None)
-        return_dict = call.get("return_dict", getattr(module.config, "use_return_dict", True))
+        return_dict = call.get("return_dict", getattr(module.config, "return_dict", True))
         if labels is None or not module.training or return_dict is False or not applies(call):
             return original(*args, **kwargs)
         loss, outputs = loss_from(labels, call)

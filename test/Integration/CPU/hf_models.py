@@ -40,9 +40,10 @@ def close(what, got, want, tolerance=1e-5):
         failures.append(f"{what}: relative error {error:.2e}")
 
 
-def check_training(label, eager, fused, tokens):
+def check_training(label, eager, fused, tokens, **options):
     """`fused` (eager, patched) has eager's state_dict, and one step of
-    training on `tokens` gives it eager's loss and every gradient."""
+    training on `tokens` (the models called with `options`) gives it eager's
+    loss and every gradient."""
     assert list(eager.state_dict()) == list(fused.state_dict()), f"{label}: state_dict keys changed"
     for key, tensor in eager.state_dict().items():
         assert torch.equal(tensor, fused.state_dict()[key]), f"{label}: {key} changed"
@@ -50,7 +51,7 @@ def check_training(label, eager, fused, tokens):
     for model in (eager, fused):
         model.train()
         model.zero_grad(set_to_none=True)
-        output = model(tokens, labels=tokens)
+        output = model(tokens, labels=tokens, **options)
         output.loss.backward()
         losses.append(output.loss.detach())
     close(f"{label} loss", losses[1], losses[0])
@@ -93,6 +94,27 @@ close("GPT-2 block under torch.compile",
       torch.compile(block, fullgraph=True, backend="aot_eager")(x), eager.transformer.h[0](x))
 print("GPT-2 block compiled: ok")
 # CHECK: GPT-2 block compiled: ok
+
+
+def compiled_loss(label, eager, fused, tokens, labels):
+    """The patched model's training loss traced whole under torch.compile
+    (its loss head's forward too: no graph break), its value and gradients
+    the eager model's."""
+    eager.train(), fused.train()
+    eager.zero_grad(set_to_none=True), fused.zero_grad(set_to_none=True)
+    loss = torch.compile(lambda t, l: fused(t, labels=l).loss, fullgraph=True,
+                         backend="aot_eager")(tokens, labels)
+    want = eager(tokens, labels=labels).loss
+    close(f"{label} compiled loss", loss, want)
+    loss.backward(), want.backward()
+    for (name, p_eager), (_, p_fused) in zip(eager.named_parameters(), fused.named_parameters()):
+        if p_eager.grad is not None:
+            close(f"{label} compiled grad {name}", p_fused.grad, p_eager.grad)
+    print(f"{label} loss compiled: ok")
+
+
+compiled_loss("GPT-2", eager, fused, tokens, tokens)
+# CHECK: GPT-2 loss compiled: ok
 
 # Generation through the patched blocks reads and extends the key and value
 # cache: greedy decoding gives the eager model's tokens.
@@ -239,6 +261,8 @@ assert got.logits is None, "BERT: positional labels computed the logits"
 close("BERT masked-LM loss, positional labels", got.loss, want)
 print("BERT masked-LM loss: ok")
 # CHECK: BERT masked-LM loss: ok
+compiled_loss("BERT", bert, bert_fused, bert_tokens, masked)
+# CHECK: BERT loss compiled: ok
 
 # With BERT's dropout on: in evaluation the patched layers give eager's
 # output; in training the feed-forward's dropout draws coda's mask, with
@@ -306,6 +330,9 @@ print(coda.patch(llama_fused))
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
 check_training("LLaMA", llama, llama_fused, bert_tokens)
 # CHECK: LLaMA losses and gradients: dropout off
+# As training loops call it, without the key and value cache.
+check_training("LLaMA without a cache", llama, llama_fused, bert_tokens, use_cache=False)
+# CHECK: LLaMA without a cache losses and gradients: dropout off
 
 # Generation reads and extends the model's key and value cache through the
 # patched layers: greedy decoding gives the eager model's tokens.

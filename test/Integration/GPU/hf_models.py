@@ -61,7 +61,9 @@ def check_training(label, model, tokens, autocast=None):
         if got is None:
             failures.append(f"{label} {what}: no gradient")
             continue
-        if got.dtype != base.dtype:
+        # Gradients in the parameters' types; the loss in f32 (BERT's from
+        # bf16 logits is bf16 in eager).
+        if what != "loss" and got.dtype != base.dtype:
             failures.append(f"{label} {what}: {got.dtype}, eager's is {base.dtype}")
         ours, theirs = error(got, want), error(base, want)
         worst = max(worst, ours / max(theirs, 1e-3))
