@@ -7,7 +7,8 @@ Hugging Face's GPT2LMHeadModel built from a config (--model gpt2; with
 bert; masked-LM loss over every token), or its LlamaForCausalLM
 (--model llama), where Liger-Kernel's apply_liger_kernel_to_llama is a
 variant too ("liger", when liger_kernel is importable; it patches
-transformers' LLaMA classes, so it runs last).
+transformers' LLaMA classes, so it runs last). The causal LMs are called
+with use_cache=False, as training loops call them (no key and value cache).
 For each: step time and tokens/s (CUDA events over timed steps after
 warm-up), the host's time to enqueue a step (the step is host-bound where
 the two are equal), the first step's time (compiles included: coda's
@@ -69,14 +70,18 @@ def category(name):
 
 class LMLoss(torch.nn.Module):
     """A Hugging Face language model called as the GPT is: (tokens, labels)
-    -> loss."""
+    -> loss. A causal LM is called with use_cache=False, as training loops
+    call it: by default its layers would build a key and value cache (a
+    copy of each layer's keys and values) that training never reads."""
 
     def __init__(self, model):
         super().__init__()
         self.model = model
+        self.options = {"use_cache": False} if type(model).__name__.endswith(
+            ("ForCausalLM", "LMHeadModel")) else {}
 
     def forward(self, x, y):
-        return self.model(input_ids=x, labels=y).loss
+        return self.model(input_ids=x, labels=y, **self.options).loss
 
 
 def llama(args):
