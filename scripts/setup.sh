@@ -37,16 +37,21 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy, setuptools"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q numpy "setuptools>=70.1"
 fi
+# pip install, resuming an interrupted download (torch's CUDA libraries are
+# several hundred MB a wheel) rather than failing the setup.
+pip_install() {
+  .venv/bin/python -m pip install -q --retries 10 --resume-retries 20 "$@"
+}
 # PyTorch: the python package's modules and autograd ops, tested on the CPU
 # reference (torch.autograd.gradcheck in float64).
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "setup: installing torch into .venv"
-  .venv/bin/python -m pip install -q torch
+  pip_install torch
 fi
 # transformers: coda.patch on Hugging Face models (test/Integration/CPU/hf_models.py).
 if ! .venv/bin/python -c "import transformers" 2>/dev/null; then
   echo "setup: installing transformers into .venv"
-  .venv/bin/python -m pip install -q transformers
+  pip_install transformers
 fi
 # The GPU machines' transformers (5.17, whose modules take the cache as
 # past_key_values) in a folder of its own, which hf_models.py runs under too
@@ -54,7 +59,7 @@ fi
 # release's differ from.
 if [ ! -d .venv/transformers-5.17/transformers ]; then
   echo "setup: installing transformers 5.17 into .venv/transformers-5.17"
-  .venv/bin/python -m pip install -q --no-deps --target .venv/transformers-5.17 \
+  pip_install --no-deps --target .venv/transformers-5.17 \
     transformers==5.17.0 huggingface-hub==1.33.0 httpx httpcore h11 anyio sniffio certifi idna
 fi
 
@@ -63,7 +68,7 @@ fi
 # to linalg by IREE's compiler tools.
 if ! .venv/bin/python -c "import iree.turbine, iree.compiler, jax" 2>/dev/null; then
   echo "setup: installing iree-base-compiler, iree-turbine and jax into .venv"
-  .venv/bin/python -m pip install -q iree-base-compiler==3.13.0 iree-turbine==3.9.0 \
+  pip_install iree-base-compiler==3.13.0 iree-turbine==3.9.0 \
     jax==0.10.2 jaxlib==0.10.2
 fi
 
