@@ -505,17 +505,16 @@ def _rotary_head(layer, width):
     return arguments
 
 
-def _rotary_attention(attn, head, hidden_states, position_ids, kwargs, tables):
+def _rotary_attention(attn, head, hidden_states, position_ids, cache, kwargs, tables):
     """Hugging Face's attention (LlamaAttention.forward) up to its output
     projection, its input from coda's RMSNormRotaryQKV: the queries, keys
     and values normalized, projected and rotated in one kernel (by the
     model's cos and sin with `tables`, else by the positions), then the
-    model's own attention function (SDPA, eager, flash) and cache."""
+    model's own attention function (SDPA, eager, flash) and `cache`."""
     if tables:
         q, k, v = head(hidden_states, position_embeddings=kwargs["position_embeddings"])
     else:
         q, k, v = head(hidden_states, position_ids)
-    cache = kwargs.pop("cache", None)
     if cache is not None:
         k, v = cache.update(k, v, attn.layer_idx, kwargs=kwargs)
     functions = sys.modules[type(attn).__module__]
@@ -565,10 +564,9 @@ def _patch_decoder(layer, activation, rotary):
         if args:
             raise TypeError("the patched decoder layer takes its arguments after "
                             "hidden_states by keyword")
-        # transformers 5's rename of past_key_values, which the layer's own
-        # forward makes.
-        if "past_key_values" in kwargs:
-            kwargs["cache"] = kwargs.pop("past_key_values")
+        # The cache under either name: past_key_values (transformers 5's
+        # earlier releases, and what later layers rename to cache).
+        cache = kwargs.pop("cache", kwargs.pop("past_key_values", None))
         position_ids = kwargs.get("position_ids")
         # The attention module's own forward where something watches it: a
         # hook (transformers records attention weights by hooks on it) or a
@@ -577,10 +575,11 @@ def _patch_decoder(layer, activation, rotary):
                    or kwargs.get("output_attentions"))
         if (head is not None and not watched
                 and kwargs.get("position_embeddings" if tables else "position_ids") is not None):
-            attended = _rotary_attention(attn, head, hidden_states, position_ids, kwargs, tables)
+            attended = _rotary_attention(attn, head, hidden_states, position_ids, cache, kwargs,
+                                         tables)
         else:
-            if "cache" in kwargs:
-                kwargs[attn_cache] = kwargs.pop("cache")
+            if cache is not None:
+                kwargs[attn_cache] = cache
             x = layer.input_layernorm(hidden_states)
             attended, _ = attn(hidden_states=x, **kwargs)
         core.training = layer.training
