@@ -80,6 +80,7 @@ and SiLU, recognized by their class names (transformers is not imported). What i
 as it is, and the report says what was replaced and what was not, and why.
 """
 
+import copy
 import functools
 import inspect
 import sys
@@ -1009,6 +1010,13 @@ _RECOGNIZERS = (
 )
 
 
+# The instance attributes coda.patch sets on the modules it patches (and on
+# children whose forward it makes the identity).
+def _patched_attributes(module):
+    return [key for key in module.__dict__
+            if key in ("forward", "__deepcopy__", "__reduce_ex__") or key.startswith("_coda_")]
+
+
 def _bound(module):
     """Makes copying or pickling `module`, whose forward coda.patch replaced
     by one that holds its children, an error that says so: a deep copy would
@@ -1016,23 +1024,43 @@ def _bound(module):
     closure does not pickle."""
     def refuse(*args):
         raise TypeError(f"{type(module).__name__} was patched by coda.patch, whose forward holds "
-                        "this module's own children: a copy would run the original's. Copy or "
-                        "save the model before coda.patch (and patch the copy), or save its "
-                        "state_dict")
+                        "this module's own children: a copy would run the original's. Copy the "
+                        "whole model (copy.deepcopy of the model coda.patch was given patches "
+                        "the copy), copy or save it before coda.patch, or save its state_dict")
     object.__setattr__(module, "__deepcopy__", refuse)
     object.__setattr__(module, "__reduce_ex__", refuse)
+
+
+def _copied_and_patched(model, owned):
+    """A __deepcopy__ for a model coda.patch patched: the model copied as it
+    was before the patch (`owned`: what the patch set on each module, left
+    out of the copy, put back on the original after it), then the copy
+    patched, so that its forwards hold its own children."""
+    def deepcopy(memo):
+        stash = [(module, {key: module.__dict__.pop(key) for key in keys})
+                 for module, keys in owned]
+        try:
+            twin = copy.deepcopy(model, memo)
+        finally:
+            for module, attributes in stash:
+                module.__dict__.update(attributes)
+        patch(twin)
+        return twin
+    return deepcopy
 
 
 def patch(model, verbose=False):
     """Puts the Transformer blocks and MLPs of `model` (an nn.Module) on coda
     kernels, in place, and returns a PatchReport (printed with
     `verbose`). Call it once, before training or after loading a
-    checkpoint; the model's parameters and state_dict are unchanged. A
-    patched module is not deep-copied or pickled (its forward holds its
-    children): copy or save the model whole before patching it, or save its
-    state_dict."""
+    checkpoint; the model's parameters and state_dict are unchanged.
+    copy.deepcopy(model) (an EMA's copy, say) copies the model as it was and
+    patches the copy; a patched module inside it is not deep-copied alone,
+    and no patched module pickles (its forward holds its children): save
+    the model whole before patching it, or save its state_dict."""
     report = PatchReport()
     done = set()
+    before = {module: set(_patched_attributes(module)) for module in model.modules()}
     for name, module in model.named_modules():
         if any(name == d or name.startswith(d + ".") for d in done):
             continue
@@ -1058,6 +1086,13 @@ def patch(model, verbose=False):
                 break
             if isinstance(parts, str):
                 report.skipped.append((name, parts))
+    if report.replaced:
+        owned = {module: [key for key in _patched_attributes(module) if key not in keys]
+                 for module, keys in before.items()}
+        if "__deepcopy__" not in owned[model]:
+            owned[model].append("__deepcopy__")
+        object.__setattr__(model, "__deepcopy__", _copied_and_patched(
+            model, [(module, keys) for module, keys in owned.items() if keys]))
     if verbose:
         print(report)
     return report

@@ -333,6 +333,15 @@ check_training("LLaMA", llama, llama_fused, bert_tokens)
 # As training loops call it, without the key and value cache.
 check_training("LLaMA without a cache", llama, llama_fused, bert_tokens, use_cache=False)
 # CHECK: LLaMA without a cache losses and gradients: dropout off
+# A deep copy of the patched model (an EMA's) is patched too and computes
+# with its own parameters.
+twin = copy.deepcopy(llama_fused)
+close("LLaMA's deep copy", twin(bert_tokens, labels=bert_tokens).loss,
+      llama_fused(bert_tokens, labels=bert_tokens).loss)
+assert "forward" in vars(twin.model.layers[0]), "LLaMA's deep copy is not patched"
+assert twin.lm_head.weight is not llama_fused.lm_head.weight
+print("LLaMA deep copy: ok")
+# CHECK: LLaMA deep copy: ok
 
 # Generation reads and extends the model's key and value cache through the
 # patched layers: greedy decoding gives the eager model's tokens.

@@ -111,17 +111,37 @@ fused.train()
 if not torch.isfinite(fused(idx, targets)):
     failures.append("training loss with dropout is not finite")
 
-# A patched model is not copied or pickled whole (its patched forwards hold
-# the original's children, which a copy's would run): a clear error; the
-# state_dict saves as before. coda's own modules copy and pickle, a copy
-# computing with its own parameters.
-for what, act in (("deepcopy", copy.deepcopy), ("torch.save", lambda m: torch.save(m, io.BytesIO()))):
+# A deep copy of the patched model (an EMA's copy, say) is the model copied
+# as it was, then patched: its forwards hold its own children, its losses are
+# the original's until its parameters change, and changing them leaves the
+# original as it was. A patched module inside it is not copied alone, and no
+# patched module pickles (its patched forward holds the original's children,
+# which a copy's would run): a clear error; the state_dict saves as before.
+fused.eval()
+want = fused(idx, targets).item()
+twin = copy.deepcopy(fused)
+if twin(idx, targets).item() != want or "forward" not in vars(twin.blocks[0]):
+    failures.append("the deep copy of a patched model is not patched or does not compute as "
+                    "the model")
+with torch.no_grad():
+    for parameter in twin.parameters():
+        parameter.mul_(0.5)
+if twin(idx, targets).item() == want or fused(idx, targets).item() != want:
+    failures.append("the deep copy of a patched model computes with the original's parameters")
+swa = torch.optim.swa_utils.AveragedModel(fused)
+if swa(idx, targets).item() != want:
+    failures.append("an AveragedModel (EMA) of a patched model does not compute as the model")
+fused.train()
+print("deepcopy of the patched model: ok")
+# CHECK: deepcopy of the patched model: ok
+for what, act in (("deepcopy", lambda m: copy.deepcopy(m.blocks[0])),
+                  ("torch.save", lambda m: torch.save(m, io.BytesIO()))):
     try:
         act(fused)
-        failures.append(f"{what} of a patched model did not refuse")
+        failures.append(f"{what} of a patched module did not refuse")
     except TypeError as error:
         print(what, error)
-# CHECK: deepcopy Block was patched by coda.patch, whose forward holds this module's own children: a copy would run the original's. Copy or save the model before coda.patch (and patch the copy), or save its state_dict
+# CHECK: deepcopy Block was patched by coda.patch, whose forward holds this module's own children: a copy would run the original's. Copy the whole model (copy.deepcopy of the model coda.patch was given patches the copy), copy or save it before coda.patch, or save its state_dict
 # CHECK: torch.save Block was patched by coda.patch
 torch.save(fused.state_dict(), io.BytesIO())
 module = coda.nn.MLP(8, 16, dropout=0.0)
