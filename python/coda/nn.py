@@ -205,6 +205,9 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     if target.shape != x.shape[:-1]:
         raise ValueError(f"target has shape {tuple(target.shape)}; expected x's without its "
                          f"last dim, {tuple(x.shape[:-1])}")
+    if bias is not None and bias.shape != weight.shape[:1]:
+        raise ValueError(f"bias has shape {tuple(bias.shape)}; expected [{weight.shape[0]}], "
+                         "one per class (weight's rows)")
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     target = target.reshape(-1).to(x.device)
     counts = target != ignore_index
@@ -218,9 +221,6 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     classes = torch.where(counts, target, -1).to(torch.float32)
     if bias is None:
         family, tensors, names = _cross_entropy, [classes], "target"
-    elif bias.shape != weight.shape[:1]:
-        raise ValueError(f"bias has shape {tuple(bias.shape)}; expected [{weight.shape[0]}], "
-                         "one per class (weight's rows)")
     else:
         family, tensors, names = _cross_entropy_bias, [classes, bias], "target,bias"
     lse, picked, *_ = run(family.key, "saving", x2, weight, tensors, names, [], "", _no_seed(x))

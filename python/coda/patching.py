@@ -889,15 +889,17 @@ def _loss_forward(module, loss_from, applies, default_output):
     original = module.forward
     signature = inspect.signature(original)
     output_type = _output_type(module, default_output)
+    # The name of the forward's **kwargs, whose arguments the call lists
+    # beside the named ones.
+    extra = next((name for name, parameter in signature.parameters.items()
+                  if parameter.kind is inspect.Parameter.VAR_KEYWORD), None)
 
     def forward(*args, **kwargs):
         try:
             call = signature.bind(*args, **kwargs).arguments
         except TypeError:  # The model's forward says what is wrong.
             return original(*args, **kwargs)
-        for name, parameter in signature.parameters.items():
-            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-                call.update(call.pop(name, {}))
+        call.update(call.pop(extra, {}))
         labels = call.pop("labels", None)
         return_dict = call.get("return_dict", getattr(module.config, "return_dict", True))
         if labels is None or not module.training or return_dict is False or not applies(call):
@@ -1010,9 +1012,10 @@ _RECOGNIZERS = (
 )
 
 
-# The instance attributes coda.patch sets on the modules it patches (and on
-# children whose forward it makes the identity).
 def _patched_attributes(module):
+    """The instance attributes of `module` that coda.patch sets on the
+    modules it patches (and on children whose forward it makes the
+    identity)."""
     return [key for key in module.__dict__
             if key in ("forward", "__deepcopy__", "__reduce_ex__") or key.startswith("_coda_")]
 
