@@ -52,6 +52,10 @@ Recognized, by their structure (the modules and attributes they hold):
   modules of the models that copy BERT's (``RobertaLayer``,
   ``RobertaOutput``, ...: a class name of the model's prefix and these
   suffixes);
+- Hugging Face BERT's ``BertSelfAttention`` (transformers 5; the same
+  module of the models that copy BERT's): its ``query``, ``key`` and
+  ``value`` projections as one GEMM over their weights stacked, their
+  biases in its epilogue, then the model's own attention function;
 - a Hugging Face causal language model whose loss is plain cross-entropy
   on its logits (``...ForCausalLM``, ``...LMHeadModel`` of LLaMA, Mistral,
   Qwen2, Qwen3 or GPT-2: ``lm_head``, an nn.Linear without a bias, over its
@@ -518,15 +522,22 @@ def _rotary_attention(attn, head, hidden_states, position_ids, cache, kwargs, ta
         q, k, v = head(hidden_states, position_ids)
     if cache is not None:
         k, v = cache.update(k, v, attn.layer_idx, kwargs=kwargs)
+    kwargs.pop("position_embeddings", None)
+    mask = kwargs.pop("attention_mask", None)
+    out, _ = _attend(attn, q, k, v, mask, attn.attention_dropout, kwargs)
+    return out.reshape(*hidden_states.shape[:-1], -1)
+
+
+def _attend(attn, q, k, v, mask, dropout, kwargs):
+    """Hugging Face's attention of `attn` on q, k, v ([batch, heads, tokens,
+    head_dim]): the function its config names (SDPA, eager, flash), from
+    the attention's own module, with dropout probability `dropout` in
+    training; (output [batch, tokens, heads, head_dim], weights or None)."""
     functions = sys.modules[type(attn).__module__]
     interface = functions.ALL_ATTENTION_FUNCTIONS.get_interface(
         attn.config._attn_implementation, functions.eager_attention_forward)
-    kwargs.pop("position_embeddings", None)
-    mask = kwargs.pop("attention_mask", None)
-    out, _ = interface(attn, q, k, v, mask,
-                       dropout=attn.attention_dropout if attn.training else 0.0,
-                       scaling=attn.scaling, **kwargs)
-    return out.reshape(*hidden_states.shape[:-1], -1)
+    return interface(attn, q, k, v, mask, dropout=dropout if attn.training else 0.0,
+                     scaling=attn.scaling, **kwargs)
 
 
 def _patch_decoder(layer, activation, rotary):
@@ -604,6 +615,13 @@ def _patch_decoder(layer, activation, rotary):
     return what
 
 
+def _linear_epilogue(bias):
+    """The epilogue of a linear layer, with its bias or without, as a
+    function of the operand type's name."""
+    return lambda t: ("EPILOGUE linear(bias: " + t + "[N]) {\n  output = input + bias;\n}\n"
+                      if bias else "EPILOGUE linear() {\n  output = input;\n}\n")
+
+
 def _patch_linear(module):
     """An nn.Linear of a width cuBLAS runs slowly (in or out features not a
     multiple of 8: an unpadded vocabulary's head) on coda's GEMM, its bias in
@@ -612,10 +630,8 @@ def _patch_linear(module):
     layer under torch.compile, whose inductor pads such GEMMs for cuBLAS
     (faster there than coda's unpadded kernels: docs/performance.md)."""
     bias = module.bias is not None
-    core = coda_nn.Linear(
-        module.in_features, module.out_features, device="meta",
-        epilogue=lambda t: ("EPILOGUE linear(bias: " + t + "[N]) {\n  output = input + bias;\n}\n"
-                            if bias else "EPILOGUE linear() {\n  output = input;\n}\n"))
+    core = coda_nn.Linear(module.in_features, module.out_features, device="meta",
+                          epilogue=_linear_epilogue(bias))
     object.__setattr__(module, "_coda_linear", core)
 
     def forward(x):
@@ -688,6 +704,73 @@ def _patch_dense(module, parts):
 
     module.forward = _kept(forward, (module, "dense"))
     return "projection + bias + dropout + residual in one kernel, then its LayerNorm"
+
+
+def _self_attention_parts(module):
+    """(query, key, value) of a Hugging Face BERT-style self-attention of
+    transformers 5 (``BertSelfAttention`` and the copies of it: exactly the
+    children ``query``, ``key``, ``value``, nn.Linear layers of one shape
+    with biases, and ``dropout``; heads of ``attention_head_size`` columns;
+    its module defining the attention functions it calls; its forward
+    taking a cache), a string saying why it is left as it is, or None when
+    it is not one."""
+    kind = type(module)
+    if not kind.__name__.endswith("SelfAttention") or not kind.__module__.startswith(
+            "transformers.") or set(dict(module.named_children())) != {
+                "query", "key", "value", "dropout"}:
+        return None
+    projections = [getattr(module, name) for name in ("query", "key", "value")]
+    if not all(isinstance(p, nn.Linear) for p in projections) or not isinstance(
+            module.dropout, nn.Dropout):
+        return None
+    if len({(p.in_features, p.out_features) for p in projections}) != 1 or any(
+            p.bias is None for p in projections):
+        return "Q, K and V projections of different shapes or without biases"
+    if getattr(module, "position_embedding_type", "absolute") != "absolute":
+        return f"relative position embeddings ({module.position_embedding_type})"
+    functions = sys.modules.get(kind.__module__)
+    if not all(hasattr(functions, name) for name in ("ALL_ATTENTION_FUNCTIONS",
+                                                      "eager_attention_forward")) or not all(
+            hasattr(module, name) for name in ("attention_head_size", "scaling", "config")):
+        return "an attention whose module does not define its attention functions"
+    version = _transformers_version()
+    if version < (5,):
+        return (f"a self-attention of transformers {'.'.join(map(str, version))}, whose "
+                "attention functions differ")
+    if _cache_keyword(kind.forward) is None:
+        return "a self-attention whose forward takes its cache as neither `cache` nor " \
+               "`past_key_values`"
+    return tuple(projections)
+
+
+def _patch_self_attention(module, query, key, value):
+    """A BERT-style self-attention: its Q, K and V projections as one coda
+    GEMM over their weights stacked (their biases in its epilogue; the
+    queries, keys and values views of its output), then the model's own
+    attention function. With a key and value cache (a decoder generating)
+    or arguments by position, the module's own forward."""
+    core = coda_nn.Linear(query.in_features, 3 * query.out_features, device="meta",
+                          epilogue=_linear_epilogue(True))
+    object.__setattr__(module, "_coda_qkv", core)
+    original = type(module).forward
+
+    def forward(hidden_states, attention_mask=None, *args, **kwargs):
+        if args or kwargs.get("cache", kwargs.get("past_key_values")) is not None:
+            return original(module, hidden_states, attention_mask, *args, **kwargs)
+        kwargs.pop("cache", None)
+        kwargs.pop("past_key_values", None)
+        core.training = module.training
+        qkv = core._forward(torch.cat((query.weight, key.weight, value.weight)),
+                            torch.cat((query.bias, key.bias, value.bias)), hidden_states,
+                            None, {})
+        lead = hidden_states.shape[:-1]
+        q, k, v = (t.view(*lead, -1, module.attention_head_size).transpose(1, 2)
+                   for t in qkv.split(query.out_features, dim=-1))
+        out, weights = _attend(module, q, k, v, attention_mask, module.dropout.p, kwargs)
+        return out.reshape(*lead, -1).contiguous(), weights
+
+    module.forward = _kept(forward, *((module, name) for name in ("query", "key", "value")))
+    return "Q, K and V projections + biases in one kernel"
 
 
 def _transformers_version():
@@ -1006,6 +1089,7 @@ _RECOGNIZERS = (
     (_gated_parts, lambda module, parts: _patch_gated(module, *parts), True),
     (_bert_layer_parts, lambda module, parts: _patch_bert_layer(module, *parts),
      ("intermediate", "output")),
+    (_self_attention_parts, lambda module, parts: _patch_self_attention(module, *parts), True),
     (_dense_parts, _patch_dense, True),
     (_odd_linear, lambda module, parts: _patch_linear(module), True),
     (_mlp_parts, _patch_mlp, True),

@@ -23,8 +23,9 @@ import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
 import torch
-from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel,
-                          LlamaConfig, LlamaForCausalLM, RobertaConfig, RobertaForMaskedLM)
+from transformers import (BertConfig, BertForMaskedLM, BertLMHeadModel, GPT2Config,
+                          GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, RobertaConfig,
+                          RobertaForMaskedLM)
 
 import coda
 
@@ -242,9 +243,10 @@ bert_config = BertConfig(vocab_size=101, hidden_size=32, num_hidden_layers=2,
 bert = BertForMaskedLM(bert_config)
 bert_fused = copy.deepcopy(bert)
 print(coda.patch(bert_fused))
-# CHECK: coda.patch: 6 modules on coda kernels
+# CHECK: coda.patch: 8 modules on coda kernels
 # CHECK-NEXT: <model>: the masked-LM loss from the head's transform in the decoder's GEMM with its bias (no logits) in training
 # CHECK-NEXT: bert.encoder.layer.0: feed-forward, MLP (gelu_erf) + residual as coda's fused MLP, then its LayerNorm
+# CHECK-NEXT: bert.encoder.layer.0.attention.self: Q, K and V projections + biases in one kernel
 # CHECK-NEXT: bert.encoder.layer.0.attention.output: projection + bias + dropout + residual in one kernel, then its LayerNorm
 # CHECK: cls.predictions.decoder: linear 32 -> 101: coda's GEMM
 bert_tokens = tokens[:, :16].contiguous()
@@ -294,13 +296,49 @@ y.sum().backward()
 print("BERT dropout: ok")
 # CHECK: BERT dropout: ok
 
+# The attention's dropout in training: the model's attention function draws
+# it from PyTorch's generator as the unpatched attention does (the fused
+# projection draws nothing), so the same seed gives the same output. With a
+# key and value cache (a decoder generating) the attention runs its own
+# forward. On a generator of its own, so that the models after it draw the
+# parameters they drew before.
+with torch.random.fork_rng():
+    bert_a = BertForMaskedLM(BertConfig(**{**bert_config.to_dict(),
+                                          "attention_probs_dropout_prob": 0.5}))
+    bert_a_fused = copy.deepcopy(bert_a)
+    coda.patch(bert_a_fused)
+    attention, attention_fused = (m.bert.encoder.layer[0].attention.self
+                                  for m in (bert_a, bert_a_fused))
+    attention.train()
+    attention_fused.train()
+    x = torch.randn(2, 16, 32, requires_grad=True)
+    outputs = []
+    for module in (attention, attention_fused):
+        torch.manual_seed(4)
+        outputs.append(module(x)[0])
+    close("BERT attention dropout", outputs[1], outputs[0])
+    assert not torch.equal(outputs[1], attention_fused.eval()(x)[0]), "no attention dropout"
+    (x_grad,) = torch.autograd.grad(outputs[0].sum(), x)
+    close("BERT attention dropout, input gradient",
+          torch.autograd.grad(outputs[1].sum(), x)[0], x_grad)
+    decoder_config = BertConfig(**{**bert_config.to_dict(), "is_decoder": True})
+    decoder = BertLMHeadModel(decoder_config).eval()
+    decoder_fused = copy.deepcopy(decoder)
+    coda.patch(decoder_fused)
+    with torch.no_grad():
+        prompt = bert_tokens[:, :5]
+        assert torch.equal(decoder_fused.generate(prompt, max_new_tokens=4, do_sample=False),
+                           decoder.generate(prompt, max_new_tokens=4, do_sample=False))
+    print("BERT attention: ok")
+# CHECK: BERT attention: ok
+
 # RoBERTa copies BERT's modules under its own names.
 roberta_config = RobertaConfig(**{**bert_config.to_dict(), "pad_token_id": 1})
 roberta = RobertaForMaskedLM(roberta_config)
 roberta_fused = copy.deepcopy(roberta)
 report = coda.patch(roberta_fused)
 print(report.replaced[0][0], len(report.replaced))
-# CHECK: roberta.encoder.layer.0 5
+# CHECK: roberta.encoder.layer.0 7
 check_training("RoBERTa", roberta, roberta_fused, bert_tokens.clamp(min=2))
 # CHECK: RoBERTa losses and gradients: dropout off
 
