@@ -26,6 +26,7 @@ Parameters and state dicts are nn.Linear's. In eval mode a program with
 dropout runs its inference form (dropout the identity).
 """
 
+import contextlib
 import math
 
 from .runtime import _require_torch
@@ -148,6 +149,63 @@ class Linear(nn.Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}"
                 + (f", weight_layout={self.weight_layout}" if self.weight_layout != "nk" else ""))
+
+
+class _Remade:
+    """A tensor saved for the backward as the way to make it (_remade): the
+    function that makes it, the parameters it is made of and their
+    versions when it was saved."""
+
+    def __init__(self, make, sources):
+        self.make, self.sources = make, sources
+        self.versions = [source._version for source in sources]
+
+    def __call__(self):
+        if [source._version for source in self.sources] != self.versions:
+            raise RuntimeError(
+                "a weight was modified in place between the forward and the backward: the "
+                "stacked weight that coda makes again for the backward would not be the "
+                "forward's (update parameters after the backward, as optimizers do)")
+        with torch.no_grad():
+            return self.make()
+
+
+@contextlib.contextmanager
+def _remade():
+    """Saved-tensor hooks under which the autograd functions called in the
+    context save each tensor registered by `remade(tensor, make, sources)`
+    (a GEMM operand `make()` makes from the parameters `sources`: their
+    weights stacked, or scaled by a norm's weight) as the way to make it,
+    made again in the backward rather than held from the forward to the
+    backward: a copy of the weights per layer (a third of a LLaMA-7B
+    layer's activations at 4096 tokens). A source modified in place in
+    between is an error, as for a saved tensor. Not under torch.compile
+    (its partitioner chooses what to save and recompute), nor inside other
+    saved-tensor hooks (activation checkpointing's: nothing of the forward
+    is held there)."""
+    recipes = {}
+
+    def remade(tensor, make, sources):
+        recipes[id(tensor)] = tensor, _Remade(make, sources)
+
+    if (torch.compiler.is_compiling() or not torch.is_grad_enabled()
+            or torch._C._autograd._top_saved_tensors_default_hooks(False) is not None):
+        yield lambda *args: None
+        return
+
+    def pack(tensor):
+        entry = recipes.get(id(tensor))
+        return entry[1] if entry is not None and entry[0] is tensor else tensor
+
+    def unpack(saved):
+        return saved() if isinstance(saved, _Remade) else saved
+
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            yield remade
+    finally:
+        # The hooks stay with what they saved: the tensors themselves go.
+        recipes.clear()
 
 
 _no_seeds = {}
@@ -307,11 +365,14 @@ def _mlp_forward(module, x, in_features, out_features, residual):
     lead = x.shape[:-1]
     x2 = x.reshape(-1, in_features).contiguous()
     r2 = None if residual is None else residual.reshape(-1, out_features)
-    up, p, w1, b1, down, output_p, w2, b2 = module._programs(residual is not None)
     if not module.training:
+        up, p, w1, b1, down, output_p, w2, b2 = module._programs(residual is not None)
         return _inference(up, p, x2, w1, b1, down, output_p, w2, b2, r2).reshape(*lead, -1)
-    seed, output_seed = _seeds(module, x, p, output_p)
-    y = mlp(up.key, down.key, x2, w1, b1, w2, b2, r2, seed, output_seed)[0]
+    with _remade() as remade:
+        up, p, w1, b1, down, output_p, w2, b2 = module._programs(residual is not None, remade,
+                                                                 x2)
+        seed, output_seed = _seeds(module, x, p, output_p)
+        y = mlp(up.key, down.key, x2, w1, b1, w2, b2, r2, seed, output_seed)[0]
     return y.reshape(*lead, -1)
 
 
@@ -358,9 +419,10 @@ class MLP(nn.Module):
         self._up = ProgramFamily(lambda t: up.replace("{t}", t), layout_b=weight_layout)
         self._down = _down_families(bias, output_dropout, weight_layout)
 
-    def _programs(self, residual):
+    def _programs(self, residual, remade=None, like=None):
         """(fc1's family, its dropout probability, w1, b1, fc2's family (with
-        a residual input or not), its dropout probability, w2, b2)."""
+        a residual input or not), its dropout probability, w2, b2). `remade`
+        and `like`: GatedMLP's."""
         return (self._up, self.p, self.fc1.weight, self.fc1.bias, self._down[residual],
                 self.output_p, self.fc2.weight, self.fc2.bias)
 
@@ -410,10 +472,17 @@ class GatedMLP(nn.Module):
         gate, up = self.gate_proj.weight, self.up_proj.weight
         return torch.stack((gate, up), dim=1).reshape(2 * gate.shape[0], gate.shape[1])
 
-    def _programs(self, residual):
-        """As MLP's: the gate and up projections one GEMM, no dropout."""
-        return (self._up, 0.0, self._gate_up(), None, self._down[residual], 0.0,
-                self.down_proj.weight, None)
+    def _programs(self, residual, remade=None, like=None):
+        """As MLP's: the gate and up projections one GEMM, no dropout. With
+        `remade` (_remade's), the stacked weight in torch.autocast's type for
+        operands like `like`, saved for the backward as the way to make it."""
+        w1 = self._gate_up()
+        if remade is not None:
+            w1 = _autocast(like, w1)[1]
+            dtype = w1.dtype
+            remade(w1, lambda: self._gate_up().to(dtype),
+                   (self.gate_proj.weight, self.up_proj.weight))
+        return (self._up, 0.0, w1, None, self._down[residual], 0.0, self.down_proj.weight, None)
 
     def forward(self, x, residual=None):
         return _mlp_forward(self, x, self.gate_proj.in_features, self.down_proj.out_features,
@@ -611,16 +680,29 @@ class RMSNormRotaryQKV(nn.Module):
         return tables
 
     def forward(self, x, positions=None, position_embeddings=None):
+        with _remade() as remade:
+            return self._forward(x, positions, position_embeddings, remade)
+
+    def _forward(self, x, positions, position_embeddings, remade):
         width = self.norm.weight.shape[0]
         lead = x.shape[:-1]
-        x, weight = _autocast(
-            x, torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)))
+        projections = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
+        x, stacked = _autocast(x, torch.cat(projections))
         x2 = x.reshape(-1, width)
         # In f32 as Hugging Face's RMSNorm computes it (f64 for f64 operands).
         wide = torch.promote_types(x.dtype, torch.float32)
         rstd = torch.rsqrt(torch.linalg.vector_norm(x2, dim=-1, dtype=wide).square() / width
                            + self.eps)
-        weight = weight * self.norm.weight.to(weight.dtype)
+        # The weights stacked and scaled by the norm's weight, which the
+        # backward makes again from the parameters rather than holding.
+        dtype, gamma = stacked.dtype, self.norm.weight
+
+        def make_stacked():
+            return torch.cat(projections).to(dtype)
+
+        remade(stacked, make_stacked, projections)
+        weight = stacked * gamma.to(dtype)
+        remade(weight, lambda: make_stacked() * gamma.to(dtype), (*projections, gamma))
         inv_freq, sign, normed = self._columns(x.device)
         d = self.head_dim
         tables = position_embeddings is not None
@@ -757,15 +839,17 @@ class ResidualNormMLP(nn.Module):
                  ("gamma", self.norm.weight), ("beta", getattr(self.norm, "bias", None))]
         tensors = [t for _, t in named if t is not None]
         names = ",".join(n for n, t in named if t is not None)
-        up, p, w1, b1, down, output_p, w2, b2 = self.mlp._programs(True)
         if not self.training:
+            up, p, w1, b1, down, output_p, w2, b2 = self.mlp._programs(True)
             normed, h = run(self._proj.key, "inference" if self.p else "", x2, self.proj.weight,
                             tensors, names, [], "", _no_seed(x))
             y = _inference(up, p, normed, w1, b1, down, output_p, w2, b2, h)
             return y.reshape(lead)
-        seed0, seed, output_seed = _seeds(self, x, self.p, p, output_p)
-        y = tail(self._proj.key, up.key, down.key, x2, self.proj.weight, tensors, names, w1, b1,
-                 w2, b2, seed0, seed, output_seed)[0]
+        with _remade() as remade:
+            up, p, w1, b1, down, output_p, w2, b2 = self.mlp._programs(True, remade, x2)
+            seed0, seed, output_seed = _seeds(self, x, self.p, p, output_p)
+            y = tail(self._proj.key, up.key, down.key, x2, self.proj.weight, tensors, names, w1,
+                     b1, w2, b2, seed0, seed, output_seed)[0]
         return y.reshape(lead)
 
     def extra_repr(self):

@@ -251,6 +251,33 @@ except TypeError as error:
 print("position_embeddings, biases: forward, gradients, gradcheck")
 # CHECK: position_embeddings, biases: forward, gradients, gradcheck
 
+# The stacked and scaled weights are made again in the backward, not held
+# from the forward (the allocations still live after a forward of 8 tokens
+# are far below one copy of the weights, 6 MiB), and the gradients are the
+# unfused math's; a weight modified in place in between is an error.
+wide = coda.nn.RMSNormRotaryQKV(512, heads=8, head_dim=64).double()
+tokens = torch.randn(1, 8, 512, dtype=torch.float64, requires_grad=True)
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                            profile_memory=True) as trace:
+    out = wide(tokens, torch.arange(8)[None])
+held = sum(event.self_cpu_memory_usage for event in trace.events())
+assert held < 2**20, f"{held} bytes held after the forward"
+params = [tokens, wide.norm.weight, wide.q_proj.weight]
+grads = [torch.randn_like(t) for t in out]
+for i, (g, w) in enumerate(zip(torch.autograd.grad(out, params, grads),
+                               torch.autograd.grad(unfused(wide, tokens, torch.arange(8)[None]),
+                                                   params, grads))):
+    report(f"weights made again: gradient {i}", g, w)
+out = wide(tokens, torch.arange(8)[None])
+with torch.no_grad():
+    wide.k_proj.weight.mul_(2)
+try:
+    sum(t.sum() for t in out).backward()
+    failures.append("no error for a weight modified between the forward and the backward")
+except RuntimeError as error:
+    print(error)
+# CHECK: a weight was modified in place between the forward and the backward: the stacked weight that coda makes again for the backward would not be the forward's (update parameters after the backward, as optimizers do)
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)

@@ -83,7 +83,7 @@ bert = BertForMaskedLM(BertConfig(vocab_size=1001, hidden_size=256, num_hidden_l
                                   max_position_embeddings=256, hidden_dropout_prob=0.0,
                                   attention_probs_dropout_prob=0.0))
 check_training("BERT", bert, torch.randint(0, 1001, (2, 93), device=cuda))
-# CHECK: BERT: 6 modules on coda; loss and {{[0-9]+}} gradients checked
+# CHECK: BERT: 8 modules on coda; loss and {{[0-9]+}} gradients checked
 
 llama = LlamaForCausalLM(LlamaConfig(vocab_size=1001, hidden_size=256, intermediate_size=688,
                                      num_hidden_layers=2, num_attention_heads=4,
@@ -99,8 +99,8 @@ for model in ("GPT-2", gpt2), ("BERT", bert), ("LLaMA", llama):
         check_training(f"{model[0]} under autocast {str(dtype)[6:]}", model[1], tokens, dtype)
 # CHECK: GPT-2 under autocast float16: 4 modules on coda
 # CHECK: GPT-2 under autocast bfloat16: 4 modules on coda
-# CHECK: BERT under autocast float16: 6 modules on coda
-# CHECK: BERT under autocast bfloat16: 6 modules on coda
+# CHECK: BERT under autocast float16: 8 modules on coda
+# CHECK: BERT under autocast bfloat16: 8 modules on coda
 # CHECK: LLaMA under autocast float16: 4 modules on coda
 # CHECK: LLaMA under autocast bfloat16: 4 modules on coda
 
