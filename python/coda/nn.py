@@ -33,6 +33,7 @@ from .runtime import _require_torch
 
 torch = _require_torch("coda.nn")
 from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
 
 from .autograd import (ProgramFamily, _autocast, down_inputs, draw_seed, mlp, run,  # noqa: E402
                        tail)
@@ -222,14 +223,17 @@ def _no_seed(x):
     return seed
 
 
-def _cross_entropy_text(bias):
+def _cross_entropy_text(bias, offset=False):
     """The row loss of linear_cross_entropy: each row's log-sum-exp (shifted
     by its maximum) and its target class's logit; with `bias`, of the logits
-    plus a bias along the row."""
-    logits = "logits" if bias else "input"
-    return (f"EPILOGUE cross_entropy(target: f32[M]{', bias: f32[N]' if bias else ''})"
-            " -> (lse: f32[M], picked: f32[M]) {\n"
-            + ("  logits = input + bias;\n" if bias else "")
+    plus a bias along the row; with `offset`, plus a constant one along the
+    row (no gradient: -1e30 on the classes a vocabulary is padded with)."""
+    logits = "logits" if bias or offset else "input"
+    inputs = "target: f32[M]" + (", bias: f32[N]" if bias else "") + (
+        ", offset: f32[N]" if offset else "")
+    terms = "input" + (" + bias" if bias else "") + (" + detach(offset)" if offset else "")
+    return (f"EPILOGUE cross_entropy({inputs}) -> (lse: f32[M], picked: f32[M]) {{\n"
+            + (f"  logits = {terms};\n" if logits == "logits" else "")
             + f"  shift = detach(row_max({logits}));\n"
             f"  lse = shift + log(row_sum(exp({logits} - shift)));\n"
             f"  picked = row_sum({logits} * max(0, 1 - abs(col() - detach(target))));\n}}\n")
@@ -239,6 +243,25 @@ def _cross_entropy_text(bias):
 # torch.compile traces the op of a family that exists.
 _cross_entropy = ProgramFamily(_cross_entropy_text(bias=False))
 _cross_entropy_bias = ProgramFamily(_cross_entropy_text(bias=True))
+_cross_entropy_offset = ProgramFamily(_cross_entropy_text(bias=False, offset=True))
+# The logit of a class a vocabulary is padded with: exp(-1e30 - max) is 0,
+# and it times 0 (not the target) is 0, where -inf would give NaN.
+_PADDED_LOGIT = -1e30
+_offsets = {}
+
+
+def _padded_offset(classes, padded, like):
+    """The offset of a vocabulary of `classes` padded to `padded`: 0, then
+    _PADDED_LOGIT; f32 on `like`'s device, made once per size outside
+    torch.compile."""
+    key = (classes, padded, like.device)
+    offset = _offsets.get(key) if not torch.compiler.is_compiling() else None
+    if offset is None:
+        offset = torch.cat((torch.zeros(classes), torch.full((padded - classes,), _PADDED_LOGIT)))
+        offset = offset.to(like.device)
+        if not torch.compiler.is_compiling():
+            _offsets[key] = offset
+    return offset
 
 
 def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean", *, bias=None):
@@ -250,7 +273,10 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     (softmax - onehot, from the forward's row maximum and sum), then the
     gradients of x and weight as GEMMs; all derived by coda from the
     forward program (with a bias, its gradient the column sum of the
-    logits' gradient, in the recomputed GEMM's epilogue). x [..., K],
+    logits' gradient, in the recomputed GEMM's epilogue). A vocabulary
+    whose rows of logits are not a multiple of 16 bytes is padded with
+    classes that take no probability (so that the two GEMMs read the
+    logits' gradient where it is written). x [..., K],
     weight [V, K] (an LM head), bias [V] or None, target [...] class
     indices; rows whose target is `ignore_index` count for nothing.
     `reduction`: "mean" (over the rows that count), "sum" or "none". The
@@ -277,10 +303,27 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
                          f"ignore_index ({ignore_index})")
     # A class index as f32 (exact below 2^24); -1 matches no column.
     classes = torch.where(counts, target, -1).to(torch.float32)
-    if bias is None:
-        family, tensors, names = _cross_entropy, [classes], "target"
-    else:
+    # A vocabulary whose rows of logits are not a multiple of 16 bytes
+    # (BERT's 30522, GPT-2's 50257) is padded with classes of logit
+    # _PADDED_LOGIT, which take no probability and no gradient: the logits'
+    # gradient that the backward writes is then read by its two GEMMs
+    # where it is, not copied into rows 16 bytes apart for each.
+    vocabulary = weight.shape[0]
+    x2, weight = _autocast(x2, weight)
+    padded = -(-vocabulary * weight.element_size() // 16) * 16 // weight.element_size()
+    if padded != vocabulary:
+        weight = F.pad(weight, (0, 0, 0, padded - vocabulary))
+        if bias is not None:
+            # In f32 at least (a 16-bit bias would round the pad to -inf).
+            bias = F.pad(bias.to(torch.promote_types(bias.dtype, torch.float32)),
+                         (0, padded - vocabulary), value=_PADDED_LOGIT)
+    if bias is not None:
         family, tensors, names = _cross_entropy_bias, [classes, bias], "target,bias"
+    elif padded != vocabulary:
+        family, names = _cross_entropy_offset, "target,offset"
+        tensors = [classes, _padded_offset(vocabulary, padded, x2)]
+    else:
+        family, tensors, names = _cross_entropy, [classes], "target"
     lse, picked, *_ = run(family.key, "saving", x2, weight, tensors, names, [], "", _no_seed(x))
     losses = torch.where(counts, lse - picked, 0.0)
     if reduction == "none":
