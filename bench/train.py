@@ -1,6 +1,7 @@
 """The training step of a whole model on the GPU, in one process: eager
 PyTorch, torch.compile, coda (coda.patch) and coda under torch.compile
-(each also with CUDA graphs: torch.compile's mode="reduce-overhead"), on
+(each also with CUDA graphs: torch.compile's mode="reduce-overhead", or
+without torch.compile the whole step captured in one graph), on
 the nanoGPT-style GPT of examples/train.py (bfloat16 parameters, AdamW), on
 Hugging Face's GPT2LMHeadModel built from a config (--model gpt2; with
 --vocab 50257, GPT-2's unpadded vocabulary), its BertForMaskedLM (--model
@@ -132,9 +133,39 @@ def step_fn(model, optimizer, x, y):
     return step
 
 
-def measure(name, model, x, y, warmup, steps, profiled, host_profile):
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+def graphed_step_fn(model, optimizer, x, y, warmup=3):
+    """The whole training step (forward, backward, the optimizer's update)
+    captured in one CUDA graph, without torch.compile: a step after
+    `warmup` eager ones on a side stream (which compile coda's kernels and
+    make its cached tensors), its gradients made inside the graph's memory
+    and rewritten by each replay. Dropout masks are drawn again at each
+    replay (PyTorch's generator, coda's seeds drawn on the GPU)."""
     step = step_fn(model, optimizer, x, y)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    optimizer.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+
+    def replay():
+        graph.replay()
+        return loss
+    return replay
+
+
+def measure(name, model, x, y, warmup, steps, profiled, host_profile):
+    graphed = name.endswith("graphs") and "compile" not in name
+    # capturable: the fused update reads its step count on the GPU, as a
+    # captured update must.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True, capturable=graphed)
+    step = (graphed_step_fn if graphed else step_fn)(model, optimizer, x, y)
     # The first step compiles (coda's kernels missing from its disk cache,
     # torch.compile's graphs): its time to the GPU's finish, in seconds.
     torch.cuda.synchronize()
@@ -256,7 +287,11 @@ def main():
     parser.add_argument("--kernels", type=int, default=0,
                         help="also list each variant's N costliest kernels per step")
     parser.add_argument("--variants", default="eager,compile,compile+graphs,coda,coda+compile,"
-                                              "coda+compile+graphs")
+                                              "coda+compile+graphs",
+                        help="comma-separated: eager, compile, coda, coda+compile, liger; "
+                             "+graphs after any of the first four (eager+graphs, coda+graphs, ...) "
+                             "runs its step in CUDA graphs (torch.compile's reduce-overhead, or "
+                             "without torch.compile the whole step captured in one graph)")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.caller_thread_backward:

@@ -296,8 +296,10 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     target = target.reshape(-1).to(x.device)
     counts = target != ignore_index
     # As F.cross_entropy, a class out of range is an error (checked in eager
-    # mode: under torch.compile it would stop the graph).
-    if not torch.compiler.is_compiling() and bool(
+    # mode: under torch.compile it would stop the graph, and while a CUDA
+    # graph is captured it cannot read the GPU's answer).
+    capturing = target.is_cuda and torch.cuda.is_current_stream_capturing()
+    if not torch.compiler.is_compiling() and not capturing and bool(
             (counts & ((target < 0) | (target >= weight.shape[0]))).any()):
         raise ValueError(f"target has a class outside [0, {weight.shape[0]}) that is not "
                          f"ignore_index ({ignore_index})")
