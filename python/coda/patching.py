@@ -712,8 +712,9 @@ def _self_attention_parts(module):
     children ``query``, ``key``, ``value``, nn.Linear layers of one shape
     with biases, and ``dropout``; heads of ``attention_head_size`` columns;
     its module defining the attention functions it calls; its forward
-    taking a cache), a string saying why it is left as it is, or None when
-    it is not one."""
+    BERT's: hidden_states, attention_mask and a cache, then the attention
+    function the config names), a string saying why it is left as it is,
+    or None when it is not one."""
     kind = type(module)
     if not kind.__name__.endswith("SelfAttention") or not kind.__module__.startswith(
             "transformers.") or set(dict(module.named_children())) != {
@@ -737,9 +738,14 @@ def _self_attention_parts(module):
     if version < (5,):
         return (f"a self-attention of transformers {'.'.join(map(str, version))}, whose "
                 "attention functions differ")
-    if _cache_keyword(kind.forward) is None:
-        return "a self-attention whose forward takes its cache as neither `cache` nor " \
-               "`past_key_values`"
+    # BERT's forward (its copies' in other models): (hidden_states,
+    # attention_mask, cache) and the attention function the config names.
+    cache = _cache_keyword(kind.forward)
+    forward = inspect.unwrap(kind.forward)
+    if cache is None or list(inspect.signature(forward).parameters)[:4] != [
+            "self", "hidden_states", "attention_mask", cache] or \
+            "ALL_ATTENTION_FUNCTIONS" not in forward.__code__.co_names:
+        return "a self-attention whose forward is not BERT's"
     return tuple(projections)
 
 

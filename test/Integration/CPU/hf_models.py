@@ -342,6 +342,14 @@ print(report.replaced[0][0], len(report.replaced))
 check_training("RoBERTa", roberta, roberta_fused, bert_tokens.clamp(min=2))
 # CHECK: RoBERTa losses and gradients: dropout off
 
+# A self-attention with BERT's children whose forward is not BERT's
+# (LayoutLM's takes no cache) is left as it is, and the report says why.
+from transformers import LayoutLMConfig, LayoutLMModel  # noqa: E402
+
+layout = coda.patch(LayoutLMModel(LayoutLMConfig(**{**bert_config.to_dict(), "vocab_size": 101})))
+print(next(why for name, why in layout.skipped if name.endswith("attention.self")))
+# CHECK: a self-attention whose forward is not BERT's
+
 # LLaMA: every decoder layer on coda around its attention: the input RMSNorm,
 # the Q, K and V projections (grouped: 4 query heads, 2 key and value heads)
 # and the rotary embedding in one kernel; the attention output projection,
@@ -501,9 +509,12 @@ print(coda.patch(uneven).replaced[1][1].split("PyTorch's: ")[1])
 # rotation in the same kernel.
 from transformers import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 
+# In float64: the key projection's gradients nearly cancel (the attention's
+# softmax does not see a key bias but through the rotation), and their
+# float32 rounding is not coda's to answer for.
 qwen2 = Qwen2ForCausalLM(Qwen2Config(
     vocab_size=101, hidden_size=32, intermediate_size=88, num_hidden_layers=2,
-    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32))
+    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)).double()
 with torch.no_grad():
     for layer in qwen2.model.layers:
         layer.input_layernorm.weight.uniform_(0.5, 1.5)
