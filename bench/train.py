@@ -165,11 +165,12 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
     # capturable: the fused update reads its step count on the GPU, as a
     # captured update must.
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True, capturable=graphed)
-    step = (graphed_step_fn if graphed else step_fn)(model, optimizer, x, y)
     # The first step compiles (coda's kernels missing from its disk cache,
-    # torch.compile's graphs): its time to the GPU's finish, in seconds.
+    # torch.compile's graphs; a captured step's warm-up and capture): its
+    # time to the GPU's finish, in seconds.
     torch.cuda.synchronize()
     first = time.perf_counter()
+    step = (graphed_step_fn if graphed else step_fn)(model, optimizer, x, y)
     step()
     torch.cuda.synchronize()
     first = time.perf_counter() - first
