@@ -149,7 +149,8 @@ def graphed_step_fn(model, optimizer, x, y, warmup=3):
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     optimizer.zero_grad(set_to_none=True)
-    with torch.cuda.graph(graph):
+    # thread_local: coda's compile threads may still load modules.
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
         loss = model(x, y)
         loss.backward()
         optimizer.step()
@@ -169,6 +170,9 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
     # torch.compile's graphs; a captured step's warm-up and capture): its
     # time to the GPU's finish, in seconds.
     torch.cuda.synchronize()
+    # A captured step's activations are allocated as it is captured, in the
+    # graph's memory, which its replays reuse: its peak is taken from here.
+    torch.cuda.reset_peak_memory_stats()
     first = time.perf_counter()
     step = (graphed_step_fn if graphed else step_fn)(model, optimizer, x, y)
     step()
@@ -177,7 +181,8 @@ def measure(name, model, x, y, warmup, steps, profiled, host_profile):
     for _ in range(warmup - 1):
         step()
     torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
+    if not graphed:
+        torch.cuda.reset_peak_memory_stats()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     enqueue = time.perf_counter()

@@ -252,13 +252,13 @@ _offsets = {}
 
 def _padded_offset(classes, padded, like):
     """The offset of a vocabulary of `classes` padded to `padded`: 0, then
-    _PADDED_LOGIT; f32 on `like`'s device, made once per size outside
-    torch.compile."""
+    _PADDED_LOGIT; f32, made on `like`'s device (no copy from the host), once
+    per size outside torch.compile."""
     key = (classes, padded, like.device)
     offset = _offsets.get(key) if not torch.compiler.is_compiling() else None
     if offset is None:
-        offset = torch.cat((torch.zeros(classes), torch.full((padded - classes,), _PADDED_LOGIT)))
-        offset = offset.to(like.device)
+        columns = torch.arange(padded, device=like.device)
+        offset = torch.where(columns < classes, 0.0, _PADDED_LOGIT).to(torch.float32)
         if not torch.compiler.is_compiling():
             _offsets[key] = offset
     return offset
@@ -310,23 +310,30 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     # _PADDED_LOGIT, which take no probability and no gradient: the logits'
     # gradient that the backward writes is then read by its two GEMMs
     # where it is, not copied into rows 16 bytes apart for each.
-    vocabulary = weight.shape[0]
+    vocabulary, given = weight.shape[0], weight
     x2, weight = _autocast(x2, weight)
+    dtype = weight.dtype
     padded = -(-vocabulary * weight.element_size() // 16) * 16 // weight.element_size()
-    if padded != vocabulary:
-        weight = F.pad(weight, (0, 0, 0, padded - vocabulary))
+    with _remade() as remade:
+        if padded != vocabulary:
+            # The padded copy (of the weight in autocast's type) is made
+            # again in the backward, not held.
+            weight = F.pad(weight, (0, 0, 0, padded - vocabulary))
+            remade(weight, lambda: F.pad(given.to(dtype), (0, 0, 0, padded - vocabulary)),
+                   (given,))
+            if bias is not None:
+                # In f32 at least (a 16-bit bias would round the pad to -inf).
+                bias = F.pad(bias.to(torch.promote_types(bias.dtype, torch.float32)),
+                             (0, padded - vocabulary), value=_PADDED_LOGIT)
         if bias is not None:
-            # In f32 at least (a 16-bit bias would round the pad to -inf).
-            bias = F.pad(bias.to(torch.promote_types(bias.dtype, torch.float32)),
-                         (0, padded - vocabulary), value=_PADDED_LOGIT)
-    if bias is not None:
-        family, tensors, names = _cross_entropy_bias, [classes, bias], "target,bias"
-    elif padded != vocabulary:
-        family, names = _cross_entropy_offset, "target,offset"
-        tensors = [classes, _padded_offset(vocabulary, padded, x2)]
-    else:
-        family, tensors, names = _cross_entropy, [classes], "target"
-    lse, picked, *_ = run(family.key, "saving", x2, weight, tensors, names, [], "", _no_seed(x))
+            family, tensors, names = _cross_entropy_bias, [classes, bias], "target,bias"
+        elif padded != vocabulary:
+            family, names = _cross_entropy_offset, "target,offset"
+            tensors = [classes, _padded_offset(vocabulary, padded, x2)]
+        else:
+            family, tensors, names = _cross_entropy, [classes], "target"
+        lse, picked, *_ = run(family.key, "saving", x2, weight, tensors, names, [], "",
+                              _no_seed(x))
     losses = torch.where(counts, lse - picked, 0.0)
     if reduction == "none":
         return losses.reshape(x.shape[:-1])
@@ -512,21 +519,23 @@ class GatedMLP(nn.Module):
         self._up = ProgramFamily(lambda t: gated.replace("{t}", t))
         self._down = _down_families(False, 0.0, "nk")
 
-    def _gate_up(self):
-        """The gate and up weights as one, their rows interleaved."""
-        gate, up = self.gate_proj.weight, self.up_proj.weight
-        return torch.stack((gate, up), dim=1).reshape(2 * gate.shape[0], gate.shape[1])
-
     def _programs(self, residual, remade=None, like=None):
-        """As MLP's: the gate and up projections one GEMM, no dropout. With
-        `remade` (_remade's), the stacked weight in torch.autocast's type for
-        operands like `like`, saved for the backward as the way to make it."""
-        w1 = self._gate_up()
+        """As MLP's: the gate and up projections one GEMM over their weights
+        as one, their rows interleaved, no dropout. With `remade` (_remade's),
+        that weight in torch.autocast's type for operands like `like`, saved
+        for the backward as the way to make it from the weights this call
+        read (not the module's at the backward: torch.func.functional_call
+        swaps them back in between)."""
+        gate, up = self.gate_proj.weight, self.up_proj.weight
+
+        def stacked():
+            return torch.stack((gate, up), dim=1).reshape(2 * gate.shape[0], gate.shape[1])
+
+        w1 = stacked()
         if remade is not None:
             w1 = _autocast(like, w1)[1]
             dtype = w1.dtype
-            remade(w1, lambda: self._gate_up().to(dtype),
-                   (self.gate_proj.weight, self.up_proj.weight))
+            remade(w1, lambda: stacked().to(dtype), (gate, up))
         return (self._up, 0.0, w1, None, self._down[residual], 0.0, self.down_proj.weight, None)
 
     def forward(self, x, residual=None):

@@ -766,9 +766,15 @@ def _patch_self_attention(module, query, key, value):
         kwargs.pop("cache", None)
         kwargs.pop("past_key_values", None)
         core.training = module.training
-        qkv = core._forward(torch.cat((query.weight, key.weight, value.weight)),
-                            torch.cat((query.bias, key.bias, value.bias)), hidden_states,
-                            None, {})
+        projections = (query.weight, key.weight, value.weight)
+        with coda_nn._remade() as remade:
+            # The stacked weight (in autocast's type) is made again in the
+            # backward, not held from the forward.
+            _, weight = coda_nn._autocast(hidden_states, torch.cat(projections))
+            dtype = weight.dtype
+            remade(weight, lambda: torch.cat(projections).to(dtype), projections)
+            qkv = core._forward(weight, torch.cat((query.bias, key.bias, value.bias)),
+                                hidden_states, None, {})
         lead = hidden_states.shape[:-1]
         q, k, v = (t.view(*lead, -1, module.attention_head_size).transpose(1, 2)
                    for t in qkv.split(query.out_features, dim=-1))

@@ -167,6 +167,23 @@ except CodaError as error:
     expect("a row loss without row statistics has no saving program",
            "has no saving program" in str(error))
 
+# A vocabulary padded to rows of 16 bytes (1001 classes of f32: 1004) holds
+# no padded copy of the weight (4 MiB) from the forward to the backward: it
+# is made again there, and the weight's gradient is the unpadded one's.
+w6 = torch.randn(1001, 1024, requires_grad=True)
+x6 = torch.randn(4, 1024, requires_grad=True)
+t6 = torch.randint(0, 1001, (4,))
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                            profile_memory=True) as trace:
+    loss6 = coda.nn.linear_cross_entropy(x6, w6, t6)
+held = sum(event.self_cpu_memory_usage for event in trace.events())
+expect(f"a padded vocabulary's weight not held ({held} bytes)", held < 2**20)
+got6 = torch.autograd.grad(loss6, (x6, w6))
+want6 = torch.autograd.grad(F.cross_entropy(x6 @ w6.t(), t6), (x6, w6))
+for what, g, w in zip(("x", "weight"), got6, want6):
+    expect(f"a padded vocabulary's gradient of {what} ({tuple(g.shape)})",
+           g.shape == w.shape and torch.allclose(g, w, rtol=1e-4, atol=1e-6))
+
 if failures:
     print("FAILED:", ", ".join(failures))
     sys.exit(1)

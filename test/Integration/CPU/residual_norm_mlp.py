@@ -11,6 +11,7 @@
 # autograd of the unfused math, in eval mode, under
 # torch.compile(fullgraph=True), and the errors a user sees.
 
+import contextlib
 import os
 import sys
 
@@ -147,6 +148,21 @@ for label, module, inputs in (
         module(*inputs).square().sum().backward()
     for i, (got, p) in enumerate(zip(grads, module.parameters())):
         report(f"{label}: gradient {i}, the weights made again", got, p.grad, 1e-6)
+# Made from the weights the forward read: torch.func.functional_call swaps
+# other weights in for the forward and the module's own back before the
+# backward.
+module = coda.nn.GatedMLP(16, 32)
+swapped = {name: (torch.randn_like(p) * 0.3).requires_grad_()
+           for name, p in module.named_parameters()}
+x = torch.randn(8, 16, requires_grad=True)
+results = []
+for hooks in (contextlib.nullcontext(),
+              torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)):
+    with hooks:
+        y = torch.func.functional_call(module, swapped, (x,))
+    results.append(torch.autograd.grad(y.square().sum(), [x, *swapped.values()]))
+for i, (got, want) in enumerate(zip(*results)):
+    report(f"functional_call: gradient {i}", got, want, 1e-6)
 print("stacked weights made again: done")
 # CHECK: stacked weights made again: done
 
