@@ -9,7 +9,8 @@
 # gradient) is compared with the same step of the model in float64; the
 # patched model must be as close to it as the eager bf16 model is (within
 # twice eager's error, or 1e-2). Every tensor PyTorch allocates is filled with
-# NaN first, so an output the kernels leave unwritten shows.
+# NaN first, so an output the kernels leave unwritten shows. Then each
+# patched model's whole step captured in one CUDA graph and replayed.
 
 import copy
 import os
@@ -103,6 +104,48 @@ for model in ("GPT-2", gpt2), ("BERT", bert), ("LLaMA", llama):
 # CHECK: BERT under autocast bfloat16: 8 modules on coda
 # CHECK: LLaMA under autocast float16: 4 modules on coda
 # CHECK: LLaMA under autocast bfloat16: 4 modules on coda
+
+
+def graphed_step(model, tokens):
+    """One step of `model` (forward and backward) captured whole in a CUDA
+    graph after warm-up steps on a side stream, as bench/train.py's +graphs
+    variants run it, then replayed: its loss and gradients."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step(model, tokens)
+    torch.cuda.current_stream().wait_stream(side)
+    model.zero_grad(set_to_none=True)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        loss = model(tokens, labels=tokens).loss
+        loss.backward()
+    graph.replay()
+    torch.cuda.synchronize()
+    return loss.detach().clone(), {n: p.grad.clone() for n, p in model.named_parameters()
+                                   if p.grad is not None}
+
+
+# The whole step of each patched model captured in one CUDA graph: nothing
+# in it reads the GPU's answers on the host or copies from pageable memory,
+# and a replay gives the loss and gradients of the step launched from Python
+# (deterministic algorithms: the same to the bit).
+for label, model in ("GPT-2", gpt2), ("BERT", bert), ("LLaMA", llama):
+    fused = copy.deepcopy(model).to(cuda, torch.bfloat16)
+    coda.patch(fused)
+    want_loss, want_grads = step(fused, tokens)
+    want_loss, want_grads = want_loss.clone(), {n: g.clone() for n, g in want_grads.items()}
+    got_loss, got_grads = graphed_step(fused, tokens)
+    worst = max([error(got_loss, want_loss)]
+                + [error(got_grads.get(n, torch.full_like(g, float("nan"))), g)
+                   for n, g in want_grads.items()])
+    if not worst <= 1e-6:
+        failures.append(f"{label} captured whole: relative error {worst:.2e}")
+    print(f"{label} captured whole: loss and {len(want_grads)} gradients as launched")
+# CHECK: GPT-2 captured whole: loss and {{[0-9]+}} gradients as launched
+# CHECK: BERT captured whole: loss and {{[0-9]+}} gradients as launched
+# CHECK: LLaMA captured whole: loss and {{[0-9]+}} gradients as launched
 
 if failures:
     print("\n".join(failures))
