@@ -209,18 +209,28 @@ def _remade():
         recipes.clear()
 
 
+def _made_once(cache, key, make):
+    """make(), a constant, kept in `cache` under `key` and made once; but
+    made anew without being kept under torch.compile (a traced tensor
+    belongs to its trace) and in inference mode (an inference tensor cannot
+    be saved for a later backward)."""
+    keep = not torch.compiler.is_compiling() and not torch.is_inference_mode_enabled()
+    value = cache.get(key) if keep else None
+    if value is None:
+        value = make()
+        if keep:
+            cache[key] = value
+    return value
+
+
 _no_seeds = {}
 
 
 def _no_seed(x):
     """The seed of a program that draws no mask (never read): one tensor per
-    device, made once outside torch.compile."""
-    if torch.compiler.is_compiling():
-        return torch.zeros((), dtype=torch.int64, device=x.device)
-    seed = _no_seeds.get(x.device)
-    if seed is None:
-        seed = _no_seeds[x.device] = torch.zeros((), dtype=torch.int64, device=x.device)
-    return seed
+    device (_made_once)."""
+    return _made_once(_no_seeds, x.device,
+                      lambda: torch.zeros((), dtype=torch.int64, device=x.device))
 
 
 def _cross_entropy_text(bias, offset=False):
@@ -253,15 +263,12 @@ _offsets = {}
 def _padded_offset(classes, padded, like):
     """The offset of a vocabulary of `classes` padded to `padded`: 0, then
     _PADDED_LOGIT; f32, made on `like`'s device (no copy from the host), once
-    per size outside torch.compile."""
-    key = (classes, padded, like.device)
-    offset = _offsets.get(key) if not torch.compiler.is_compiling() else None
-    if offset is None:
+    per size (_made_once)."""
+    def make():
         columns = torch.arange(padded, device=like.device)
-        offset = torch.where(columns < classes, 0.0, _PADDED_LOGIT).to(torch.float32)
-        if not torch.compiler.is_compiling():
-            _offsets[key] = offset
-    return offset
+        return torch.where(columns < classes, 0.0, _PADDED_LOGIT).to(torch.float32)
+
+    return _made_once(_offsets, (classes, padded, like.device), make)
 
 
 def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean", *, bias=None):
@@ -714,12 +721,9 @@ class RMSNormRotaryQKV(nn.Module):
         pair and the sign of its partner's term (-1 on the first half of a
         head, 1 on the second); 0 and 0 on the value columns, which pass
         through (cos 0 = 1, sin 0 = 0); then whether it is a query or key
-        column (1) or a value column (0). Made once per device."""
-        # Kept only when made outside torch.compile and inference mode (an
-        # inference tensor cannot be saved for a later backward).
-        keep = not torch.compiler.is_compiling() and not torch.is_inference_mode_enabled()
-        tables = self._tables.get(device) if keep else None
-        if tables is None:
+        column (1) or a value column (0). Made once per device
+        (_made_once)."""
+        def make():
             d = self.head_dim
             head_freq = torch.cat((self._inv_freq, self._inv_freq))
             head_sign = torch.cat((-torch.ones(d // 2), torch.ones(d // 2)))
@@ -728,10 +732,9 @@ class RMSNormRotaryQKV(nn.Module):
             inv_freq = torch.cat((head_freq.repeat(rotated), torch.zeros(values)))
             sign = torch.cat((head_sign.repeat(rotated), torch.zeros(values)))
             normed = torch.cat((torch.ones(rotated * d), torch.zeros(values)))
-            tables = inv_freq.to(device), sign.to(device), normed.to(device)
-            if keep:
-                self._tables[device] = tables
-        return tables
+            return inv_freq.to(device), sign.to(device), normed.to(device)
+
+        return _made_once(self._tables, device, make)
 
     def forward(self, x, positions=None, position_embeddings=None):
         with _remade() as remade:

@@ -184,6 +184,20 @@ for what, g, w in zip(("x", "weight"), got6, want6):
     expect(f"a padded vocabulary's gradient of {what} ({tuple(g.shape)})",
            g.shape == w.shape and torch.allclose(g, w, rtol=1e-4, atol=1e-6))
 
+# Under inference mode first (a validation pass), then in training: the
+# padded vocabulary's offset and the seed of a program without dropout, made
+# once and kept, are not inference tensors that autograd refuses to save.
+w7 = torch.randn(53, 16, requires_grad=True)
+x7 = torch.randn(4, 16, requires_grad=True)
+t7 = torch.randint(0, 53, (4,))
+with torch.inference_mode():
+    coda.nn.linear_cross_entropy(x7, w7, t7)
+try:
+    torch.autograd.grad(coda.nn.linear_cross_entropy(x7, w7, t7), (x7, w7))
+    expect("inference mode, then training", True)
+except RuntimeError as error:
+    expect(f"inference mode, then training ({error})", False)
+
 if failures:
     print("FAILED:", ", ".join(failures))
     sys.exit(1)
