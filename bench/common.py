@@ -35,9 +35,10 @@ def bench(fn):
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def graphed(fn, warmup=3):
+def graphed(fn, warmup=3, capture_error_mode="global"):
     """fn captured in a CUDA graph (after warm-up on a side stream); returns
-    the graph's replay."""
+    the graph's replay. capture_error_mode: torch.cuda.graph's ("thread_local"
+    lets other threads, coda's compile threads, call CUDA meanwhile)."""
     import torch
 
     stream = torch.cuda.Stream()
@@ -47,7 +48,7 @@ def graphed(fn, warmup=3):
             fn()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, capture_error_mode=capture_error_mode):
         fn()
     return graph.replay
 

@@ -44,6 +44,7 @@ import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 import coda  # noqa: E402
+from common import graphed  # noqa: E402
 from train import GPT  # noqa: E402
 
 # Kernel names by what they do: coda's are named after their programs.
@@ -135,30 +136,27 @@ def step_fn(model, optimizer, x, y):
 
 def graphed_step_fn(model, optimizer, x, y, warmup=3):
     """The whole training step (forward, backward, the optimizer's update)
-    captured in one CUDA graph, without torch.compile: a step after
-    `warmup` eager ones on a side stream (which compile coda's kernels and
-    make its cached tensors), its gradients made inside the graph's memory
-    and rewritten by each replay. Dropout masks are drawn again at each
-    replay (PyTorch's generator, coda's seeds drawn on the GPU)."""
-    step = step_fn(model, optimizer, x, y)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(warmup):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    optimizer.zero_grad(set_to_none=True)
-    # thread_local: coda's compile threads may still load modules.
-    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-        loss = model(x, y)
-        loss.backward()
-        optimizer.step()
+    captured in one CUDA graph, without torch.compile (common.graphed: after
+    `warmup` eager steps on a side stream, which compile coda's kernels and
+    make its cached tensors). The step sets the gradients to None before its
+    backward, so the captured one makes them in the graph's memory and each
+    replay rewrites them. Dropout masks are drawn again at each replay
+    (PyTorch's generator, coda's seeds drawn on the GPU)."""
+    step, losses = step_fn(model, optimizer, x, y), []
 
-    def replay():
-        graph.replay()
+    def kept():
+        losses[:] = [step()]
+
+    # thread_local: coda's compile threads may still load modules.
+    replay = graphed(kept, warmup, capture_error_mode="thread_local")
+    # The last call was the captured one: its loss is the one each replay
+    # writes.
+    loss = losses[0]
+
+    def run():
+        replay()
         return loss
-    return replay
+    return run
 
 
 def measure(name, model, x, y, warmup, steps, profiled, host_profile):
