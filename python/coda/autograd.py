@@ -340,7 +340,10 @@ def _given_outputs(program, a, named, types):
 
 def _operand_gradient(call, key, derive, grad_acc, other, seed):
     """grad_a (`other` is B) or grad_b (`other` is A) of family `key`'s GEMM,
-    its arguments bound by their names."""
+    its arguments bound by their names. grad_acc is an operand of a GEMM:
+    contiguous (the output's gradient as autograd gives it, where no kernel
+    computes grad_acc, may be a broadcast view: a sum's)."""
+    grad_acc = grad_acc.contiguous()
     x, y = _operands(key, derive, grad_acc, other, grad_acc)
     return call(key, derive, x, y, [], "", [], "", seed)[0]
 

@@ -169,6 +169,14 @@ for what, got, want in (("output", y, yr), ("grad x", x.grad, xr.grad),
                         ("grad bias", lin.bias.grad, br.grad)):
     report("Linear " + what, got, want, 1e-5)
 assert list(lin.state_dict()) == ["weight", "bias"]
+# An epilogue whose gradient needs no kernel (input + bias) trains from a
+# loss whose gradient is a broadcast view (a sum's): the GEMMs of x's and
+# the weight's gradients take it as a contiguous operand.
+plain = Linear(K, N, epilogue="EPILOGUE plain(bias: f32[N]) {\n  output = input + bias;\n}\n")
+x = torch.randn(M, K, requires_grad=True)
+plain(x).sum().backward()
+report("Linear without a derived kernel, grad x", x.grad,
+       plain.weight.detach().sum(0).expand(M, K), 1e-5)
 
 # An output projection whose weight is stored [in, out] (Hugging Face's
 # Conv1D) and read as stored: float64 gradcheck of every operand with its
