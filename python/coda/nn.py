@@ -155,10 +155,11 @@ class Linear(nn.Module):
 class _Remade:
     """A tensor saved for the backward as the way to make it (_remade): the
     function that makes it, the parameters it is made of and their
-    versions when it was saved."""
+    versions when it was saved, and its type (torch.autocast's, where the
+    forward cast it), which what `make` makes is converted to."""
 
-    def __init__(self, make, sources):
-        self.make, self.sources = make, sources
+    def __init__(self, make, sources, dtype):
+        self.make, self.sources, self.dtype = make, sources, dtype
         self.versions = [source._version for source in sources]
 
     def __call__(self):
@@ -168,7 +169,7 @@ class _Remade:
                 "stacked weight that coda makes again for the backward would not be the "
                 "forward's (update parameters after the backward, as optimizers do)")
         with torch.no_grad():
-            return self.make()
+            return self.make().to(self.dtype)
 
 
 @contextlib.contextmanager
@@ -176,7 +177,8 @@ def _remade():
     """Saved-tensor hooks under which the autograd functions called in the
     context save each tensor registered by `remade(tensor, make, sources)`
     (a GEMM operand `make()` makes from the parameters `sources`: their
-    weights stacked, or scaled by a norm's weight) as the way to make it,
+    weights stacked, or scaled by a norm's weight; in the tensor's type, to
+    which it is converted) as the way to make it,
     made again in the backward rather than held from the forward to the
     backward: a copy of the weights per layer (a third of a LLaMA-7B
     layer's activations at 4096 tokens). A source modified in place in
@@ -187,7 +189,7 @@ def _remade():
     recipes = {}
 
     def remade(tensor, make, sources):
-        recipes[id(tensor)] = tensor, _Remade(make, sources)
+        recipes[id(tensor)] = tensor, _Remade(make, sources, tensor.dtype)
 
     if (torch.compiler.is_compiling() or not torch.is_grad_enabled()
             or torch._C._autograd._top_saved_tensors_default_hooks(False) is not None):
@@ -319,15 +321,13 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     # where it is, not copied into rows 16 bytes apart for each.
     vocabulary, given = weight.shape[0], weight
     x2, weight = _autocast(x2, weight)
-    dtype = weight.dtype
     padded = -(-vocabulary * weight.element_size() // 16) * 16 // weight.element_size()
     with _remade() as remade:
         if padded != vocabulary:
             # The padded copy (of the weight in autocast's type) is made
             # again in the backward, not held.
             weight = F.pad(weight, (0, 0, 0, padded - vocabulary))
-            remade(weight, lambda: F.pad(given.to(dtype), (0, 0, 0, padded - vocabulary)),
-                   (given,))
+            remade(weight, lambda: F.pad(given, (0, 0, 0, padded - vocabulary)), (given,))
             if bias is not None:
                 # In f32 at least (a 16-bit bias would round the pad to -inf).
                 bias = F.pad(bias.to(torch.promote_types(bias.dtype, torch.float32)),
@@ -541,8 +541,7 @@ class GatedMLP(nn.Module):
         w1 = stacked()
         if remade is not None:
             w1 = _autocast(like, w1)[1]
-            dtype = w1.dtype
-            remade(w1, lambda: stacked().to(dtype), (gate, up))
+            remade(w1, stacked, (gate, up))
         return (self._up, 0.0, w1, None, self._down[residual], 0.0, self.down_proj.weight, None)
 
     def forward(self, x, residual=None):
@@ -753,13 +752,10 @@ class RMSNormRotaryQKV(nn.Module):
         # The weights stacked and scaled by the norm's weight, which the
         # backward makes again from the parameters rather than holding.
         dtype, gamma = stacked.dtype, self.norm.weight
-
-        def make_stacked():
-            return torch.cat(projections).to(dtype)
-
-        remade(stacked, make_stacked, projections)
+        remade(stacked, lambda: torch.cat(projections), projections)
         weight = stacked * gamma.to(dtype)
-        remade(weight, lambda: make_stacked() * gamma.to(dtype), (*projections, gamma))
+        remade(weight, lambda: torch.cat(projections).to(dtype) * gamma.to(dtype),
+               (*projections, gamma))
         inv_freq, sign, normed = self._columns(x.device)
         d = self.head_dim
         tables = position_embeddings is not None

@@ -771,8 +771,7 @@ def _patch_self_attention(module, query, key, value):
             # The stacked weight (in autocast's type) is made again in the
             # backward, not held from the forward.
             _, weight = coda_nn._autocast(hidden_states, torch.cat(projections))
-            dtype = weight.dtype
-            remade(weight, lambda: torch.cat(projections).to(dtype), projections)
+            remade(weight, lambda: torch.cat(projections), projections)
             qkv = core._forward(weight, torch.cat((query.bias, key.bias, value.bias)),
                                 hidden_states, None, {})
         lead = hidden_states.shape[:-1]
