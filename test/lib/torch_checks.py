@@ -1,5 +1,6 @@
-"""The comparison the PyTorch GPU tests make: a tensor against its float64
-reference by relative error in the 2-norm, finite everywhere."""
+"""What the PyTorch tests share: the comparison the GPU tests make (a tensor
+against its float64 reference by relative error in the 2-norm, finite
+everywhere), and the memory a call leaves held."""
 
 import torch
 
@@ -21,3 +22,13 @@ def poison_allocations():
     unwritten fails the comparison."""
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
+
+
+def held_after(fn):
+    """(fn(), the bytes of the CPU allocations made during the call that are
+    still held after it), by torch.profiler's memory accounting: what a
+    forward keeps for its backward."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                profile_memory=True) as trace:
+        result = fn()
+    return result, sum(event.self_cpu_memory_usage for event in trace.events())

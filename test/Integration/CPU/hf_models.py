@@ -22,7 +22,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+sys.path.insert(0, os.path.join(sys.argv[1], "test", "lib"))
 import torch
+import torch_checks as checks
 from transformers import (BertConfig, BertForMaskedLM, BertLMHeadModel, GPT2Config,
                           GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, RobertaConfig,
                           RobertaForMaskedLM)
@@ -336,10 +338,7 @@ with torch.random.fork_rng():
     coda.patch(wide)
     attention = wide.bert.encoder.layer[0].attention.self
     x = torch.randn(1, 4, 512, requires_grad=True)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                profile_memory=True) as trace:
-        out = attention(x)[0]
-    held = sum(event.self_cpu_memory_usage for event in trace.events())
+    out, held = checks.held_after(lambda: attention(x)[0])
     assert held < 2**20, f"{held} bytes held after the attention's forward"
     out.sum().backward()
     print("BERT attention: ok")

@@ -16,7 +16,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+sys.path.insert(0, os.path.join(sys.argv[1], "test", "lib"))
 import torch
+import torch_checks as checks
 import torch.nn.functional as F
 
 import coda.nn
@@ -134,10 +136,7 @@ for label, module, inputs in (
         ("after the projection",
          coda.nn.ResidualNormMLP(512, 512, 1024, norm="rmsnorm", gated=True, bias=False),
          (torch.randn(4, 512), torch.randn(4, 512)))):
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                profile_memory=True) as trace:
-        y = module(*inputs)
-    held = sum(event.self_cpu_memory_usage for event in trace.events())
+    y, held = checks.held_after(lambda: module(*inputs))
     if not held < 2**20:
         failures.append(f"{label}: {held} bytes held after the forward")
     y.square().sum().backward()

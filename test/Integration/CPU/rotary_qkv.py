@@ -14,7 +14,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+sys.path.insert(0, os.path.join(sys.argv[1], "test", "lib"))
 import torch
+import torch_checks as checks
 
 import coda.nn
 
@@ -257,10 +259,7 @@ print("position_embeddings, biases: forward, gradients, gradcheck")
 # unfused math's; a weight modified in place in between is an error.
 wide = coda.nn.RMSNormRotaryQKV(512, heads=8, head_dim=64).double()
 tokens = torch.randn(1, 8, 512, dtype=torch.float64, requires_grad=True)
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                            profile_memory=True) as trace:
-    out = wide(tokens, torch.arange(8)[None])
-held = sum(event.self_cpu_memory_usage for event in trace.events())
+out, held = checks.held_after(lambda: wide(tokens, torch.arange(8)[None]))
 assert held < 2**20, f"{held} bytes held after the forward"
 params = [tokens, wide.norm.weight, wide.q_proj.weight]
 grads = [torch.randn_like(t) for t in out]
