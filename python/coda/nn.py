@@ -616,6 +616,45 @@ class _RowScaleGradient(torch.autograd.Function):
         return grad, grad_scale
 
 
+def _scaled_rows(weights, scale, dtype):
+    """The rows of `weights` stacked, column k times scale[k], in `dtype`:
+    one pass over each weight (torch.cat(weights) * scale takes two, and a
+    stacked copy)."""
+    out = torch.empty(sum(w.shape[0] for w in weights), weights[0].shape[1], dtype=dtype,
+                      device=scale.device)
+    for w, rows in zip(weights, out.split([w.shape[0] for w in weights])):
+        torch.mul(w, scale, out=rows)
+    return out
+
+
+class _ScaledRows(torch.autograd.Function):
+    """_scaled_rows(weights, scale, dtype) with its gradients: a weight's,
+    the stacked gradient's rows times scale (views of one product); scale's,
+    the column sums of the stacked gradient times the weights, in f32 (f64
+    for f64 operands). Nothing is saved but the parameters themselves."""
+
+    @staticmethod
+    def forward(ctx, dtype, scale, *weights):
+        ctx.save_for_backward(scale, *weights)
+        return _scaled_rows(weights, scale, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        scale, *weights = ctx.saved_tensors
+        rows = [w.shape[0] for w in weights]
+        grad_scale = grad_weights = None
+        if any(ctx.needs_input_grad[2:]):
+            grad_weights = [g.to(w.dtype) for g, w in
+                            zip((grad * scale.to(grad.dtype)).split(rows), weights)]
+        if ctx.needs_input_grad[1]:
+            products = torch.empty_like(grad)
+            for g, w, out in zip(grad.split(rows), weights, products.split(rows)):
+                torch.mul(g, w, out=out)
+            wide = torch.promote_types(grad.dtype, torch.float32)
+            grad_scale = products.sum(0, dtype=wide).to(scale.dtype)
+        return None, grad_scale, *(grad_weights or [None] * len(weights))
+
+
 def _rotary_family(head_dim, qk_eps=None, tables=False, bias=False):
     """The program family of RMSNormRotaryQKV's kernel for heads of
     `head_dim` columns (rotate-half pairs columns head_dim / 2 apart), with
@@ -743,19 +782,19 @@ class RMSNormRotaryQKV(nn.Module):
         width = self.norm.weight.shape[0]
         lead = x.shape[:-1]
         projections = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
-        x, stacked = _autocast(x, torch.cat(projections))
+        (x,) = _autocast(x)
         x2 = x.reshape(-1, width)
         # In f32 as Hugging Face's RMSNorm computes it (f64 for f64 operands).
         wide = torch.promote_types(x.dtype, torch.float32)
         rstd = torch.rsqrt(torch.linalg.vector_norm(x2, dim=-1, dtype=wide).square() / width
                            + self.eps)
-        # The weights stacked and scaled by the norm's weight, which the
-        # backward makes again from the parameters rather than holding.
-        dtype, gamma = stacked.dtype, self.norm.weight
-        remade(stacked, lambda: torch.cat(projections), projections)
-        weight = stacked * gamma.to(dtype)
-        remade(weight, lambda: torch.cat(projections).to(dtype) * gamma.to(dtype),
-               (*projections, gamma))
+        # The weights stacked and scaled by the norm's weight, in
+        # torch.autocast's type when it is on, which the backward makes
+        # again from the parameters rather than holding.
+        gamma = self.norm.weight
+        dtype = x.dtype if torch.is_autocast_enabled(x.device.type) else projections[0].dtype
+        weight = _ScaledRows.apply(dtype, gamma, *projections)
+        remade(weight, lambda: _scaled_rows(projections, gamma, dtype), (*projections, gamma))
         inv_freq, sign, normed = self._columns(x.device)
         d = self.head_dim
         tables = position_embeddings is not None
