@@ -595,6 +595,29 @@ _ROTATIONS = {
 _rotary_families = {}
 
 
+class _RowRstd(torch.autograd.Function):
+    """rsqrt(mean(x * x, -1) + eps) of x [M, K], in f32 as Hugging Face's
+    RMSNorm computes it (f64 for f64 x), in two kernels (the row norm, then
+    the rest in place); backward, x times grad * -rstd^3 / K, written in
+    x's type by one kernel (autograd of the same expression runs six)."""
+
+    @staticmethod
+    def forward(ctx, x, eps):
+        wide = torch.promote_types(x.dtype, torch.float32)
+        rstd = torch.linalg.vector_norm(x, dim=-1, dtype=wide)
+        rstd.square_().div_(x.shape[-1]).add_(eps).rsqrt_()
+        ctx.save_for_backward(x, rstd)
+        return rstd
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, rstd = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None
+        scale = rstd.pow(3).mul_(grad).mul_(-1.0 / x.shape[-1])
+        return torch.mul(x, scale.unsqueeze(-1), out=torch.empty_like(x)), None
+
+
 class _RowScaleGradient(torch.autograd.Function):
     """y = x, where x = f * scale[:, None] for an f the caller's program
     computes with `scale` detached: backward, scale's gradient from y,
@@ -784,10 +807,7 @@ class RMSNormRotaryQKV(nn.Module):
         projections = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
         (x,) = _autocast(x)
         x2 = x.reshape(-1, width)
-        # In f32 as Hugging Face's RMSNorm computes it (f64 for f64 operands).
-        wide = torch.promote_types(x.dtype, torch.float32)
-        rstd = torch.rsqrt(torch.linalg.vector_norm(x2, dim=-1, dtype=wide).square() / width
-                           + self.eps)
+        rstd = _RowRstd.apply(x2, self.eps)
         # The weights stacked and scaled by the norm's weight, in
         # torch.autocast's type when it is on, which the backward makes
         # again from the parameters rather than holding.
