@@ -305,13 +305,18 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     target = target.reshape(-1).to(x.device)
     counts = target != ignore_index
     # As F.cross_entropy, a class out of range is an error (checked in eager
-    # mode: under torch.compile it would stop the graph, and while a CUDA
-    # graph is captured it cannot read the GPU's answer).
-    capturing = target.is_cuda and torch.cuda.is_current_stream_capturing()
-    if not torch.compiler.is_compiling() and not capturing and bool(
-            (counts & ((target < 0) | (target >= weight.shape[0]))).any()):
-        raise ValueError(f"target has a class outside [0, {weight.shape[0]}) that is not "
-                         f"ignore_index ({ignore_index})")
+    # mode: under torch.compile it would stop the graph). On the GPU it is a
+    # device-side assert, as F.cross_entropy's: reading the answer back
+    # would make the host wait for the GPU at every step (and cannot be done
+    # while a CUDA graph is captured).
+    if not torch.compiler.is_compiling():
+        outside = (counts & ((target < 0) | (target >= weight.shape[0]))).any()
+        message = (f"target has a class outside [0, {weight.shape[0]}) that is not "
+                   f"ignore_index ({ignore_index})")
+        if target.is_cuda:
+            torch._assert_async(~outside, message)
+        elif outside:
+            raise ValueError(message)
     # A class index as f32 (exact below 2^24); -1 matches no column.
     classes = torch.where(counts, target, -1).to(torch.float32)
     # A vocabulary whose rows of logits are not a multiple of 16 bytes
