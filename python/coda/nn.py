@@ -311,12 +311,11 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     # while a CUDA graph is captured).
     if not torch.compiler.is_compiling():
         outside = (counts & ((target < 0) | (target >= weight.shape[0]))).any()
-        message = (f"target has a class outside [0, {weight.shape[0]}) that is not "
-                   f"ignore_index ({ignore_index})")
         if target.is_cuda:
-            torch._assert_async(~outside, message)
+            torch._assert_async(~outside)
         elif outside:
-            raise ValueError(message)
+            raise ValueError(f"target has a class outside [0, {weight.shape[0]}) that is not "
+                             f"ignore_index ({ignore_index})")
     # A class index as f32 (exact below 2^24); -1 matches no column.
     classes = torch.where(counts, target, -1).to(torch.float32)
     # A vocabulary whose rows of logits are not a multiple of 16 bytes
