@@ -10,6 +10,7 @@
 # torch.compile(fullgraph=True); and the errors a user sees. The same with
 # QK-norm, against Qwen3's attention written out.
 
+import contextlib
 import os
 import sys
 
@@ -78,6 +79,31 @@ xs = torch.randn(1, 3, 8, dtype=torch.float64, requires_grad=True)
 assert torch.autograd.gradcheck(lambda t: small(t, torch.arange(3)), (xs,))
 print("gradcheck: ok")
 # CHECK: gradcheck: ok
+
+# The norm's weight and the three projections under gradcheck too (the
+# stacked, scaled operand and rstd have backward functions of their own), as
+# torch.func.functional_call passes them: the operand made again in the
+# backward from the weights the forward read, not the module's own.
+names = ["norm.weight", "q_proj.weight", "k_proj.weight", "v_proj.weight"]
+weights = [(torch.rand(8, dtype=torch.float64) + 0.5).requires_grad_()] + [
+    torch.randn(8, 8, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+
+
+def functional(t, *ws):
+    return torch.func.functional_call(small, dict(zip(names, ws)), (t, torch.arange(3)))
+
+
+assert torch.autograd.gradcheck(functional, (xs, *weights))
+held = []
+for hooks in (contextlib.nullcontext(),
+              torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)):
+    with hooks:
+        out = functional(xs, *weights)
+    held.append(torch.autograd.grad(sum(o.square().sum() for o in out), [xs, *weights]))
+for name, made, kept in zip(["x"] + names, *held):
+    report(f"functional_call: gradient of {name}, the operand made again", made, kept)
+print("gradcheck of the weights: ok")
+# CHECK: gradcheck of the weights: ok
 
 # Under inference mode first (a validation pass), then in training: the
 # module's tables stay usable for autograd; an x of [s, width] takes
