@@ -113,11 +113,13 @@ def _restore_family(texts, options):
     return ProgramFamily(functools.partial(dict.__getitem__, texts), **options)
 
 
-def draw_seed(device):
+def draw_seed(device, count=None):
     """A dropout seed from PyTorch's generator of `device`, as F.dropout
     draws its mask: reproducible under torch.manual_seed, traced by
-    torch.compile, drawn again at each replay of a CUDA graph."""
-    return torch.randint(0, 2**63 - 1, (), dtype=torch.int64, device=device)
+    torch.compile, drawn again at each replay of a CUDA graph. With
+    `count`, that many in one draw (one kernel), as one tensor."""
+    return torch.randint(0, 2**63 - 1, () if count is None else (count,), dtype=torch.int64,
+                         device=device)
 
 
 def _is_seed(arg):

@@ -417,9 +417,12 @@ def _inference(up, p, x2, w1, b1, down, output_p, w2, b2, r2):
 
 
 def _seeds(module, x, *probabilities):
-    """A dropout seed for each probability: drawn for dropout in training,
-    else the one never read."""
-    return [draw_seed(x.device) if p and module.training else _no_seed(x) for p in probabilities]
+    """A dropout seed for each probability: drawn for dropout in training
+    (all of them in one draw, each a view of it), else the one never
+    read."""
+    drawn = [bool(p) and module.training for p in probabilities]
+    seeds = iter(draw_seed(x.device, sum(drawn)).unbind() if any(drawn) else ())
+    return [next(seeds) if d else _no_seed(x) for d in drawn]
 
 
 def _mlp_forward(module, x, in_features, out_features, residual):
