@@ -94,13 +94,13 @@ def functional(t, *ws):
 
 
 assert torch.autograd.gradcheck(functional, (xs, *weights))
-held = []
+results = []
 for hooks in (contextlib.nullcontext(),
               torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)):
     with hooks:
         out = functional(xs, *weights)
-    held.append(torch.autograd.grad(sum(o.square().sum() for o in out), [xs, *weights]))
-for name, made, kept in zip(["x"] + names, *held):
+    results.append(torch.autograd.grad(sum(o.square().sum() for o in out), [xs, *weights]))
+for name, made, kept in zip(["x"] + names, *results):
     report(f"functional_call: gradient of {name}, the operand made again", made, kept)
 print("gradcheck of the weights: ok")
 # CHECK: gradcheck of the weights: ok
