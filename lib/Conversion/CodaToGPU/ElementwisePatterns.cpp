@@ -121,6 +121,42 @@ struct TrigonometryPattern final : EpiloguePattern {
   }
 };
 
+/// Products with the absent columns of an accumulator [m, n/2]
+/// (EpilogueBuilder::getAbsentZero): a product or quotient of it is absent,
+/// a sum or difference with it the other term, its negation, rounding or
+/// detached value itself. The derived backward of a pair epilogue (SwiGLU's)
+/// multiplies each activation's gradient by the accumulator of its column,
+/// absent at a pair's second one; folded here, those columns compute none
+/// of them (IEEE arithmetic keeps 0 x inf, so nothing later folds it). A
+/// factor built first is not built at all when it is absent.
+struct AbsentColumnPattern final : EpiloguePattern {
+  LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
+                           EpilogueBuilder &builder) const override {
+    Value absent = builder.getAbsentZero();
+    if (!absent || !isa<arith::MulFOp, arith::DivFOp, arith::AddFOp,
+                        arith::SubFOp, arith::NegFOp, RoundOp, DetachOp>(op))
+      return failure();
+    Value first = builder.at(op->getOperand(0), h, c);
+    Value result;
+    if (first == absent && !isa<arith::AddFOp, arith::SubFOp>(op)) {
+      result = absent;
+    } else if (op->getNumOperands() == 2) {
+      Value second = builder.at(op->getOperand(1), h, c);
+      if (second == absent &&
+          isa<arith::MulFOp, arith::AddFOp, arith::SubFOp>(op))
+        result = isa<arith::MulFOp>(op) ? absent : first;
+      else if (first == absent && isa<arith::AddFOp>(op))
+        result = second;
+      else if (first == absent && isa<arith::SubFOp>(op))
+        result = arith::NegFOp::create(builder.getBuilder(), second);
+    }
+    if (!result)
+      return failure();
+    builder.define(op->getResult(0), h, c, result);
+    return success();
+  }
+};
+
 /// Any scalar arith or math op: cloned at the slot.
 struct ScalarMathPattern final : EpiloguePattern {
   LogicalResult buildValue(Operation *op, int64_t h, int64_t c,
@@ -169,6 +205,7 @@ struct RoundPattern final : EpiloguePattern {
 } // namespace
 
 void mlir::coda::populateElementwisePatterns(EpiloguePatterns &patterns) {
+  patterns.push_back(std::make_unique<AbsentColumnPattern>());
   patterns.push_back(std::make_unique<ActivationPattern>());
   patterns.push_back(std::make_unique<TrigonometryPattern>());
   patterns.push_back(std::make_unique<ScalarMathPattern>());

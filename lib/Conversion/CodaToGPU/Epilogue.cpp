@@ -157,6 +157,8 @@ EpilogueBuilder::EpilogueBuilder(KernelBuilder &b, TileEpilogueOp op,
       statistics(statistics) {
   if (plan.getBiasInput() >= 0)
     biasAdd = *op.getAccumulator().user_begin();
+  if (halfN)
+    absentZero = b.f32(0.0);
   if (plan.getClusterN() > 1)
     for (auto reduce : op.getEpilogueBlock().getOps<RowReduceOp>())
       if (dims.getMask(reduce.getInput()) & DimsAttr::kN)
@@ -300,16 +302,16 @@ void EpilogueBuilder::forgetValuesAlongN() {
 }
 
 Value EpilogueBuilder::computeAccumulator(int64_t h, int64_t c) {
-  // With an accumulator [m, n/2], the odd output columns are zero and the
-  // even ones the product's slot c / 2.
+  // With an accumulator [m, n/2], the odd output columns are absent (zero)
+  // and the even ones the product's slot c / 2.
   int64_t slot = halfN ? c / 2 : c;
   // alpha * acc + beta * C, in the reference lowering's order.
-  Value acc = halfN && c % 2 ? b.f32(0.0)
+  Value acc = halfN && c % 2 ? absentZero
                              : LLVM::ExtractValueOp::create(
                                    b, accumulators[h / 2],
                                    4 * (slot / 2) + 2 * (h % 2) + slot % 2)
                                    .getResult();
-  if (values.alpha)
+  if (values.alpha && acc != absentZero)
     acc = arith::MulFOp::create(b, acc, values.alpha);
   if (Type cType = op.getEpilogueCType()) {
     Value cValue = loadInput(values.c, getElementType(cType),

@@ -89,8 +89,9 @@ void storeRowPartial(Value scratch, int64_t h, Value total,
 /// coda.partner and coda.coord (PositionPatterns.cpp).
 void populatePositionPatterns(EpiloguePatterns &patterns);
 /// coda.activation, coda.activation_derivative and every scalar arith and
-/// math op (ElementwisePatterns.cpp); it lowers any op of those dialects,
-/// so it comes last.
+/// math op (ElementwisePatterns.cpp), products with an accumulator
+/// [m, n/2]'s absent columns first; it lowers any op of those dialects, so
+/// it comes last.
 void populateElementwisePatterns(EpiloguePatterns &patterns);
 
 /// Builds the epilogue of one coda.tile_epilogue for the calling thread.
@@ -124,6 +125,11 @@ public:
   const EpilogueDims &getDims() const { return dims; }
   int64_t numRowSlots() const { return 2 * (plan.getConsumerRows() / 64); }
   int64_t numColSlots() const { return plan.getTileN() / 4 * (halfN ? 2 : 1); }
+  /// The zero that an accumulator [m, n/2] holds at the odd output columns
+  /// (null without one): no value of the product, so that a product with it
+  /// is zero whatever the other factor is (AbsentColumnPattern folds it: an
+  /// activation's gradient at a pair's second column, say).
+  Value getAbsentZero() const { return absentZero; }
   /// The output row of row slot h and column of column slot c (i32).
   Value getRow(int64_t h) const { return rows[h]; }
   Value getCol(int64_t c) const { return cols[c]; }
@@ -293,6 +299,8 @@ private:
   bool interior;
   /// Whether the accumulator spans [m, n/2] (see the slots above).
   bool halfN;
+  /// See getAbsentZero.
+  Value absentZero;
   const EpiloguePatterns &patterns;
   /// Whether an op had no pattern (build then fails).
   bool unlowered = false;
