@@ -241,7 +241,7 @@ def measure_gated(name, d, h):
     times["eager fwd+bwd graph"] = bench(graphed(lambda: eager_g(xg).backward(grad)))
     times["coda fwd+bwd graph"] = bench(graphed(lambda: ours_g(xg).backward(grad)))
 
-    w1, w2 = ours._gate_up().detach(), ours.down_proj.weight.detach()
+    w1, w2 = ours._programs(False)[2].detach(), ours.down_proj.weight.detach()
     xd, seed = x.detach(), draw_seed(dev)
     up, down = ours._up.key, ours._down[False].key
     hidden, saved = run(up, "saving", xd, w1, [], "", [], "", seed)

@@ -39,18 +39,19 @@ def mask(seed, rows, cols, p):
     return torch.from_numpy(keep).to(cuda, torch.float64) * scale
 
 
-def check_module(name, module, reference, inputs, manual_seed):
+def check_module(name, module, reference, inputs, manual_seed, draws=0):
     """Runs `module` forward and backward on bf16 `inputs` (a dict of
     keyword inputs after x) and `reference` (float64 math on copies) with the
-    first two seeds drawn after torch.manual_seed(manual_seed), the module's in
-    the order it draws them; compares outputs and every gradient."""
+    seeds the module draws after torch.manual_seed(manual_seed): `draws` of
+    them in one draw, as a module call draws its dropout seeds, in the order
+    it uses them; compares outputs and every gradient."""
     inputs = {k: v.detach().requires_grad_() for k, v in inputs.items()}
     torch.manual_seed(manual_seed)
     y = module(**inputs)
     grad = torch.randn_like(y)
     y.backward(grad)
     torch.manual_seed(manual_seed)
-    seeds = (int(draw_seed(cuda)), int(draw_seed(cuda)))
+    seeds = [int(seed) for seed in draw_seed(cuda, draws)] if draws else []
     params = {n: p.detach().double().requires_grad_() for n, p in module.named_parameters()}
     wide = {k: v.detach().double().requires_grad_() for k, v in inputs.items()}
     y_ref = reference(params, seeds, **wide)
@@ -81,7 +82,8 @@ for activation, approximate, q in (("gelu", "tanh", 0.0), ("relu", None, 0.3)):
 
     check_module(f"MLP {activation} q={q}", mlp, mlp_reference,
                  {"x": torch.randn(M, D, device=cuda, dtype=torch.bfloat16),
-                  "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 21)
+                  "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 21,
+                 draws=2 if q else 1)
 
 # With dropout, the epilogue gradient runs as its own kernel; without, the
 # derivation finds grad_acc and the residual's gradient to be the output's
@@ -96,7 +98,8 @@ for q, layout in ((p, "nk"), (0.0, "nk"), (p, "kn")):
                      (x @ (w["weight"].T if layout == "nk" else w["weight"]) + w["bias"])
                      * (mask(seeds[0], x.shape[0], D, q) if q else 1) + residual),
                  {"x": torch.randn(M, H, device=cuda, dtype=torch.bfloat16),
-                  "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 22)
+                  "residual": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}, 22,
+                 draws=1 if q else 0)
 
 # Gated MLPs: the gate and up projections one GEMM, their gradient on the
 # down projection's dgrad GEMM with an accumulator [m, n/2] (2 H = 1040
