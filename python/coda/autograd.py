@@ -214,8 +214,18 @@ def _program_for(key, derive, like):
 def _reads_rows(key, a):
     """Whether family `key`'s backward reads the row statistics its saving
     program writes (a loss over rows: docs/autodiff.md)."""
-    return any(name.startswith("saved_row")
-               for name in _signature(_program_for(key, "backward", a))[0])
+    return _backward_reads_rows(key, a.device, a.dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _backward_reads_rows(key, device, dtype):
+    try:
+        backward = _families[key].program("backward", device, dtype)
+    except CodaError:
+        # No backward with the GEMM recomputed (an output of the even
+        # columns trains through its saved accumulator only): no row loss.
+        return False
+    return any(name.startswith("saved_row") for name in _signature(backward)[0])
 
 
 def _row_names(key, a):

@@ -269,6 +269,20 @@ for what, got, want in zip(("x", "gate", "up", "down"), grads, wants):
     report(f"GatedMLP grad {what}", got, want, 1e-5)
 report("GatedMLP eval", gated.eval()(x), unfused(x), 1e-5)
 gated.train()
+# Its gate and up program run by itself, saving its accumulator, with
+# gradients enabled (what bench/training.py times): the forward runs (no
+# backward with the GEMM recomputed is looked for); its own backward, which
+# only the down projection's dgrad GEMM can carry, is refused by name.
+stacked = gated._programs(False)[2].detach().requires_grad_()
+xs = x.detach().reshape(-1, K).requires_grad_()
+h, saved_acc = run(gated._up.key, "saving", xs, stacked, [], "", [], "",
+                   torch.zeros((), dtype=torch.int64))
+report("GatedMLP's gate and up program, saving", h,
+       torch.nn.functional.silu(xs @ gated.gate_proj.weight.T) * (xs @ gated.up_proj.weight.T), 1e-5)
+expect_error("the gate and up program's own backward", lambda: h.sum().backward(), CodaError,
+             lambda text: "cannot be differentiated from its saved accumulator: output 'output' "
+                          "spans [m, n/2]" in text,
+             "message for a gated program's own backward")
 compiled = torch.compile(gated, fullgraph=True, backend="aot_eager")
 xc = x.detach().clone().requires_grad_()
 compiled(xc).square().sum().backward()

@@ -127,22 +127,37 @@ def graphed_step(model, tokens):
                                    if p.grad is not None}
 
 
+def replay_errors(model):
+    """The relative error of the loss and of each gradient of `model`'s step
+    replayed from a CUDA graph (graphed_step) against the step launched from
+    Python, by name ("loss" for the loss)."""
+    want_loss, want_grads = step(model, tokens)
+    want_loss, want_grads = want_loss.clone(), {n: g.clone() for n, g in want_grads.items()}
+    got_loss, got_grads = graphed_step(model, tokens)
+    errors = {n: error(got_grads.get(n, torch.full_like(g, float("nan"))), g)
+              for n, g in want_grads.items()}
+    errors["loss"] = error(got_loss, want_loss)
+    return errors
+
+
 # The whole step of each patched model captured in one CUDA graph: nothing
 # in it reads the GPU's answers on the host or copies from pageable memory,
 # and a replay gives the loss and gradients of the step launched from Python
-# (deterministic algorithms: the same to the bit).
+# (coda's kernels are deterministic: the same to the bit), or as close to
+# them as eager PyTorch's replay gives its own: a gradient that is zero in
+# exact arithmetic (BERT's key biases: softmax ignores a constant added to a
+# query's scores) is rounding noise whose sum the attention's
+# non-deterministic backward orders differently each run.
 for label, model in ("GPT-2", gpt2), ("BERT", bert), ("LLaMA", llama):
+    eager = replay_errors(copy.deepcopy(model).to(cuda, torch.bfloat16))
     fused = copy.deepcopy(model).to(cuda, torch.bfloat16)
     coda.patch(fused)
-    want_loss, want_grads = step(fused, tokens)
-    want_loss, want_grads = want_loss.clone(), {n: g.clone() for n, g in want_grads.items()}
-    got_loss, got_grads = graphed_step(fused, tokens)
-    worst = max([error(got_loss, want_loss)]
-                + [error(got_grads.get(n, torch.full_like(g, float("nan"))), g)
-                   for n, g in want_grads.items()])
-    if not worst <= 1e-6:
-        failures.append(f"{label} captured whole: relative error {worst:.2e}")
-    print(f"{label} captured whole: loss and {len(want_grads)} gradients as launched")
+    errors = replay_errors(fused)
+    for name, ours in errors.items():
+        if not ours <= max(1e-6, 2 * eager.get(name, 0.0)):
+            failures.append(f"{label} captured whole, {name}: relative error {ours:.2e}, "
+                            f"eager's replay {eager.get(name, 0.0):.2e}")
+    print(f"{label} captured whole: loss and {len(errors) - 1} gradients as launched")
 # CHECK: GPT-2 captured whole: loss and {{[0-9]+}} gradients as launched
 # CHECK: BERT captured whole: loss and {{[0-9]+}} gradients as launched
 # CHECK: LLaMA captured whole: loss and {{[0-9]+}} gradients as launched
