@@ -488,11 +488,15 @@ def _backward_jobs(like, key, a, b, needs, saved_next=None):
     jobs = []
     if saved_next or any(output["source"] == "computed" for output in program.outputs):
         jobs.append((key, derive, x, y))
-    grad_acc = _output_shapes(program, x, y)[0]
-    for derive, other, needed in (("grad_a", b, needs[0]), ("grad_b", a, needs[1])):
-        if needed:
-            jobs.append((key, derive, *_operands(key, derive, grad_acc, other, like)))
-    return jobs
+    return jobs + operand_jobs(like, key, _output_shapes(program, x, y)[0], a, b, needs)
+
+
+def operand_jobs(like, key, grad_acc, a, b, needs):
+    """The jobs (_compile_ahead) of family `key`'s grad_a and grad_b as
+    `needs` (of A, of B) asks, on grad_acc, A and B of these shapes."""
+    return [(key, derive, *_operands(key, derive, grad_acc, other, like))
+            for derive, other, needed in (("grad_a", b, needs[0]), ("grad_b", a, needs[1]))
+            if needed]
 
 
 @torch.library.custom_op("coda::run", mutates_args=())

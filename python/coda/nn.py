@@ -12,7 +12,8 @@ derived backward programs (coda.autograd).
   * up(x)), the gate and up projections one GEMM with the gated activation
   in its epilogue, its gradient on the down projection's dgrad GEMM;
 - ``linear_cross_entropy(x, weight, target)``: an LM head's cross-entropy
-  without its logits, the loss's row statistics in the GEMM's epilogue;
+  from its GEMM, the loss's row statistics and the logits' gradient in the
+  epilogue, no logits kept;
 - ``RMSNormRotaryQKV(width, heads)``: a LLaMA attention's input, RMSNorm,
   the Q, K and V projections and the rotary embedding in one kernel, the
   norm folded into the product;
@@ -35,8 +36,9 @@ torch = _require_torch("coda.nn")
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
-from .autograd import (ProgramFamily, _autocast, down_inputs, draw_seed, mlp, run,  # noqa: E402
-                       tail)
+from . import autograd  # noqa: E402
+from .autograd import (ProgramFamily, _autocast, _operand_gradient, _run_op,  # noqa: E402
+                       down_inputs, draw_seed, mlp, run, tail)
 
 _PLAIN = "EPILOGUE linear(bias: f32[N]) {\n  output = input + bias;\n}\n"
 _ACTIVATIONS = ("gelu", "gelu_erf", "relu", "silu", "sigmoid", "tanh")
@@ -236,19 +238,31 @@ def _no_seed(x):
 
 
 def _cross_entropy_text(bias, offset=False):
-    """The row loss of linear_cross_entropy: each row's log-sum-exp (shifted
-    by its maximum) and its target class's logit; with `bias`, of the logits
-    plus a bias along the row; with `offset`, plus a constant one along the
-    row (no gradient: -1e30 on the classes a vocabulary is padded with)."""
-    logits = "logits" if bias or offset else "input"
+    """The row loss of linear_cross_entropy, for operands of type `t`: each
+    row's log-sum-exp (shifted by its maximum), its target class's logit,
+    and the logits' gradient for a unit loss, softmax - onehot; of the
+    logits as F.linear writes them (in t, from which eager PyTorch computes
+    its loss), with `bias` added along the row, or with `offset`, a
+    constant one (-1e30 on the classes a vocabulary is padded with). The
+    gradient needs each row's log-sum-exp in every element: on the GPU the
+    program runs as its row split (the GEMM writing the logits and the
+    rows' statistics, then their application)."""
     inputs = "target: f32[M]" + (", bias: f32[N]" if bias else "") + (
         ", offset: f32[N]" if offset else "")
-    terms = "input" + (" + bias" if bias else "") + (" + detach(offset)" if offset else "")
-    return (f"EPILOGUE cross_entropy({inputs}) -> (lse: f32[M], picked: f32[M]) {{\n"
-            + (f"  logits = {terms};\n" if logits == "logits" else "")
-            + f"  shift = detach(row_max({logits}));\n"
-            f"  lse = shift + log(row_sum(exp({logits} - shift)));\n"
-            f"  picked = row_sum({logits} * max(0, 1 - abs(col() - detach(target))));\n}}\n")
+    terms = "input" + (" + bias" if bias else "") + (" + offset" if offset else "")
+
+    def text(t):
+        logits = f"{t}({terms})" if t in ("bf16", "f16") else terms
+        return (f"EPILOGUE cross_entropy({inputs})\n"
+                f"    -> (lse: f32[M], picked: f32[M], grad: {t}[M, N]) {{\n"
+                f"  logits = {logits};\n"
+                "  shift = row_max(logits);\n"
+                "  lse = shift + log(row_sum(exp(logits - shift)));\n"
+                "  onehot = max(0, 1 - abs(col() - target));\n"
+                "  picked = row_sum(logits * onehot);\n"
+                "  grad = exp(logits - lse) - onehot;\n}\n")
+
+    return text
 
 
 # Registered at import (nothing compiles until a first call), so that
@@ -256,6 +270,43 @@ def _cross_entropy_text(bias, offset=False):
 _cross_entropy = ProgramFamily(_cross_entropy_text(bias=False))
 _cross_entropy_bias = ProgramFamily(_cross_entropy_text(bias=True))
 _cross_entropy_offset = ProgramFamily(_cross_entropy_text(bias=False, offset=True))
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """Each row's loss, lse - picked, of family `key`'s program on x [M, K]
+    and weight [V, K] (and bias, when given), whose logits' gradient for a
+    unit loss, G [M, V], is saved; backward, with the rows' gradients dl:
+    the gradient of x, dl * (G W), of the weight, G^T (dl * x), and of the
+    bias, G^T dl: two GEMMs on G as the forward wrote it, no product
+    recomputed. The programs run through the coda::run op (traced by
+    torch.compile); this function records no autograd of its own inside."""
+
+    @staticmethod
+    def forward(ctx, key, x, weight, bias, tensors, names, seed):
+        if bias is not None:
+            tensors = [*tensors, bias]
+        lse, picked, grad = _run_op(key, "", x, weight, tensors, names, [], "", seed)
+        ctx.key = key
+        ctx.save_for_backward(x, weight, bias, grad, seed)
+        return lse - picked
+
+    @staticmethod
+    def backward(ctx, grad_rows):
+        x, weight, bias, grad, seed = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        rows = grad_rows.unsqueeze(-1)
+        grad_x = grad_weight = grad_bias = None
+        if needs[1]:
+            grad_x = _operand_gradient(_run_op, ctx.key, "grad_a", grad, weight, seed)
+            grad_x.mul_(rows)
+        if needs[2]:
+            scaled = torch.mul(x, rows, out=torch.empty_like(x))
+            grad_weight = _operand_gradient(_run_op, ctx.key, "grad_b", grad, scaled, seed)
+        if needs[3]:
+            grad_bias = (grad.t() @ grad_rows.to(grad.dtype)).to(bias.dtype)
+        return None, grad_x, grad_weight, grad_bias, None, None, None
+
+
 # The logit of a class a vocabulary is padded with: exp(-1e30 - max) is 0,
 # and it times 0 (not the target) is 0, where -inf would give NaN.
 _PADDED_LOGIT = -1e30
@@ -274,25 +325,28 @@ def _padded_offset(classes, padded, like):
 
 
 def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean", *, bias=None):
-    """F.cross_entropy(F.linear(x, weight, bias), target) without the logits: one GEMM
-    whose epilogue reduces each row of logits to its log-sum-exp (shifted by
-    the row's maximum) and the target's logit, merged across the tiles of a
-    row at any vocabulary size; the loss is their difference. Backward: the
-    GEMM recomputed, its epilogue writing the logits' gradient
-    (softmax - onehot, from the forward's row maximum and sum), then the
-    gradients of x and weight as GEMMs; all derived by coda from the
-    forward program (with a bias, its gradient the column sum of the
-    logits' gradient, in the recomputed GEMM's epilogue). A vocabulary
-    whose rows of logits are not a multiple of 16 bytes is padded with
-    classes that take no probability (so that the two GEMMs read the
-    logits' gradient where it is written). x [..., K],
-    weight [V, K] (an LM head), bias [V] or None, target [...] class
-    indices; rows whose target is `ignore_index` count for nothing.
-    `reduction`: "mean" (over the rows that count), "sum" or "none". The
-    loss is in float32 (float64 for float64 operands), as Hugging Face's
-    models compute it from float32 logits; float32 CUDA operands run on the
-    tensor cores as tf32, as coda's programs of f32 operands do, and under
-    torch.autocast the operands are cast to its type, as F.linear's."""
+    """F.cross_entropy(F.linear(x, weight, bias), target) in one GEMM whose
+    epilogue reduces each row of logits (as F.linear writes them, in the
+    operands' type) to its log-sum-exp (shifted by the row's maximum) and
+    the target's logit, merged across the tiles of a row at any vocabulary
+    size, and writes the logits' gradient for a unit loss, softmax - onehot
+    (on the GPU, the program's row split: the GEMM writing the logits and
+    the rows' statistics, then their application); the loss is their
+    difference. The logits' gradient is held for the backward (what the
+    forward writes instead of the logits), which runs the gradients of x
+    and weight as two GEMMs on it, each row scaled by its loss's gradient,
+    and no product again (with a bias, its gradient is the logits'
+    gradient summed over the rows). A vocabulary whose rows of logits are
+    not a multiple of 16 bytes is padded with classes that take no
+    probability (so that the GEMMs read the logits' gradient where it is
+    written). x [..., K], weight [V, K] (an LM head), bias [V] or None,
+    target [...] class indices; rows whose target is `ignore_index` count
+    for nothing. `reduction`: "mean" (over the rows that count), "sum" or
+    "none". The loss is in float32 (float64 for float64 operands), as
+    Hugging Face's models compute it from their logits; float32 CUDA
+    operands run on the tensor cores as tf32, as coda's programs of f32
+    operands do, and under torch.autocast the operands are cast to its
+    type, as F.linear's."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if target.shape != x.shape[:-1]:
@@ -337,15 +391,21 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
                 bias = F.pad(bias.to(torch.promote_types(bias.dtype, torch.float32)),
                              (0, padded - vocabulary), value=_PADDED_LOGIT)
         if bias is not None:
-            family, tensors, names = _cross_entropy_bias, [classes, bias], "target,bias"
+            family, tensors, names = _cross_entropy_bias, [classes], "target,bias"
         elif padded != vocabulary:
             family, names = _cross_entropy_offset, "target,offset"
             tensors = [classes, _padded_offset(vocabulary, padded, x2)]
         else:
             family, tensors, names = _cross_entropy, [classes], "target"
-        lse, picked, *_ = run(family.key, "saving", x2, weight, tensors, names, [], "",
-                              _no_seed(x))
-    losses = torch.where(counts, lse - picked, 0.0)
+        needs = (x2.requires_grad, weight.requires_grad)
+        if torch.is_grad_enabled() and not torch.compiler.is_compiling() and any(needs):
+            # The backward's two GEMMs, compiled while the forward runs.
+            autograd._compile_ahead(("loss", family.key, x2.dtype, x2.shape, weight.shape, needs),
+                                    autograd.operand_jobs, x2, family.key,
+                                    (x2.shape[0], padded), x2.shape, weight.shape, needs)
+        losses = _LinearCrossEntropy.apply(family.key, x2, weight, bias, tensors, names,
+                                           _no_seed(x))
+    losses = torch.where(counts, losses, 0.0)
     if reduction == "none":
         return losses.reshape(x.shape[:-1])
     total = losses.sum()

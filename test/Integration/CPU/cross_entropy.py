@@ -2,8 +2,9 @@
 # RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src
 #
 # coda.nn.linear_cross_entropy on the CPU reference: an LM head's
-# cross-entropy from a row loss (log-sum-exp and the class's logit as row
-# statistics of the GEMM) whose backward coda derives: gradcheck in float64
+# cross-entropy whose program writes the rows' log-sum-exp and class logit
+# and the logits' gradient, from which its backward runs two GEMMs, and a row
+# loss of the same statistics whose backward coda derives: gradcheck in float64
 # over ragged shapes with ignored rows, the loss and gradients in float32
 # against F.cross_entropy(x W^T), every reduction, a batch of sequences,
 # torch.compile(fullgraph=True), and the errors a user sees.
@@ -139,7 +140,11 @@ except ValueError as error:
 # rows says what to run; the saving program of any other program trains from
 # its saved accumulator (backward_from_saved), as its forward does with the
 # GEMM recomputed.
-family = coda.nn._cross_entropy
+family = ProgramFamily(
+    "EPILOGUE row_loss(target: f32[M]) -> (lse: f32[M], picked: f32[M]) {\n"
+    "  shift = detach(row_max(input));\n"
+    "  lse = shift + log(row_sum(exp(input - shift)));\n"
+    "  picked = row_sum(input * max(0, 1 - abs(col() - detach(target))));\n}\n")
 x4, w4 = torch.randn(3, 16, requires_grad=True), torch.randn(40, 16, requires_grad=True)
 lse, picked = run(family.key, "", x4, w4, [torch.zeros(3)], "target", [], "",
                   torch.zeros((), dtype=torch.int64))
