@@ -278,14 +278,16 @@ class _LinearCrossEntropy(torch.autograd.Function):
     unit loss, G [M, V], is saved; backward, with the rows' gradients dl:
     the gradient of x, dl * (G W), of the weight, G^T (dl * x), and of the
     bias, G^T dl: two GEMMs on G as the forward wrote it, no product
-    recomputed. The programs run through the coda::run op (traced by
-    torch.compile); this function records no autograd of its own inside."""
+    recomputed. The programs run as `run` runs them: through the coda::run
+    op under torch.compile, else called directly (less host time than the
+    op's dispatch); this function records no autograd of its own inside."""
 
     @staticmethod
     def forward(ctx, key, x, weight, bias, tensors, names, seed):
         if bias is not None:
             tensors = [*tensors, bias]
-        lse, picked, grad = _run_op(key, "", x, weight, tensors, names, [], "", seed)
+        ctx.call = _run_op if torch.compiler.is_compiling() else autograd._run
+        lse, picked, grad = ctx.call(key, "", x, weight, tensors, names, [], "", seed)
         ctx.key = key
         ctx.save_for_backward(x, weight, bias, grad, seed)
         return lse - picked
@@ -297,11 +299,11 @@ class _LinearCrossEntropy(torch.autograd.Function):
         rows = grad_rows.unsqueeze(-1)
         grad_x = grad_weight = grad_bias = None
         if needs[1]:
-            grad_x = _operand_gradient(_run_op, ctx.key, "grad_a", grad, weight, seed)
+            grad_x = _operand_gradient(ctx.call, ctx.key, "grad_a", grad, weight, seed)
             grad_x.mul_(rows)
         if needs[2]:
             scaled = torch.mul(x, rows, out=torch.empty_like(x))
-            grad_weight = _operand_gradient(_run_op, ctx.key, "grad_b", grad, scaled, seed)
+            grad_weight = _operand_gradient(ctx.call, ctx.key, "grad_b", grad, scaled, seed)
         if needs[3]:
             grad_bias = (grad.t() @ grad_rows.to(grad.dtype)).to(bias.dtype)
         return None, grad_x, grad_weight, grad_bias, None, None, None
