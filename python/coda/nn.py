@@ -243,7 +243,7 @@ def _cross_entropy_text(bias, offset=False):
     and the logits' gradient for a unit loss, softmax - onehot; of the
     logits as F.linear writes them (in t, from which eager PyTorch computes
     its loss), with `bias` added along the row, or with `offset`, a
-    constant one (-1e30 on the classes a vocabulary is padded with). The
+    constant one (_PADDED_LOGIT on the classes a vocabulary is padded with). The
     gradient needs each row's log-sum-exp in every element: on the GPU the
     program runs as its row split (the GEMM writing the logits and the
     rows' statistics, then their application)."""
@@ -309,9 +309,11 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return None, grad_x, grad_weight, grad_bias, None, None, None
 
 
-# The logit of a class a vocabulary is padded with: exp(-1e30 - max) is 0,
-# and it times 0 (not the target) is 0, where -inf would give NaN.
-_PADDED_LOGIT = -1e30
+# The logit of a class a vocabulary is padded with: exp(-1e4 - max) is 0 in
+# f32 wherever the row's largest logit is above -9900, and it times 0 (not
+# the target) is 0, where -inf would give NaN; finite also where the logits
+# are rounded to f16 (at most 65504 in magnitude), as F.linear writes them.
+_PADDED_LOGIT = -1e4
 _offsets = {}
 
 
@@ -389,7 +391,7 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
             weight = F.pad(weight, (0, 0, 0, padded - vocabulary))
             remade(weight, lambda: F.pad(given, (0, 0, 0, padded - vocabulary)), (given,))
             if bias is not None:
-                # In f32 at least (a 16-bit bias would round the pad to -inf).
+                # In f32 at least (the pad is not exact in a 16-bit type).
                 bias = F.pad(bias.to(torch.promote_types(bias.dtype, torch.float32)),
                              (0, padded - vocabulary), value=_PADDED_LOGIT)
         if bias is not None:

@@ -188,6 +188,19 @@ for what, g, w in zip(("x", "weight"), got6, want6):
     expect(f"a padded vocabulary's gradient of {what} ({tuple(g.shape)})",
            g.shape == w.shape and torch.allclose(g, w, rtol=1e-4, atol=1e-6))
 
+# In f16 the logits are rounded as F.linear writes them, the padded classes'
+# too: their logit stays finite (a pad of -1e30 became -inf there, and its
+# product with the one-hot zero NaN), with and without a bias.
+w8 = torch.randn(1001, 64, dtype=torch.float16)
+x8 = torch.randn(4, 64, dtype=torch.float16)
+b8 = torch.randn(1001, dtype=torch.float16)
+t8 = torch.randint(0, 1001, (4,))
+for what, bias in ("", None), (" with a bias", b8):
+    got8 = coda.nn.linear_cross_entropy(x8, w8, t8, bias=bias)
+    want8 = F.cross_entropy(F.linear(x8.float(), w8.float(), None if bias is None else bias.float())
+                            .half().float(), t8)
+    close(f"an f16 padded vocabulary's loss{what}", got8.float(), want8, 1e-3)
+
 # Under inference mode first (a validation pass), then in training: the
 # padded vocabulary's offset and the seed of a program without dropout, made
 # once and kept, are not inference tensors that autograd refuses to save.
