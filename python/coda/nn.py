@@ -237,39 +237,45 @@ def _no_seed(x):
                       lambda: torch.zeros((), dtype=torch.int64, device=x.device))
 
 
-def _cross_entropy_text(bias, offset=False):
+def _cross_entropy_text(bias, offset=False, gradient=True):
     """The row loss of linear_cross_entropy, for operands of type `t`: each
     row's log-sum-exp (shifted by its maximum), its target class's logit,
-    and the logits' gradient for a unit loss, softmax - onehot; of the
-    logits as F.linear writes them (in t, from which eager PyTorch computes
-    its loss), with `bias` added along the row, or with `offset`, a
-    constant one (_PADDED_LOGIT on the classes a vocabulary is padded with). The
-    gradient needs each row's log-sum-exp in every element: on the GPU the
-    program runs as its row split (the GEMM writing the logits and the
-    rows' statistics, then their application)."""
+    and with `gradient` the logits' gradient for a unit loss, softmax -
+    onehot; of the logits as F.linear writes them (in t, from which eager
+    PyTorch computes its loss), with `bias` added along the row, or with
+    `offset`, a constant one (_PADDED_LOGIT on the classes a vocabulary is
+    padded with). The gradient needs each row's log-sum-exp in every
+    element: on the GPU the program then runs as its row split (the GEMM
+    writing the logits and the rows' statistics, then their application);
+    without it, the rows' statistics are merged after the GEMM and nothing
+    [M, N] is written."""
     inputs = "target: f32[M]" + (", bias: f32[N]" if bias else "") + (
         ", offset: f32[N]" if offset else "")
     terms = "input" + (" + bias" if bias else "") + (" + offset" if offset else "")
 
     def text(t):
         logits = f"{t}({terms})" if t in ("bf16", "f16") else terms
+        outputs = "lse: f32[M], picked: f32[M]" + (f", grad: {t}[M, N]" if gradient else "")
         return (f"EPILOGUE cross_entropy({inputs})\n"
-                f"    -> (lse: f32[M], picked: f32[M], grad: {t}[M, N]) {{\n"
+                f"    -> ({outputs}) {{\n"
                 f"  logits = {logits};\n"
                 "  shift = row_max(logits);\n"
                 "  lse = shift + log(row_sum(exp(logits - shift)));\n"
                 "  onehot = max(0, 1 - abs(col() - target));\n"
                 "  picked = row_sum(logits * onehot);\n"
-                "  grad = exp(logits - lse) - onehot;\n}\n")
+                + ("  grad = exp(logits - lse) - onehot;\n" if gradient else "") + "}\n")
 
     return text
 
 
-# Registered at import (nothing compiles until a first call), so that
-# torch.compile traces the op of a family that exists.
-_cross_entropy = ProgramFamily(_cross_entropy_text(bias=False))
-_cross_entropy_bias = ProgramFamily(_cross_entropy_text(bias=True))
-_cross_entropy_offset = ProgramFamily(_cross_entropy_text(bias=False, offset=True))
+# By (bias, offset, gradient): the loss to train through, or the loss alone
+# (no gradient asked for: a validation pass). Registered at import (nothing
+# compiles until a first call), so that torch.compile traces the op of a
+# family that exists.
+_CROSS_ENTROPY = {
+    (bias, offset, gradient): ProgramFamily(_cross_entropy_text(bias, offset, gradient))
+    for bias, offset in ((False, False), (True, False), (False, True))
+    for gradient in (True, False)}
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -394,21 +400,33 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
                 # In f32 at least (the pad is not exact in a 16-bit type).
                 bias = F.pad(bias.to(torch.promote_types(bias.dtype, torch.float32)),
                              (0, padded - vocabulary), value=_PADDED_LOGIT)
+        tensors, names = [classes], "target"
+        offset = bias is None and padded != vocabulary
         if bias is not None:
-            family, tensors, names = _cross_entropy_bias, [classes], "target,bias"
-        elif padded != vocabulary:
-            family, names = _cross_entropy_offset, "target,offset"
-            tensors = [classes, _padded_offset(vocabulary, padded, x2)]
-        else:
-            family, tensors, names = _cross_entropy, [classes], "target"
+            names += ",bias"
+        elif offset:
+            tensors.append(_padded_offset(vocabulary, padded, x2))
+            names += ",offset"
         needs = (x2.requires_grad, weight.requires_grad)
-        if torch.is_grad_enabled() and not torch.compiler.is_compiling() and any(needs):
-            # The backward's two GEMMs, compiled while the forward runs.
-            autograd._compile_ahead(("loss", family.key, x2.dtype, x2.shape, weight.shape, needs),
-                                    autograd.operand_jobs, x2, family.key,
-                                    (x2.shape[0], padded), x2.shape, weight.shape, needs)
-        losses = _LinearCrossEntropy.apply(family.key, x2, weight, bias, tensors, names,
-                                           _no_seed(x))
+        gradient = torch.is_grad_enabled() and (
+            any(needs) or (bias is not None and bias.requires_grad))
+        family = _CROSS_ENTROPY[bias is not None, offset, gradient]
+        if not gradient:
+            # No logits' gradient written where none is asked for.
+            call = _run_op if torch.compiler.is_compiling() else autograd._run
+            lse, picked = call(family.key, "", x2, weight,
+                               tensors if bias is None else [*tensors, bias], names, [], "",
+                               _no_seed(x))
+            losses = lse - picked
+        else:
+            if not torch.compiler.is_compiling() and any(needs):
+                # The backward's two GEMMs, compiled while the forward runs.
+                autograd._compile_ahead(
+                    ("loss", family.key, x2.dtype, x2.shape, weight.shape, needs),
+                    autograd.operand_jobs, x2, family.key, (x2.shape[0], padded), x2.shape,
+                    weight.shape, needs)
+            losses = _LinearCrossEntropy.apply(family.key, x2, weight, bias, tensors, names,
+                                               _no_seed(x))
     losses = torch.where(counts, losses, 0.0)
     if reduction == "none":
         return losses.reshape(x.shape[:-1])

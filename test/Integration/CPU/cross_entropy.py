@@ -18,6 +18,7 @@ import torch
 import torch_checks as checks
 import torch.nn.functional as F
 
+import coda.autograd
 import coda.nn
 from coda import CodaError
 from coda.autograd import ProgramFamily, run
@@ -200,6 +201,36 @@ for what, bias in ("", None), (" with a bias", b8):
     want8 = F.cross_entropy(F.linear(x8.float(), w8.float(), None if bias is None else bias.float())
                             .half().float(), t8)
     close(f"an f16 padded vocabulary's loss{what}", got8.float(), want8, 1e-3)
+
+# Where no gradient is asked for (a validation pass under torch.no_grad, or
+# frozen weights), the loss's program writes no logits' gradient: the same
+# losses from a program whose outputs are the rows' statistics alone.
+programs = []
+real_run = coda.autograd._run
+
+
+def recording_run(key, derive, a, *rest):
+    programs.append(coda.autograd._families[key].program(derive, a.device, a.dtype))
+    return real_run(key, derive, a, *rest)
+
+
+coda.autograd._run = recording_run
+w9 = torch.randn(1004, 64, requires_grad=True)  # rows of 4016 bytes: not padded
+cases = (("", x6[:, :64].detach(), w9, t6.clamp(max=1003), None),
+         (" (a padded vocabulary)", x6, w6, t6, None),
+         (" (with a bias)", x8, w8, t8, b8.clone().requires_grad_()))
+for what, xs, ws, ts, bias in cases:
+    programs.clear()
+    want9 = coda.nn.linear_cross_entropy(xs, ws, ts, bias=bias)
+    trained = [[o["name"] for o in p.outputs] for p in programs]
+    programs.clear()
+    with torch.no_grad():
+        got9 = coda.nn.linear_cross_entropy(xs, ws, ts, bias=bias)
+    outputs = [[o["name"] for o in p.outputs] for p in programs]
+    expect(f"no gradient asked{what}: the rows' statistics alone ({outputs}, in training "
+           f"{trained})", outputs == [["lse", "picked"]] and trained == [["lse", "picked", "grad"]]
+           and torch.equal(got9, want9.detach()))
+coda.autograd._run = real_run
 
 # Under inference mode first (a validation pass), then in training: the
 # padded vocabulary's offset and the seed of a program without dropout, made
