@@ -162,16 +162,26 @@ class _Remade:
 
     def __init__(self, make, sources, dtype):
         self.make, self.sources, self.dtype = make, sources, dtype
-        self.versions = [source._version for source in sources]
+        self.versions = _versions(sources)
 
     def __call__(self):
-        if [source._version for source in self.sources] != self.versions:
-            raise RuntimeError(
-                "a weight was modified in place between the forward and the backward: the "
-                "stacked weight that coda makes again for the backward would not be the "
-                "forward's (update parameters after the backward, as optimizers do)")
+        _check_versions(self.sources, self.versions)
         with torch.no_grad():
             return self.make().to(self.dtype)
+
+
+def _versions(sources):
+    return [source._version for source in sources]
+
+
+def _check_versions(sources, versions):
+    """Raises where one of `sources` (weights a stacked weight is made of)
+    changed since `versions` (_versions) were taken at the forward."""
+    if _versions(sources) != versions:
+        raise RuntimeError(
+            "a weight was modified in place between the forward and the backward: the "
+            "stacked weight that coda makes again for the backward would not be the "
+            "forward's (update parameters after the backward, as optimizers do)")
 
 
 @contextlib.contextmanager
@@ -641,10 +651,9 @@ class GatedMLP(nn.Module):
         return f"activation={self.activation}"
 
 
-# rstd is detached: its gradient, rowsum(grad_output * output) / rstd, is
-# taken from the output (_RowScaleGradient), so that the derived backward's
-# epilogue, the inverse rotation times rstd, reads no accumulator and its
-# kernel runs no product.
+# rstd is detached: its gradient comes from the output (_RotaryQKV's
+# backward), so that the epilogue gradient, the inverse rotation times rstd,
+# reads no accumulator and its kernel runs no product.
 _ROTARY_QKV = """
 EPILOGUE rmsnorm_rotary(rstd: f32[M], {inputs}, sign: f32[N], normed: f32[N])
     -> (output: {t}[M, N]) {
@@ -681,20 +690,68 @@ _ROTATIONS = {
            "turned = X + detach(normed) * (X * detach(cosine)\n"
            "         + partner(X, {half}) * detach(sign) * detach(sine) - X);"),
 }
+# The backward of _ROTARY_QKV's program on the gradient of its output, y:
+# the inverse rotation (the transpose of _ROTATIONS' turn: each column's
+# term in its partner's turn, moved back) times rstd, the epilogue
+# gradient, which reads no accumulator (its kernel runs no product); and
+# rowsum(grad * y), rstd's gradient times rstd (y = turned(acc) * rstd).
+_ROTARY_GRADIENT = """
+EPILOGUE rmsnorm_rotary_gradient(grad: {t}[M, N], y: {t}[M, N], rstd: f32[M], {inputs},
+                                 sign: f32[N], normed: f32[N])
+    -> (grad_acc: {t}[M, N], rowdot: f32[M]) {
+  {inverse}
+  grad_acc = turned * rstd;
+  rowdot = row_sum(grad * y);
+}
+"""
+_INVERSE_ROTATIONS = {
+    False: ("angle = pos * inv_freq;\n"
+            "  turned = grad * cos(angle) + partner(grad * sign * sin(angle), {half});"),
+    True: ("turned = grad + normed * (grad * cosine + partner(grad * sign * sine, {half})\n"
+           "                          - grad);"),
+}
+# x's and gamma's gradients: the product of the epilogue gradient by the
+# three weights stacked as they are (B [K, N]: the weights [N, K] as
+# stored), times gamma (the forward's weight is scaled by it), plus what
+# reaches x through rstd = rsqrt(mean(x * x) + eps), x * (rstd's gradient)
+# * -rstd^3 / K with rstd's gradient rowdot / rstd; gamma's, the column
+# sums of that product times x.
+_ROTARY_INPUT_GRADIENT = ProgramFamily(lambda t: f"""
+EPILOGUE rmsnorm_rotary_input_gradient(x: {t}[M, N], gamma: f32[N], rowdot: f32[M],
+                                       rstd: f32[M], inv_width: f32)
+    -> (output: {t}[M, N], grad_gamma: f32[N]) {{
+  output = input * gamma - x * (rowdot * rstd * rstd * inv_width);
+  grad_gamma = col_sum(input * x);
+}}
+""", layout_b="kn")
+# The three weights' gradient, stacked: the epilogue gradient's transpose
+# (A [K, M]: grad_acc [M, K] as written) by x, times gamma.
+_ROTARY_WEIGHT_GRADIENT = ProgramFamily(lambda t: f"""
+EPILOGUE rmsnorm_rotary_weight_gradient(gamma: f32[N]) -> (output: {t}[M, N]) {{
+  output = input * gamma;
+}}
+""", layout_a="km", layout_b="kn")
 _rotary_families = {}
+# The program family of _ROTARY_GRADIENT for each _ROTARY_QKV family's key.
+_rotary_gradients = {}
+
+
+def _row_rstd(x, eps):
+    """rsqrt(mean(x * x, -1) + eps) of x [M, K], in f32 as Hugging Face's
+    RMSNorm computes it (f64 for f64 x), in two kernels (the row norm, then
+    the rest in place)."""
+    wide = torch.promote_types(x.dtype, torch.float32)
+    rstd = torch.linalg.vector_norm(x, dim=-1, dtype=wide)
+    return rstd.square_().div_(x.shape[-1]).add_(eps).rsqrt_()
 
 
 class _RowRstd(torch.autograd.Function):
-    """rsqrt(mean(x * x, -1) + eps) of x [M, K], in f32 as Hugging Face's
-    RMSNorm computes it (f64 for f64 x), in two kernels (the row norm, then
-    the rest in place); backward, x times grad * -rstd^3 / K, written in
+    """_row_rstd(x, eps); backward, x times grad * -rstd^3 / K, written in
     x's type by one kernel (autograd of the same expression runs six)."""
 
     @staticmethod
     def forward(ctx, x, eps):
-        wide = torch.promote_types(x.dtype, torch.float32)
-        rstd = torch.linalg.vector_norm(x, dim=-1, dtype=wide)
-        rstd.square_().div_(x.shape[-1]).add_(eps).rsqrt_()
+        rstd = _row_rstd(x, eps)
         ctx.save_for_backward(x, rstd)
         return rstd
 
@@ -707,35 +764,86 @@ class _RowRstd(torch.autograd.Function):
         return torch.mul(x, scale.unsqueeze(-1), out=torch.empty_like(x)), None
 
 
-class _RowScaleGradient(torch.autograd.Function):
-    """y = x, where x = f * scale[:, None] for an f the caller's program
-    computes with `scale` detached: backward, scale's gradient from y,
-    rowsum(grad_y * y) / scale (f = y / scale), summed in f32 (f64 for f64
-    operands)."""
+class _RotaryQKV(torch.autograd.Function):
+    """y, family `key`'s _ROTARY_QKV program on x [M, K] and the weights
+    `projections` stacked and scaled by the norm's weight gamma
+    (_scaled_rows, in `dtype`), its inputs `tensors` (rstd first, detached
+    in the program) named by `names`. Backward, on y's gradient: the
+    epilogue gradient and rowsum(grad * y) in one kernel with no product
+    (_ROTARY_GRADIENT); x's gradient on its GEMM by the weights stacked as
+    they are, times gamma, with what rstd passes on to x and gamma's
+    gradient in its epilogue (_ROTARY_INPUT_GRADIENT); the weights' on
+    theirs (_ROTARY_WEIGHT_GRADIENT), views of one product. Neither stacked
+    weight is held from the forward (the parameters are saved). The
+    programs run as `run` runs them: through the coda::run op under
+    torch.compile, else called directly; this function records no autograd
+    of its own inside."""
 
     @staticmethod
-    def forward(ctx, y, scale):
-        ctx.save_for_backward(y, scale)
-        return y.view_as(y)
+    def forward(ctx, key, x, gamma, tensors, names, seed, dtype, *projections):
+        ctx.call = _run_op if torch.compiler.is_compiling() else autograd._run
+        weight = _scaled_rows(projections, gamma, dtype)
+        (y,) = ctx.call(key, "", x, weight, tensors, names, [], "", seed)
+        ctx.key, ctx.names, ctx.dtype, ctx.count = key, names, dtype, len(tensors)
+        # In eager mode the parameters are saved under _remade's hooks,
+        # which leave PyTorch's check that they are unchanged to them.
+        ctx.versions = (None if torch.compiler.is_compiling()
+                        else _versions((gamma, *projections)))
+        ctx.save_for_backward(x, gamma, y, seed, *tensors, *projections)
+        return y
 
     @staticmethod
     def backward(ctx, grad):
-        y, scale = ctx.saved_tensors
-        grad_scale = None
-        if ctx.needs_input_grad[1]:
-            wide = torch.promote_types(y.dtype, torch.float32)
-            grad_scale = (grad * y).sum(-1, dtype=wide) / scale
-        return grad, grad_scale
+        x, gamma, y, seed, *rest = ctx.saved_tensors
+        tensors, projections = rest[:ctx.count], rest[ctx.count:]
+        if ctx.versions is not None:
+            _check_versions((gamma, *projections), ctx.versions)
+        needs = ctx.needs_input_grad
+        stacked = _scaled_rows(projections, None, ctx.dtype)
+        grad_acc, rowdot = ctx.call(_rotary_gradients[ctx.key].key, "", x, stacked,
+                                    [grad.contiguous(), y, *tensors], "grad,y," + ctx.names,
+                                    [], "", seed)
+        grad_x = grad_gamma = None
+        if needs[1] or needs[2]:
+            grad_x, grad_gamma = ctx.call(
+                _ROTARY_INPUT_GRADIENT.key, "", grad_acc, stacked, [x, gamma, rowdot, tensors[0]],
+                "x,gamma,rowdot,rstd", [1.0 / x.shape[1]], "inv_width", seed)
+            grad_x = autograd._as(grad_x, x.dtype) if needs[1] else None
+            grad_gamma = autograd._as(grad_gamma, gamma.dtype) if needs[2] else None
+        grad_weights = [None] * len(projections)
+        if any(needs[7:]):
+            (grad_stacked,) = ctx.call(_ROTARY_WEIGHT_GRADIENT.key, "", grad_acc, x, [gamma],
+                                       "gamma", [], "", seed)
+            grad_weights = [autograd._as(g, w.dtype) if need else None for g, w, need in
+                            zip(grad_stacked.split([w.shape[0] for w in projections]),
+                                projections, needs[7:])]
+        return None, grad_x, grad_gamma, None, None, None, None, *grad_weights
+
+
+def _rotary_jobs(like, key, x, weight, needs):
+    """The jobs (autograd._compile_ahead) of _RotaryQKV's backward on x and
+    the stacked weight (shapes; `needs`: the gradients of x or gamma, and of
+    the weights, asked for)."""
+    grad_acc = (x[0], weight[0])
+    jobs = [(_rotary_gradients[key].key, "", x, weight)]
+    if needs[0]:
+        jobs.append((_ROTARY_INPUT_GRADIENT.key, "", grad_acc, weight))
+    if needs[1]:
+        jobs.append((_ROTARY_WEIGHT_GRADIENT.key, "", (x[0], weight[0]), x))
+    return jobs
 
 
 def _scaled_rows(weights, scale, dtype):
-    """The rows of `weights` stacked, column k times scale[k], in `dtype`:
-    one pass over each weight (torch.cat(weights) * scale takes two, and a
-    stacked copy)."""
+    """The rows of `weights` stacked, column k times scale[k] (as they are
+    where scale is None), in `dtype`: one pass over each weight
+    (torch.cat(weights) * scale takes two, and a stacked copy)."""
     out = torch.empty(sum(w.shape[0] for w in weights), weights[0].shape[1], dtype=dtype,
-                      device=scale.device)
+                      device=weights[0].device)
     for w, rows in zip(weights, out.split([w.shape[0] for w in weights])):
-        torch.mul(w, scale, out=rows)
+        if scale is None:
+            rows.copy_(w)
+        else:
+            torch.mul(w, scale, out=rows)
     return out
 
 
@@ -789,6 +897,13 @@ def _rotary_family(head_dim, qk_eps=None, tables=False, bias=False):
         text = (text.replace("{inputs}", inputs).replace("{half}", str(head_dim // 2))
                 .replace("{head_dim}", str(head_dim)).replace("{eps}", repr(qk_eps)))
         family = _rotary_families[key] = ProgramFamily(lambda t: text.replace("{t}", t))
+        if qk_eps is None and not bias:
+            gradient = (_ROTARY_GRADIENT.replace("{inputs}", inputs)
+                        .replace("{inverse}", _INVERSE_ROTATIONS[tables])
+                        .replace("{half}", str(head_dim // 2))
+                        .replace("{head_dim}", str(head_dim)))
+            _rotary_gradients[family.key] = ProgramFamily(
+                lambda t: gradient.replace("{t}", t))
     return family
 
 
@@ -804,10 +919,12 @@ class RMSNormRotaryQKV(nn.Module):
     weight at each call, and its epilogue multiplies each row by its rstd
     (one row reduction of x, in PyTorch) and rotates each pair of columns
     head_dim / 2 apart; the normalized x and the unrotated queries and keys
-    are never written. Backward, coda's derived programs: the inverse
-    rotation times rstd (an epilogue that reads no accumulator: its kernel
-    runs no product), then the gradients of x and of the stacked weight;
-    rstd's gradient, rowsum(grad * output) / rstd, in PyTorch.
+    are never written. Backward, three programs (_RotaryQKV): the inverse
+    rotation times rstd with rowsum(grad * output) (rstd's gradient times
+    rstd) in one kernel that runs no product; x's gradient on its GEMM by
+    the three weights as they are, times the norm's weight, with what rstd
+    passes on to x and the norm weight's gradient in its epilogue; the
+    weights' gradient on theirs.
     With qk_norm=True (Qwen3's, OLMo2's attention), each query and key head
     is normalized by an RMSNorm of its own over head_dim columns (weights
     `q_norm`, `k_norm`, epsilon `qk_eps`, by default `eps`) before the
@@ -896,14 +1013,19 @@ class RMSNormRotaryQKV(nn.Module):
         projections = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
         (x,) = _autocast(x)
         x2 = x.reshape(-1, width)
-        rstd = _RowRstd.apply(x2, self.eps)
+        bias = self.q_proj.bias is not None
+        plain = self.qk_eps is None and not bias
+        # rstd's gradient reaches x in _RotaryQKV's backward (the plain
+        # program), else through its row norm (_RowRstd).
+        rstd = _row_rstd(x2.detach(), self.eps) if plain else _RowRstd.apply(x2, self.eps)
         # The weights stacked and scaled by the norm's weight, in
-        # torch.autocast's type when it is on, which the backward makes
-        # again from the parameters rather than holding.
+        # torch.autocast's type when it is on; not held for the backward.
         gamma = self.norm.weight
         dtype = x.dtype if torch.is_autocast_enabled(x.device.type) else projections[0].dtype
-        weight = _ScaledRows.apply(dtype, gamma, *projections)
-        remade(weight, lambda: _scaled_rows(projections, gamma, dtype), (*projections, gamma))
+        if not plain:
+            weight = _ScaledRows.apply(dtype, gamma, *projections)
+            remade(weight, lambda: _scaled_rows(projections, gamma, dtype),
+                   (*projections, gamma))
         inv_freq, sign, normed = self._columns(x.device)
         d = self.head_dim
         tables = position_embeddings is not None
@@ -924,13 +1046,20 @@ class RMSNormRotaryQKV(nn.Module):
                 positions = positions.reshape(lead)
             turn = [positions.expand(lead).reshape(-1).to(torch.float32), inv_freq]
             turn_names = "pos,inv_freq"
-        bias = self.q_proj.bias is not None
         family = _rotary_family(d, self.qk_eps, tables, bias)
         tensors, names = [rstd, *turn, sign, normed], f"rstd,{turn_names},sign,normed"
-        if self.qk_eps is None and not bias:
-            (out,) = run(family.key, "", x2.contiguous(), weight, tensors, names, [], "",
-                         _no_seed(x))
-            out = _RowScaleGradient.apply(out, rstd)
+        if plain:
+            x2 = x2.contiguous()
+            shape = (sum(w.shape[0] for w in projections), width)
+            needs = (x2.requires_grad or gamma.requires_grad,
+                     any(w.requires_grad for w in projections))
+            if not torch.compiler.is_compiling() and torch.is_grad_enabled() and any(needs):
+                # The backward's programs, compiled while the forward runs.
+                autograd._compile_ahead(
+                    ("rotary", family.key, x2.dtype, x2.shape, shape, needs),
+                    _rotary_jobs, x2, family.key, x2.shape, shape, needs)
+            out = _RotaryQKV.apply(family.key, x2, gamma, tensors, names, _no_seed(x), dtype,
+                                   *projections)
         else:
             if self.qk_eps is not None:
                 # Each head's norm weight repeated over the query and key

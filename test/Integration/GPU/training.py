@@ -229,8 +229,9 @@ for label, norm, gated, bias, rows, width, hidden in [
 
 # coda.nn.RMSNormRotaryQKV: the input RMSNorm folded into the QKV product,
 # the rotary embedding in its epilogue; forward and every gradient (the
-# inverse rotation times rstd, a kernel without a product, and rstd's
-# gradient from the output; with QK-norm, each head's RMSNorm in the
+# inverse rotation times rstd and rstd's gradient from the output in one
+# kernel without a product, then x's and the norm weight's gradients on one
+# GEMM and the weights' on another; with QK-norm, each head's RMSNorm in the
 # epilogue and the derived backward with the GEMM recomputed) against float64
 # math on the same bf16 values, over ragged token counts, positions that
 # restart per sequence and grouped key and value heads; also rotated by cos
