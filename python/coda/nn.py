@@ -841,6 +841,8 @@ def _scaled_rows(weights, scale, dtype):
     """The rows of `weights` stacked, column k times scale[k] (as they are
     where scale is None), in `dtype`: one pass over each weight
     (torch.cat(weights) * scale takes two, and a stacked copy)."""
+    if scale is None and all(w.dtype == dtype for w in weights):
+        return torch.cat(weights)  # one kernel
     out = torch.empty(sum(w.shape[0] for w in weights), weights[0].shape[1], dtype=dtype,
                       device=weights[0].device)
     for w, rows in zip(weights, out.split([w.shape[0] for w in weights])):
