@@ -63,6 +63,10 @@ Recognized, by their structure (the modules and attributes they hold):
   states by coda.nn.linear_cross_entropy, the head's GEMM with the loss's
   row statistics in its epilogue, the logits never written (the output's
   ``logits`` is None then);
+- a Hugging Face RMSNorm no coda kernel folds (``LlamaRMSNorm``'s forward:
+  ``weight`` and ``variance_epsilon``; a LLaMA model's final norm): PyTorch's
+  fused ``F.rms_norm`` where x and the weight share a type (one kernel
+  forward and one backward, for the module's six and more);
 - Hugging Face's ``BertForMaskedLM``: in training with labels, the
   masked-LM loss from the head's transform of the hidden states by
   coda.nn.linear_cross_entropy with the decoder's bias, no logits;
@@ -112,7 +116,7 @@ class PatchReport:
         self.replaced, self.skipped = [], []
 
     def __str__(self):
-        lines = [f"coda.patch: {len(self.replaced)} modules on coda kernels"]
+        lines = [f"coda.patch: {len(self.replaced)} modules replaced"]
         lines += [f"  {name or '<model>'}: {what}" for name, what in self.replaced]
         lines += [f"  left as is: {name or '<model>'}: {why}" for name, why in self.skipped]
         return "\n".join(lines)
@@ -1086,6 +1090,32 @@ def _odd_linear(module):
     return None
 
 
+def _rmsnorm_parts(module):
+    """(epsilon,) of a Hugging Face RMSNorm (_rmsnorm_eps) that no coda
+    kernel folds (a model's final norm before its head), else None."""
+    weight = getattr(module, "weight", None)
+    eps = _rmsnorm_eps(module, weight.shape[0]) if isinstance(weight, torch.Tensor) and \
+        weight.dim() == 1 else None
+    return None if eps is None else (eps,)
+
+
+def _patch_rmsnorm(norm, eps):
+    """Hugging Face's RMSNorm (x in f32 times rsqrt(mean(x * x) + eps),
+    rounded to x's type, times the weight: six kernels forward and more
+    backward) as F.rms_norm, PyTorch's fused kernel forward and backward,
+    where x and the weight share a type (the product by the weight then in
+    f32, rounded once); else the module's own forward."""
+    original = norm.forward
+
+    def forward(hidden_states):
+        if hidden_states.dtype != norm.weight.dtype:
+            return original(hidden_states)
+        return F.rms_norm(hidden_states, norm.weight.shape, norm.weight, eps)
+
+    norm.forward = forward
+    return "RMSNorm: F.rms_norm (one fused kernel forward, one backward)"
+
+
 # What coda.patch recognizes in a module, in order: a function that returns
 # the parts it patches (a tuple), why it leaves the module (a string) or
 # None; the function that patches the parts and describes what it did; and
@@ -1103,6 +1133,7 @@ _RECOGNIZERS = (
     (_self_attention_parts, lambda module, parts: _patch_self_attention(module, *parts), True),
     (_dense_parts, _patch_dense, True),
     (_odd_linear, lambda module, parts: _patch_linear(module), True),
+    (_rmsnorm_parts, lambda module, parts: _patch_rmsnorm(module, *parts), True),
     (_mlp_parts, _patch_mlp, True),
 )
 

@@ -80,7 +80,7 @@ eager = GPT2LMHeadModel(config)
 fused = copy.deepcopy(eager)
 report = coda.patch(fused)
 print(report)
-# CHECK: coda.patch: 4 modules on coda kernels
+# CHECK: coda.patch: 4 modules replaced
 # CHECK-NEXT: <model>: the loss from the hidden states in the LM head's GEMM (no logits) in training
 # CHECK-NEXT: transformer.h.0: block: attention output projection + dropout + residual + ln_2 in one kernel, MLP (gelu) + residual as coda's fused MLP
 # CHECK-NEXT: transformer.h.1: block: attention output projection + dropout + residual + ln_2 in one kernel, MLP (gelu) + residual as coda's fused MLP
@@ -245,7 +245,7 @@ bert_config = BertConfig(vocab_size=101, hidden_size=32, num_hidden_layers=2,
 bert = BertForMaskedLM(bert_config)
 bert_fused = copy.deepcopy(bert)
 print(coda.patch(bert_fused))
-# CHECK: coda.patch: 8 modules on coda kernels
+# CHECK: coda.patch: 8 modules replaced
 # CHECK-NEXT: <model>: the masked-LM loss from the head's transform in the decoder's GEMM with its bias (no logits) in training
 # CHECK-NEXT: bert.encoder.layer.0: feed-forward, MLP (gelu_erf) + residual as coda's fused MLP, then its LayerNorm
 # CHECK-NEXT: bert.encoder.layer.0.attention.self: Q, K and V projections + biases in one kernel
@@ -381,13 +381,32 @@ with torch.no_grad():
         layer.input_layernorm.weight.uniform_(0.5, 1.5)
 llama_fused = copy.deepcopy(llama)
 print(coda.patch(llama_fused))
-# CHECK: coda.patch: 4 modules on coda kernels
+# CHECK: coda.patch: 5 modules replaced
 # CHECK-NEXT: <model>: the loss from the hidden states in the LM head's GEMM (no logits) in training
 # CHECK-NEXT: model.layers.0: decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel, attention output projection + residual + RMSNorm in one kernel, gated MLP (silu) + residual as coda's fused gated MLP
 # CHECK-NEXT: model.layers.1: decoder layer: input RMSNorm
+# CHECK-NEXT: model.norm: RMSNorm: F.rms_norm (one fused kernel forward, one backward)
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM
 check_training("LLaMA", llama, llama_fused, bert_tokens)
 # CHECK: LLaMA losses and gradients: dropout off
+# The final norm on F.rms_norm: the module's own math (in f32 for any x) and
+# epsilon (rows small enough that it counts), output and gradient; an x of
+# another type than the weight's through the module's own forward.
+norm = copy.deepcopy(llama.model.norm).double()
+norm.variance_epsilon = 0.5
+with torch.no_grad():
+    norm.weight.uniform_(0.5, 1.5)
+fused_norm = copy.deepcopy(norm)
+print(coda.patch(fused_norm).replaced)
+# CHECK: [('', 'RMSNorm: F.rms_norm (one fused kernel forward, one backward)')]
+rows = (torch.randn(3, 32, dtype=torch.float64) * 0.3).requires_grad_()
+got, want = fused_norm(rows), norm(rows)
+close("final norm", got, want, 1e-6)
+close("final norm: grad x", torch.autograd.grad((got * want.detach()).sum(), rows)[0],
+      torch.autograd.grad((want * want.detach()).sum(), rows)[0], 1e-6)
+if not torch.equal(fused_norm(rows.float()), norm(rows.float())):
+    failures.append("final norm: an x of another type than the weight's not on the "
+                    "module's own forward")
 # As training loops call it, without the key and value cache.
 check_training("LLaMA without a cache", llama, llama_fused, bert_tokens, use_cache=False)
 # CHECK: LLaMA without a cache losses and gradients: dropout off
@@ -568,7 +587,7 @@ print(coda.patch(opt).skipped[0])
 # A causal LM inside another module: its loss and its layers are patched.
 wrapper = torch.nn.ModuleDict({"lm": LlamaForCausalLM(llama_config)})
 print([name for name, _ in coda.patch(wrapper).replaced])
-# CHECK: ['lm', 'lm.model.layers.0', 'lm.model.layers.1', 'lm.lm_head']
+# CHECK: ['lm', 'lm.model.layers.0', 'lm.model.layers.1', 'lm.model.norm', 'lm.lm_head']
 
 # Gradient checkpointing (transformers 5 applies it in the layer's class
 # forward, which the patch replaces): each patched layer runs again in the

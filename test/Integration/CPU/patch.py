@@ -46,7 +46,7 @@ eager = GPT(context=16, layers=2, heads=2, d=32)
 fused = copy.deepcopy(eager)
 report = coda.patch(fused)
 print(report)
-# CHECK: coda.patch: 2 modules on coda kernels
+# CHECK: coda.patch: 2 modules replaced
 # CHECK-NEXT: blocks.0: block: attention output projection + dropout + residual + ln_2 in one kernel, MLP (gelu_erf) + residual as coda's fused MLP
 # CHECK-NEXT: blocks.1: block:
 if list(eager.state_dict()) != list(fused.state_dict()):
@@ -82,7 +82,7 @@ if not fused(idx, targets).item() < before:
 eager = GPT(vocab=250, context=16, layers=1, heads=2, d=32)
 fused = copy.deepcopy(eager)
 print(coda.patch(fused))
-# CHECK: coda.patch: 2 modules on coda kernels
+# CHECK: coda.patch: 2 modules replaced
 # CHECK-NEXT: blocks.0: block:
 # CHECK-NEXT: head: linear 32 -> 250 (no bias): coda's GEMM (a width not a multiple of 8, which cuBLAS runs several times slower)
 odd = torch.randint(0, 250, (3, 16))
@@ -95,7 +95,7 @@ eager = GPT(context=16, layers=1, heads=2, d=32)
 eager.blocks[0].ln_2 = nn.LayerNorm(32, bias=False)
 fused = copy.deepcopy(eager)
 print(coda.patch(fused))
-# CHECK: coda.patch: 1 modules on coda kernels
+# CHECK: coda.patch: 1 modules replaced
 # CHECK-NEXT: blocks.0: block: attention output projection + dropout + residual in one kernel, MLP (gelu_erf) + residual as coda's fused MLP
 check_step("ln_2 without a bias", eager, fused, idx, targets)
 
@@ -195,7 +195,7 @@ model = nn.Sequential(nn.Sequential(nn.Linear(8, 32), nn.GELU(approximate="tanh"
                       nn.Linear(8, 13))
 reference = copy.deepcopy(model)
 print(coda.patch(model))
-# CHECK: coda.patch: 3 modules on coda kernels
+# CHECK: coda.patch: 3 modules replaced
 # CHECK-NEXT: 0: MLP (gelu) as coda's fused MLP
 # CHECK-NEXT: 1: MLP (gelu_erf, dropout 0.1) as coda's fused MLP
 # CHECK-NEXT: 3: linear 8 -> 13: coda's GEMM
@@ -233,6 +233,6 @@ except coda.CodaError as error:
 
 print("failures:", failures or "none")
 # CHECK: failures: none
-# TRAIN: coda.patch: 1 modules on coda kernels
+# TRAIN: coda.patch: 1 modules replaced
 # TRAIN: step    2/2
 # TRAIN: loss curves
