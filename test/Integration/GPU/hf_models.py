@@ -70,27 +70,27 @@ def check_training(label, model, tokens, autocast=None):
         worst = max(worst, ours / max(theirs, 1e-3))
         if not ours <= max(2 * theirs, 1e-2):
             failures.append(f"{label} {what}: relative error {ours:.2e}, eager bf16 {theirs:.2e}")
-    print(f"{label}: {len(report.replaced)} modules on coda; loss and {len(grads_ref)} gradients "
+    print(f"{label}: {len(report.replaced)} modules replaced; loss and {len(grads_ref)} gradients "
           f"checked (worst error {worst:.2f}x eager's)")
 
 
 gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=1001, n_positions=256, n_embd=192, n_layer=2, n_head=3, bos_token_id=0, eos_token_id=0,
                                   resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
 check_training("GPT-2", gpt2, torch.randint(0, 1001, (3, 67), device=cuda))
-# CHECK: GPT-2: 4 modules on coda; loss and {{[0-9]+}} gradients checked
+# CHECK: GPT-2: 4 modules replaced; loss and {{[0-9]+}} gradients checked
 
 bert = BertForMaskedLM(BertConfig(vocab_size=1001, hidden_size=256, num_hidden_layers=2,
                                   num_attention_heads=4, intermediate_size=1024,
                                   max_position_embeddings=256, hidden_dropout_prob=0.0,
                                   attention_probs_dropout_prob=0.0))
 check_training("BERT", bert, torch.randint(0, 1001, (2, 93), device=cuda))
-# CHECK: BERT: 8 modules on coda; loss and {{[0-9]+}} gradients checked
+# CHECK: BERT: 8 modules replaced; loss and {{[0-9]+}} gradients checked
 
 llama = LlamaForCausalLM(LlamaConfig(vocab_size=1001, hidden_size=256, intermediate_size=688,
                                      num_hidden_layers=2, num_attention_heads=4,
                                      num_key_value_heads=2, max_position_embeddings=256))
 check_training("LLaMA", llama, torch.randint(0, 1001, (2, 93), device=cuda))
-# CHECK: LLaMA: 4 modules on coda; loss and {{[0-9]+}} gradients checked
+# CHECK: LLaMA: 5 modules replaced; loss and {{[0-9]+}} gradients checked
 
 # Mixed precision, PyTorch's standard recipe: float32 parameters, the GEMMs in
 # autocast's type (f16 by default on CUDA, or bf16), gradients in float32.
@@ -98,12 +98,12 @@ tokens = torch.randint(0, 1001, (2, 93), device=cuda)
 for model in ("GPT-2", gpt2), ("BERT", bert), ("LLaMA", llama):
     for dtype in torch.float16, torch.bfloat16:
         check_training(f"{model[0]} under autocast {str(dtype)[6:]}", model[1], tokens, dtype)
-# CHECK: GPT-2 under autocast float16: 4 modules on coda
-# CHECK: GPT-2 under autocast bfloat16: 4 modules on coda
-# CHECK: BERT under autocast float16: 8 modules on coda
-# CHECK: BERT under autocast bfloat16: 8 modules on coda
-# CHECK: LLaMA under autocast float16: 4 modules on coda
-# CHECK: LLaMA under autocast bfloat16: 4 modules on coda
+# CHECK: GPT-2 under autocast float16: 4 modules replaced
+# CHECK: GPT-2 under autocast bfloat16: 4 modules replaced
+# CHECK: BERT under autocast float16: 8 modules replaced
+# CHECK: BERT under autocast bfloat16: 8 modules replaced
+# CHECK: LLaMA under autocast float16: 5 modules replaced
+# CHECK: LLaMA under autocast bfloat16: 5 modules replaced
 
 
 def graphed_step(model, tokens):
