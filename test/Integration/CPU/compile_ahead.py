@@ -9,8 +9,9 @@
 # program the module runs (derived program and operand shapes) in a training
 # step. For coda.nn.Linear, OutProjection, MLP (weights [out, in] and [in,
 # out], dropout, output dropout), GatedMLP, ResidualNormMLP (LayerNorm;
-# RMSNorm with a gated MLP) and linear_cross_entropy, with some parameters
-# frozen; nothing is handed over with gradients disabled.
+# RMSNorm with a gated MLP), RMSNormRotaryQKV (by positions and by cos/sin
+# tables) and linear_cross_entropy, with some parameters frozen; nothing is
+# handed over with gradients disabled.
 
 import os
 import sys
@@ -73,6 +74,17 @@ check("GatedMLP", lambda: coda.nn.GatedMLP(24, 40, **f64)(x))
 for norm, gated in (("layernorm", False), ("rmsnorm", True)):
     block = coda.nn.ResidualNormMLP(24, 24, 48, norm=norm, gated=gated, dropout=0.1, **f64)
     check(f"ResidualNormMLP {norm}", lambda: block(x, residual=r))
+qkv = coda.nn.RMSNormRotaryQKV(24, heads=3, kv_heads=1, head_dim=8, **f64)
+positions = torch.arange(13)
+check("RMSNormRotaryQKV", lambda: sum(t.sum() for t in qkv(x, positions)))
+tables = tuple(torch.rand(13, 8, **f64) for _ in range(2))
+check("RMSNormRotaryQKV by tables",
+      lambda: sum(t.sum() for t in qkv(x, position_embeddings=tables)))
+for p in (qkv.q_proj, qkv.k_proj, qkv.v_proj):
+    p.requires_grad_(False)
+check("RMSNormRotaryQKV, projections frozen", lambda: sum(t.sum() for t in qkv(x, positions)))
+qkv.requires_grad_(False)
+check("RMSNormRotaryQKV, x's gradient only", lambda: sum(t.sum() for t in qkv(x, positions)))
 head = torch.randn(37, 24, **f64, requires_grad=True)
 target = torch.randint(0, 37, (13,))
 check("linear_cross_entropy", lambda: coda.nn.linear_cross_entropy(x, head, target))
