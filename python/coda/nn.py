@@ -833,7 +833,7 @@ def _rotary_jobs(like, key, x, weight, needs):
     if needs[0]:
         jobs.append((_ROTARY_INPUT_GRADIENT.key, "", grad_acc, weight))
     if needs[1]:
-        jobs.append((_ROTARY_WEIGHT_GRADIENT.key, "", (x[0], weight[0]), x))
+        jobs.append((_ROTARY_WEIGHT_GRADIENT.key, "", grad_acc, x))
     return jobs
 
 
