@@ -206,6 +206,14 @@ def _run(key, derive, a, b, tensors, names, scalars, scalar_names, seed):
     return _call(program, a, b, tensors, names, scalars, scalar_names, seed)
 
 
+def _runner():
+    """What runs a program as `run` runs it, for functions that call the
+    programs of their own backward: the coda::run op under torch.compile,
+    which traces it, else `_run` directly (less host time than the op's
+    dispatch)."""
+    return _run_op if torch.compiler.is_compiling() else _run
+
+
 def _program_for(key, derive, like):
     """Program `derive` of family `key` for tensors like `like`."""
     return _families[key].program(derive, like.device, like.dtype)

@@ -37,8 +37,8 @@ from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 from . import autograd  # noqa: E402
-from .autograd import (ProgramFamily, _autocast, _operand_gradient, _run_op,  # noqa: E402
-                       down_inputs, draw_seed, mlp, run, tail)
+from .autograd import (ProgramFamily, _autocast, _operand_gradient, down_inputs,  # noqa: E402
+                       draw_seed, mlp, run, tail)
 
 _PLAIN = "EPILOGUE linear(bias: f32[N]) {\n  output = input + bias;\n}\n"
 _ACTIVATIONS = ("gelu", "gelu_erf", "relu", "silu", "sigmoid", "tanh")
@@ -290,7 +290,8 @@ _CROSS_ENTROPY = {
 
 class _LinearCrossEntropy(torch.autograd.Function):
     """Each row's loss, lse - picked, of family `key`'s program on x [M, K]
-    and weight [V, K] (and bias, when given), whose logits' gradient for a
+    and weight [V, K] and its inputs `tensors` (the bias among them, when
+    given: `bias` is there for its gradient), whose logits' gradient for a
     unit loss, G [M, V], is saved; backward, with the rows' gradients dl:
     the gradient of x, dl * (G W), of the weight, G^T (dl * x), and of the
     bias, G^T dl: two GEMMs on G as the forward wrote it, no product
@@ -300,9 +301,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, key, x, weight, bias, tensors, names, seed):
-        if bias is not None:
-            tensors = [*tensors, bias]
-        ctx.call = _run_op if torch.compiler.is_compiling() else autograd._run
+        ctx.call = autograd._runner()
         lse, picked, grad = ctx.call(key, "", x, weight, tensors, names, [], "", seed)
         ctx.key = key
         ctx.save_for_backward(x, weight, bias, grad, seed)
@@ -413,6 +412,7 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
         tensors, names = [classes], "target"
         offset = bias is None and padded != vocabulary
         if bias is not None:
+            tensors.append(bias)
             names += ",bias"
         elif offset:
             tensors.append(_padded_offset(vocabulary, padded, x2))
@@ -423,10 +423,8 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
         family = _CROSS_ENTROPY[bias is not None, offset, gradient]
         if not gradient:
             # No logits' gradient written where none is asked for.
-            call = _run_op if torch.compiler.is_compiling() else autograd._run
-            lse, picked = call(family.key, "", x2, weight,
-                               tensors if bias is None else [*tensors, bias], names, [], "",
-                               _no_seed(x))
+            call = autograd._runner()
+            lse, picked = call(family.key, "", x2, weight, tensors, names, [], "", _no_seed(x))
             losses = lse - picked
         else:
             if not torch.compiler.is_compiling() and any(needs):
@@ -785,7 +783,7 @@ class _RotaryQKV(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, key, x, gamma, tensors, names, seed, dtype, *projections):
-        ctx.call = _run_op if torch.compiler.is_compiling() else autograd._run
+        ctx.call = autograd._runner()
         weight = _scaled_rows(projections, gamma, dtype)
         (y,) = ctx.call(key, "", x, weight, tensors, names, [], "", seed)
         ctx.key, ctx.names, ctx.dtype, ctx.count = key, names, dtype, len(tensors)
@@ -900,14 +898,15 @@ def _rotary_family(head_dim, qk_eps=None, tables=False, bias=False):
                     .replace("{bias}", " + bias" if bias else "")
                     .replace("{qk_norm}", _QK_NORM if qk_eps is not None else "x = p;")
                     .replace("{rotation}", rotation.replace("X", "x")))
-        text = (text.replace("{inputs}", inputs).replace("{half}", str(head_dim // 2))
-                .replace("{head_dim}", str(head_dim)).replace("{eps}", repr(qk_eps)))
+
+        def filled(text):
+            return (text.replace("{inputs}", inputs).replace("{half}", str(head_dim // 2))
+                    .replace("{head_dim}", str(head_dim)).replace("{eps}", repr(qk_eps)))
+
+        text = filled(text)
         family = _rotary_families[key] = ProgramFamily(lambda t: text.replace("{t}", t))
         if qk_eps is None and not bias:
-            gradient = (_ROTARY_GRADIENT.replace("{inputs}", inputs)
-                        .replace("{inverse}", _INVERSE_ROTATIONS[tables])
-                        .replace("{half}", str(head_dim // 2))
-                        .replace("{head_dim}", str(head_dim)))
+            gradient = filled(_ROTARY_GRADIENT.replace("{inverse}", _INVERSE_ROTATIONS[tables]))
             _rotary_gradients[family.key] = ProgramFamily(
                 lambda t: gradient.replace("{t}", t))
     return family

@@ -1094,8 +1094,9 @@ def _rmsnorm_parts(module):
     """(epsilon,) of a Hugging Face RMSNorm (_rmsnorm_eps) that no coda
     kernel folds (a model's final norm before its head), else None."""
     weight = getattr(module, "weight", None)
-    eps = _rmsnorm_eps(module, weight.shape[0]) if isinstance(weight, torch.Tensor) and \
-        weight.dim() == 1 else None
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 1:
+        return None
+    eps = _rmsnorm_eps(module, weight.shape[0])
     return None if eps is None else (eps,)
 
 
