@@ -198,6 +198,28 @@ func.func @unused_residual(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
   return %o : tensor<?x?xbf16>
 }
 
+// An epilogue that does not read its accumulator runs no main loop: nothing
+// would hide a prefetch of its tile's inputs into L2, and none is issued
+// (the loads themselves, three steps ahead, stream faster without).
+// CHECK-LABEL: gpu.func @no_product
+// CHECK-SAME:    (%{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr<1>,
+// CHECK-NOT:     nvvm.prefetch
+// CHECK:         llvm.getelementptr %[[G]]
+// CHECK-NOT:     nvvm.prefetch
+// CHECK:         gpu.return
+// MEMORY: no_product: loads input#2; stores output#0
+func.func @no_product(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>,
+                      %g: tensor<?x?xbf16> {coda.name = "grad"})
+    -> (tensor<?x?xbf16> {coda.name = "output"}) {
+  %o = coda.gemm %a, %b transpose_b ins(%g : tensor<?x?xbf16> [m, n])
+      : tensor<?x?xbf16>, tensor<?x?xbf16> -> (tensor<?x?xbf16> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    %y = arith.mulf %x, %x : f32
+    coda.yield %y : f32
+  }
+  return %o : tensor<?x?xbf16>
+}
+
 // A bias along n keeps its 4-byte pairs (one load per group serves every row
 // slot) while the residual beside it is read 16 bytes per lane, an
 // activation notwithstanding.
