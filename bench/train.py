@@ -7,8 +7,8 @@ Hugging Face's GPT2LMHeadModel built from a config (--model gpt2; with
 --vocab 50257, GPT-2's unpadded vocabulary), its BertForMaskedLM (--model
 bert; masked-LM loss over every token), or its LlamaForCausalLM
 (--model llama), where Liger-Kernel's apply_liger_kernel_to_llama is a
-variant too ("liger", when liger_kernel is importable; it patches
-transformers' LLaMA classes, so it runs last). The causal LMs are called
+variant too ("liger", when liger_kernel is importable, and "liger+graphs";
+it patches transformers' LLaMA classes, so it runs last). The causal LMs are called
 with use_cache=False, as training loops call them (no key and value cache).
 For each: step time and tokens/s (CUDA events over timed steps after
 warm-up), the host's time to enqueue a step (the step is host-bound where
@@ -293,14 +293,14 @@ def main():
     parser.add_argument("--variants", default="eager,compile,compile+graphs,coda,coda+compile,"
                                               "coda+compile+graphs",
                         help="comma-separated: eager, compile, coda, coda+compile, liger; "
-                             "+graphs after any of the first four (eager+graphs, coda+graphs, ...) "
+                             "+graphs after any of them (eager+graphs, coda+graphs, liger+graphs, ...) "
                              "runs its step in CUDA graphs (torch.compile's reduce-overhead, or "
                              "without torch.compile the whole step captured in one graph)")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.caller_thread_backward:
         torch.autograd.set_multithreading_enabled(False)
-    if "liger" in args.variants.split(",") and args.model != "llama":
+    if any(v.startswith("liger") for v in args.variants.split(",")) and args.model != "llama":
         parser.error("the liger variant patches transformers' LLaMA classes: --model llama")
     if args.model in _HF_MODELS:
         base = LMLoss(_HF_MODELS[args.model](args)).cuda().to(torch.bfloat16)
@@ -315,9 +315,9 @@ def main():
           "bf16, AdamW")
     rows = []
     # Liger patches transformers' classes for good: it goes last.
-    variants = sorted(args.variants.split(","), key=lambda v: v == "liger")
+    variants = sorted(args.variants.split(","), key=lambda v: v.startswith("liger"))
     for variant in variants:
-        if variant == "liger":
+        if variant.startswith("liger"):
             from liger_kernel.transformers import apply_liger_kernel_to_llama
 
             apply_liger_kernel_to_llama()
