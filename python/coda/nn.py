@@ -835,10 +835,52 @@ def _rotary_jobs(like, key, x, weight, needs):
     return jobs
 
 
+def _share_rows(weights):
+    """Moves the parameters `weights` ([rows, K] each, of one type and
+    device) into one buffer, as its consecutive rows: each keeps its object,
+    values and shape, its data a view of the buffer (contiguous, disjoint
+    from the others': optimizers, state dicts and Hugging Face's
+    save_pretrained take them as they take separate tensors). The rows
+    stacked are then that buffer (_stacked_rows), not a copy."""
+    first = weights[0]
+    # Plain tensors only: a distributed engine's (DTensor) keeps its own.
+    if first.is_meta or any(type(w.data) is not torch.Tensor or w.dtype != first.dtype
+                            or w.device != first.device or w.shape[1:] != first.shape[1:]
+                            for w in weights):
+        return
+    with torch.no_grad():
+        buffer = torch.cat([w.detach() for w in weights])
+        for w, rows in zip(weights, buffer.split([w.shape[0] for w in weights])):
+            w.data = rows
+
+
+def _stacked_rows(weights):
+    """The rows of `weights` stacked without a copy: a view of their storage
+    where they are its consecutive rows (_share_rows), else None (and under
+    torch.compile, which traces the copy)."""
+    if torch.compiler.is_compiling() or any(type(w.data) is not torch.Tensor for w in weights):
+        return None
+    first = weights[0]
+    storage, offset = first.untyped_storage().data_ptr(), first.storage_offset()
+    for w in weights:
+        if (w.dtype != first.dtype or w.shape[1:] != first.shape[1:] or not w.is_contiguous()
+                or w.untyped_storage().data_ptr() != storage or w.storage_offset() != offset):
+            return None
+        offset += w.numel()
+    return first.detach().as_strided((sum(w.shape[0] for w in weights), *first.shape[1:]),
+                                     first.stride())
+
+
 def _scaled_rows(weights, scale, dtype):
     """The rows of `weights` stacked, column k times scale[k] (as they are
-    where scale is None), in `dtype`: one pass over each weight
-    (torch.cat(weights) * scale takes two, and a stacked copy)."""
+    where scale is None), in `dtype`: where they lie stacked already
+    (_stacked_rows), that view or one kernel over it; else one pass over
+    each weight (torch.cat(weights) * scale takes two, and a stacked
+    copy)."""
+    stacked = _stacked_rows(weights)
+    if stacked is not None and stacked.dtype == dtype:
+        return stacked if scale is None else torch.mul(stacked, scale,
+                                                       out=torch.empty_like(stacked))
     if scale is None and all(w.dtype == dtype for w in weights):
         return torch.cat(weights)  # one kernel
     out = torch.empty(sum(w.shape[0] for w in weights), weights[0].shape[1], dtype=dtype,
@@ -921,7 +963,12 @@ class RMSNormRotaryQKV(nn.Module):
     embedding's), in one kernel. The norm is folded into the product (docs/autodiff.md):
     RMSNorm(x) W^T = rstd * (x (W * gamma)^T), so the GEMM reads x itself,
     its weight the three projections' stacked and scaled by the norm's
-    weight at each call, and its epilogue multiplies each row by its rstd
+    weight at each call (the projections' weights are kept as consecutive
+    rows of one buffer, their parameters' data views of it: one kernel
+    scales them, and the backward reads them stacked without a copy; a
+    conversion of the module puts them back, a model's conversion after
+    coda.patch leaves them apart, copied at each call), and its epilogue
+    multiplies each row by its rstd
     (one row reduction of x, in PyTorch) and rotates each pair of columns
     head_dim / 2 apart; the normalized x and the unrotated queries and keys
     are never written. Backward, three programs (_RotaryQKV): the inverse
@@ -980,6 +1027,7 @@ class RMSNormRotaryQKV(nn.Module):
             self.q_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
             self.k_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
         self._tables = {}
+        self._share_projections()
         # The program families forward may run (by positions or by tables,
         # with biases or not: coda.patch may put biased projections here),
         # registered now: made in a forward traced by torch.compile, a
@@ -987,6 +1035,19 @@ class RMSNormRotaryQKV(nn.Module):
         for tables in (False, True):
             for biased in (False, True):
                 _rotary_family(head_dim, self.qk_eps, tables, biased)
+
+    def _share_projections(self):
+        """The three projections' weights as consecutive rows of one buffer
+        (_share_rows): the GEMM reads them as they lie, and only the norm's
+        scaling copies them (one kernel)."""
+        _share_rows((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight))
+
+    def _apply(self, fn, *args, **kwargs):
+        # A conversion (.to(), .cuda(), .half()) gives each parameter its own
+        # storage: the projections' weights are put back in one buffer.
+        super()._apply(fn, *args, **kwargs)
+        self._share_projections()
+        return self
 
     def _columns(self, device):
         """Per column of the stacked product: the inverse frequency of its

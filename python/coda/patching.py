@@ -570,6 +570,7 @@ def _patch_decoder(layer, activation, rotary):
                                                              attn.k_proj, attn.v_proj)
         if rotary.get("qk_norm"):
             head.q_norm, head.k_norm = attn.q_norm, attn.k_norm
+        head._share_projections()
         object.__setattr__(layer, "_coda_head", head)
     proj.forward = lambda x: x
     # How the attention module's own forward takes the cache (earlier

@@ -303,6 +303,25 @@ except RuntimeError as error:
     print(error)
 # CHECK: a weight was modified in place between the forward and the backward: the stacked weight that coda makes again for the backward would not be the forward's (update parameters after the backward, as optimizers do)
 
+# The three projections' weights are consecutive rows of one buffer, also
+# after a conversion (.double() above): the GEMM reads them stacked as they
+# lie. A weight given storage of its own is copied at each call instead,
+# with the same results.
+weights = (wide.q_proj.weight, wide.k_proj.weight, wide.v_proj.weight)
+stacked = coda.nn._stacked_rows(weights)
+if stacked is None or stacked.data_ptr() != weights[0].data_ptr():
+    failures.append("the projections' weights are not one buffer")
+before = [t.detach().clone() for t in wide(tokens, torch.arange(8)[None])]
+with torch.no_grad():
+    wide.v_proj.weight.data = wide.v_proj.weight.data.clone()
+if coda.nn._stacked_rows(weights) is not None:
+    failures.append("weights apart read as one buffer")
+if not all(torch.equal(got, want) for got, want in zip(wide(tokens, torch.arange(8)[None]),
+                                                        before)):
+    failures.append("the projections apart give other results")
+print("projections in one buffer, and apart: done")
+# CHECK: projections in one buffer, and apart: done
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)
