@@ -295,7 +295,9 @@ def main():
                         help="comma-separated: eager, compile, coda, coda+compile, liger; "
                              "+graphs after any of them (eager+graphs, coda+graphs, liger+graphs, ...) "
                              "runs its step in CUDA graphs (torch.compile's reduce-overhead, or "
-                             "without torch.compile the whole step captured in one graph)")
+                             "without torch.compile the whole step captured in one graph); "
+                             "coda+fold folds LLaMA's post-attention RMSNorm into the gate and up "
+                             "projections' product (coda.nn.ResidualNormMLP's fold_norm)")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.caller_thread_backward:
@@ -334,6 +336,13 @@ def main():
                   + "; ".join(kinds))
             for name, why in report.skipped:
                 print(f"{variant}: left as is: {name or '<model>'}: {why}")
+            if "fold" in variant:
+                # LLaMA's post-attention RMSNorm folded into the gate and up
+                # projections' product (coda.nn.ResidualNormMLP's fold_norm).
+                cores = [m._coda_tail for m in model.modules() if hasattr(m, "_coda_tail")]
+                for core in cores:
+                    core.fold_norm = True
+                print(f"{variant}: {len(cores)} post-attention norms folded")
         if "compile" in variant:
             model = torch.compile(model, mode="reduce-overhead" if "graphs" in variant
                                   else None)

@@ -726,10 +726,11 @@ EPILOGUE rmsnorm_rotary_input_gradient(x: {t}[M, N], gamma: f32[N], rowdot: f32[
   grad_gamma = col_sum(input * x);
 }}
 """, layout_b="kn")
-# The three weights' gradient, stacked: the epilogue gradient's transpose
-# (A [K, M]: grad_acc [M, K] as written) by x, times gamma.
-_ROTARY_WEIGHT_GRADIENT = ProgramFamily(lambda t: f"""
-EPILOGUE rmsnorm_rotary_weight_gradient(gamma: f32[N]) -> (output: {t}[M, N]) {{
+# The gradient of weights scaled by a norm's weight gamma in the forward (the
+# norm folded into their product): the epilogue gradient's transpose (A
+# [K, M]: grad_acc [M, K] as written) by the norm's input x, times gamma.
+_SCALED_WEIGHT_GRADIENT = ProgramFamily(lambda t: f"""
+EPILOGUE scaled_weight_gradient(gamma: f32[N]) -> (output: {t}[M, N]) {{
   output = input * gamma;
 }}
 """, layout_a="km", layout_b="kn")
@@ -775,7 +776,7 @@ class _RotaryQKV(torch.autograd.Function):
     (_ROTARY_GRADIENT); x's gradient on its GEMM by the weights stacked as
     they are, times gamma, with what rstd passes on to x and gamma's
     gradient in its epilogue (_ROTARY_INPUT_GRADIENT); the weights' on
-    theirs (_ROTARY_WEIGHT_GRADIENT), views of one product. Neither stacked
+    theirs (_SCALED_WEIGHT_GRADIENT), views of one product. Neither stacked
     weight is held from the forward (the parameters are saved). The
     programs run as `run` runs them: through the coda::run op under
     torch.compile, else called directly; this function records no autograd
@@ -814,7 +815,7 @@ class _RotaryQKV(torch.autograd.Function):
             grad_gamma = autograd._as(grad_gamma, gamma.dtype) if needs[2] else None
         grad_weights = [None] * len(projections)
         if any(needs[7:]):
-            (grad_stacked,) = ctx.call(_ROTARY_WEIGHT_GRADIENT.key, "", grad_acc, x, [gamma],
+            (grad_stacked,) = ctx.call(_SCALED_WEIGHT_GRADIENT.key, "", grad_acc, x, [gamma],
                                        "gamma", [], "", seed)
             grad_weights = [autograd._as(g, w.dtype) if need else None for g, w, need in
                             zip(grad_stacked.split([w.shape[0] for w in projections]),
@@ -831,7 +832,7 @@ def _rotary_jobs(like, key, x, weight, needs):
     if needs[0]:
         jobs.append((_ROTARY_INPUT_GRADIENT.key, "", grad_acc, weight))
     if needs[1]:
-        jobs.append((_ROTARY_WEIGHT_GRADIENT.key, "", grad_acc, x))
+        jobs.append((_SCALED_WEIGHT_GRADIENT.key, "", grad_acc, x))
     return jobs
 
 
@@ -885,12 +886,18 @@ def _scaled_rows(weights, scale, dtype):
         return torch.cat(weights)  # one kernel
     out = torch.empty(sum(w.shape[0] for w in weights), weights[0].shape[1], dtype=dtype,
                       device=weights[0].device)
-    for w, rows in zip(weights, out.split([w.shape[0] for w in weights])):
-        if scale is None:
-            rows.copy_(w)
-        else:
-            torch.mul(w, scale, out=rows)
+    _scaled_into(weights, out.split([w.shape[0] for w in weights]), scale)
     return out
+
+
+def _scaled_into(weights, views, scale):
+    """Each of `weights` written into its view of a stacked weight, column k
+    times scale[k] (as it is where scale is None): one pass over each."""
+    for w, view in zip(weights, views):
+        if scale is None:
+            view.copy_(w)
+        else:
+            torch.mul(w, scale, out=view)
 
 
 class _ScaledRows(torch.autograd.Function):
@@ -1184,6 +1191,123 @@ def _projection_norm(norm, eps, bias, norm_bias, dropout, weight_layout="nk"):
                          .replace("{t}", t), layout_b=weight_layout)
 
 
+# ResidualNormMLP's RMSNorm folded into the gate and up projections' product
+# (fold_norm=True), as RMSNormRotaryQKV folds its own: RMSNorm(h) W^T = rstd *
+# (h (W * gamma)^T). The output projection writes h alone (the MLP's down
+# projection's program: input + residual), PyTorch its rows' rstd, and the
+# gated GEMM reads h by the gate and up weights interleaved and scaled by
+# gamma, its epilogue multiplying each row by its rstd (detached: the norm's
+# backward below carries its gradient): normed is never written nor saved.
+_FOLDED_GATED = """
+EPILOGUE gated_rmsnorm(rstd: f32[M]) -> (output: {t}[M, N/2]) {
+  a = input * detach(rstd);
+  output = {activation}(a) * partner(a, 1);
+}
+"""
+_folded_gated = {}
+
+
+def _folded_gated_family(activation):
+    """The gated program family of _FOLDED_GATED for `activation`, one per
+    activation."""
+    if activation not in _folded_gated:
+        _folded_gated[activation] = ProgramFamily(
+            lambda t: _FOLDED_GATED.replace("{activation}", activation).replace("{t}", t))
+    return _folded_gated[activation]
+
+
+# h's gradient and gamma's on the GEMM of the gated epilogue's gradient (the
+# product's rows times rstd, grad_acc) by the gate and up weights as stored
+# (B [K, N]): RMSNorm's backward with its input normed = h * rstd * gamma,
+# whose gradient is this product over rstd, plus y's gradient (h is the
+# down projection's residual). The row sum runs across the row's tiles (on
+# the GPU, the row split).
+_FOLDED_INPUT_GRADIENT = ProgramFamily(lambda t: f"""
+EPILOGUE rmsnorm_folded_input_gradient(h: {t}[M, N], gamma: f32[N], rstd: f32[M],
+                                       grad_y: {t}[M, N], inv_width: f32)
+    -> (output: {t}[M, N], grad_gamma: f32[N]) {{
+  g = input * gamma;
+  output = g - h * (row_sum(g * h) * rstd * rstd * inv_width) + grad_y;
+  grad_gamma = col_sum(input * h);
+}}
+""", layout_b="kn")
+
+
+def _gated_rows(gate, up, scale, dtype):
+    """The gate and up weights' rows interleaved (gate row j at 2j, up row j
+    at 2j + 1), column k times scale[k] (as they are where scale is None),
+    in `dtype`: one pass over each (torch.compile traces no write into a
+    strided view: there, the pairs stacked and then scaled)."""
+    if torch.compiler.is_compiling():
+        pairs = torch.stack((gate, up), dim=1).to(dtype)
+        return (pairs if scale is None else pairs * scale.to(dtype)).reshape(-1, gate.shape[1])
+    rows = torch.empty(2 * gate.shape[0], gate.shape[1], dtype=dtype, device=gate.device)
+    _scaled_into((gate, up), (rows[0::2], rows[1::2]), scale)
+    return rows
+
+
+class _FoldedNormTail(torch.autograd.Function):
+    """y = h + down(act(gate(n)) * up(n)), n = RMSNorm(h), h = x w0^T +
+    residual, in four kernels and a row reduction: the output projection
+    (family `keys[1]`: input + residual), rstd of h's rows (_row_rstd), the
+    gated GEMM of h by the gate and up weights scaled by gamma (family
+    keys[0], _FOLDED_GATED, its saving program) and the down projection.
+    Backward, on y's gradient: the down projection's weight gradient; its
+    dgrad GEMM with the gated epilogue's gradient (grad_acc, the rows times
+    rstd); h's and gamma's gradients on grad_acc's GEMM by the weights as
+    stored (_FOLDED_INPUT_GRADIENT); the gate and up weights' gradient
+    (_SCALED_WEIGHT_GRADIENT, each a view of it); x's and w0's on h's.
+    Neither stacked weight is held from the forward."""
+
+    @staticmethod
+    def forward(ctx, keys, x, w0, residual, gamma, eps, dtype, gate, up, w2):
+        ctx.call = autograd._runner()
+        up_key, down_key = keys
+        seed = _no_seed(x)
+        (h,) = ctx.call(down_key, "", x, w0, [residual], "residual", [], "", seed)
+        rstd = _row_rstd(h, eps)
+        weight = _gated_rows(gate, up, gamma, dtype)
+        g, *saved = ctx.call(up_key, "saving", h, weight, [rstd], "rstd", [], "", seed)
+        (y,) = ctx.call(down_key, "", g, w2, [h], "residual", [], "", seed)
+        ctx.keys, ctx.dtype = keys, dtype
+        ctx.versions = (None if torch.compiler.is_compiling()
+                        else _versions((w0, gamma, gate, up, w2)))
+        ctx.save_for_backward(x, w0, h, rstd, g, gamma, gate, up, w2, seed, *saved)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        x, w0, h, rstd, g, gamma, gate, up, w2, seed, *saved = ctx.saved_tensors
+        if ctx.versions is not None:
+            _check_versions((w0, gamma, gate, up, w2), ctx.versions)
+        up_key, down_key = ctx.keys
+        call, needs = ctx.call, ctx.needs_input_grad
+        grad_y = autograd._as(grad_y, h.dtype).contiguous()
+        grad_w2 = (autograd._as(_operand_gradient(call, down_key, "grad_b", grad_y, g, seed),
+                                w2.dtype) if needs[9] else None)
+        names = ",".join((*autograd._saved_names(up_key, h), "rstd"))
+        grad_acc = call(up_key, autograd._saved_derive(down_key), grad_y, w2, [*saved, rstd],
+                        names, [], "", seed)[0]
+        grad_h, grad_gamma = call(_FOLDED_INPUT_GRADIENT.key, "", grad_acc,
+                                  _gated_rows(gate, up, None, ctx.dtype),
+                                  [h, gamma, rstd, grad_y], "h,gamma,rstd,grad_y",
+                                  [1.0 / h.shape[1]], "inv_width", seed)
+        grad_gate = grad_up = None
+        if needs[7] or needs[8]:
+            (grad_rows,) = call(_SCALED_WEIGHT_GRADIENT.key, "", grad_acc, h, [gamma], "gamma",
+                                [], "", seed)
+            pairs = grad_rows.view(gate.shape[0], 2, gate.shape[1])
+            grad_gate = autograd._as(pairs[:, 0], gate.dtype) if needs[7] else None
+            grad_up = autograd._as(pairs[:, 1], up.dtype) if needs[8] else None
+        grad_x = (autograd._as(_operand_gradient(call, down_key, "grad_a", grad_h, w0, seed),
+                               x.dtype) if needs[1] else None)
+        grad_w0 = (autograd._as(_operand_gradient(call, down_key, "grad_b", grad_h, x, seed),
+                                w0.dtype) if needs[2] else None)
+        return (None, grad_x, grad_w0, autograd._as(grad_h, h.dtype) if needs[3] else None,
+                autograd._as(grad_gamma, gamma.dtype) if needs[4] else None, None, None,
+                grad_gate, grad_up, grad_w2)
+
+
 class ResidualNormMLP(nn.Module):
     """The second half of a pre-norm Transformer block: h = dropout(x W^T +
     b, p) + residual, then y = h + mlp(norm(h)), with norm LayerNorm
@@ -1198,11 +1322,16 @@ class ResidualNormMLP(nn.Module):
     operand gradients: no kernel of the norm's own. Children: `proj`
     (nn.Linear), `norm` (nn.LayerNorm or nn.RMSNorm) and `mlp`.
     weight_layout="kn" stores the projection's and a plain MLP's weights
-    [in, out] (Hugging Face's Conv1D, which coda.patch puts here)."""
+    [in, out] (Hugging Face's Conv1D, which coda.patch puts here).
+    fold_norm=True (RMSNorm, a gated MLP, no biases or dropout: LLaMA's
+    block) trains with the norm folded into the gate and up projections'
+    product instead (_FoldedNormTail): no kernel applies the norm forward
+    and normed is not saved; h's rstd is one row reduction in PyTorch."""
 
     def __init__(self, in_features, width, hidden_features, norm="layernorm", eps=1e-5,
                  gated=False, activation=None, dropout=0.0, mlp_dropout=0.0,
-                 output_dropout=0.0, bias=True, device=None, dtype=None, weight_layout="nk"):
+                 output_dropout=0.0, bias=True, device=None, dtype=None, weight_layout="nk",
+                 fold_norm=False):
         super().__init__()
         if norm not in _NORMS:
             raise ValueError(f"unknown norm '{norm}'; expected layernorm or rmsnorm")
@@ -1227,6 +1356,20 @@ class ResidualNormMLP(nn.Module):
                            output_dropout=output_dropout, weight_layout=weight_layout)
         self._proj = _projection_norm(norm, eps, bias, norm == "layernorm" and bias, dropout,
                                       weight_layout)
+        self._norm_kind, self._eps = norm, eps
+        self.fold_norm = fold_norm
+
+    @property
+    def fold_norm(self):
+        return self._fold_norm
+
+    @fold_norm.setter
+    def fold_norm(self, fold):
+        if fold and not (self._norm_kind == "rmsnorm" and isinstance(self.mlp, GatedMLP)
+                         and self.proj.bias is None and not self.p):
+            raise ValueError("fold_norm needs an RMSNorm, a gated MLP and neither biases nor "
+                             "dropout (LLaMA's block)")
+        self._fold_norm = bool(fold)
 
     def forward(self, x, residual):
         lead = residual.shape
@@ -1240,6 +1383,16 @@ class ResidualNormMLP(nn.Module):
             normed, h = run(self._proj.key, "inference" if self.p else "", x2, self.proj.weight,
                             tensors, names, [], "", _no_seed(x))
             y = _inference(up, p, normed, w1, b1, down, output_p, w2, b2, h)
+            return y.reshape(lead)
+        if self.fold_norm:
+            mlp = self.mlp
+            x2, w0, w2, residual2 = _autocast(x2, self.proj.weight, mlp.down_proj.weight,
+                                              named[1][1])
+            dtype = x2.dtype
+            keys = (_folded_gated_family(mlp.activation).key, mlp._down[True].key)
+            y = _FoldedNormTail.apply(keys, x2, w0, residual2.contiguous(), self.norm.weight,
+                                      self._eps, dtype,
+                                      mlp.gate_proj.weight, mlp.up_proj.weight, w2)
             return y.reshape(lead)
         with _remade() as remade:
             up, p, w1, b1, down, output_p, w2, b2 = self.mlp._programs(True, remade, x2)

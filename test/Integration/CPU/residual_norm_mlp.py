@@ -127,6 +127,48 @@ for what, got, want in zip(("x", "norm weight", "proj weight"), results[1], resu
 print("compiled: done")
 # CHECK: compiled: done
 
+# LLaMA's block with its RMSNorm folded into the gate and up projections'
+# product (fold_norm=True: no kernel applies the norm, rstd in PyTorch):
+# gradcheck in float64, the unfused math in float32 (eval mode runs the
+# module's unfolded programs), and torch.compile(fullgraph=True).
+folded = coda.nn.ResidualNormMLP(K, D, H, norm="rmsnorm", gated=True, bias=False,
+                                 dtype=torch.float64, fold_norm=True)
+randomize_norm(folded)
+names = [name for name, _ in folded.named_parameters()]
+x = torch.randn(M, K, dtype=torch.float64, requires_grad=True)
+r = torch.randn(M, D, dtype=torch.float64, requires_grad=True)
+if not torch.autograd.gradcheck(
+        lambda x, r, *params: torch.func.functional_call(folded, dict(zip(names, params)), (x, r)),
+        (x, r, *folded.parameters()), raise_exception=False):
+    failures.append("gradcheck of the folded norm")
+folded = coda.nn.ResidualNormMLP(K, D, H, norm="rmsnorm", gated=True, bias=False, fold_norm=True)
+randomize_norm(folded)
+x = torch.randn(2, M, K, requires_grad=True)
+r = torch.randn(2, M, D, requires_grad=True)
+y = folded(x, r)
+report("folded output", y, unfused(folded, x, r), 1e-5)
+inputs = [x, r, *folded.parameters()]
+for i, (got, want) in enumerate(zip(torch.autograd.grad(y.square().sum(), inputs),
+                                    torch.autograd.grad(unfused(folded, x, r).square().sum(),
+                                                        inputs))):
+    report(f"folded gradient {i}", got, want, 1e-5)
+report("folded eval", folded.eval()(x, r), unfused(folded, x, r), 1e-5)
+folded.train()
+compiled = torch.compile(folded, fullgraph=True, backend="aot_eager")
+results = []
+for run in (folded, compiled):
+    results.append(torch.autograd.grad(run(x, r).square().sum(), inputs))
+for i, (got, want) in enumerate(zip(*results)):
+    report(f"folded, compiled gradient {i}", got, want, 1e-6)
+try:
+    coda.nn.ResidualNormMLP(K, D, H, norm="layernorm", fold_norm=True)
+    failures.append("no error for a LayerNorm folded")
+except ValueError as error:
+    print(error)
+print("folded norm: done")
+# CHECK: fold_norm needs an RMSNorm, a gated MLP and neither biases nor dropout (LLaMA's block)
+# CHECK: folded norm: done
+
 # A gated MLP's stacked gate and up weights are made again in the backward,
 # not held from the forward (the allocations still live after a forward of
 # 4 tokens are far below one copy, 4 MiB), alone and after the projection,
@@ -135,6 +177,10 @@ for label, module, inputs in (
         ("gated MLP", coda.nn.GatedMLP(512, 1024), (torch.randn(4, 512),)),
         ("after the projection",
          coda.nn.ResidualNormMLP(512, 512, 1024, norm="rmsnorm", gated=True, bias=False),
+         (torch.randn(4, 512), torch.randn(4, 512))),
+        ("the norm folded",
+         coda.nn.ResidualNormMLP(512, 512, 1024, norm="rmsnorm", gated=True, bias=False,
+                                 fold_norm=True),
          (torch.randn(4, 512), torch.randn(4, 512)))):
     y, held = checks.held_after(lambda: module(*inputs))
     if not held < 2**20:

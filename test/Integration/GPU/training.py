@@ -180,8 +180,9 @@ for p_graph in (0.0, p):
 # dgrad GEMM (a row reduction across a cluster of blocks and the norm
 # parameters' column sums in one kernel; on the GPU the row split of both,
 # the backward's reductions separated): GPT-2's LayerNorm block half at its
-# width, LLaMA's RMSNorm with the gated MLP at 2048 and a LayerNorm 5000
-# wide (past a cluster's 4096 columns), over ragged rows.
+# width, LLaMA's RMSNorm with the gated MLP at 2048 (also folded into the
+# gate and up projections' product: fold_norm) and a LayerNorm 5000 wide
+# (past a cluster's 4096 columns), over ragged rows.
 import torch.nn.functional as F  # noqa: E402
 
 
@@ -200,13 +201,16 @@ def unfused(params, gated, norm, eps, x, residual):
 
 
 torch.manual_seed(5)
-for label, norm, gated, bias, rows, width, hidden in [
-        ("GPT-2 LayerNorm + MLP", "layernorm", False, True, 1000, 768, 3072),
-        ("LLaMA RMSNorm + gated MLP", "rmsnorm", True, False, 777, 2048, 5632),
-        ("LayerNorm past the widest cluster", "layernorm", False, True, 300, 5000, 256)]:
+for label, norm, gated, bias, rows, width, hidden, fold in [
+        ("GPT-2 LayerNorm + MLP", "layernorm", False, True, 1000, 768, 3072, False),
+        ("LLaMA RMSNorm + gated MLP", "rmsnorm", True, False, 777, 2048, 5632, False),
+        ("LLaMA RMSNorm folded into the gated MLP", "rmsnorm", True, False, 777, 2048, 5632,
+         True),
+        ("LayerNorm past the widest cluster", "layernorm", False, True, 300, 5000, 256, False)]:
     eps = 1e-5 if norm == "layernorm" else 1e-6
     module = coda.nn.ResidualNormMLP(width, width, hidden, norm=norm, eps=eps, gated=gated,
-                                     bias=bias, device=cuda, dtype=torch.bfloat16)
+                                     bias=bias, device=cuda, dtype=torch.bfloat16,
+                                     fold_norm=fold)
     with torch.no_grad():
         module.norm.weight.uniform_(0.5, 1.5)
         if bias:
