@@ -1246,6 +1246,25 @@ def _gated_rows(gate, up, scale, dtype):
     return rows
 
 
+def _folded_jobs(like, keys, x, w0, w1, w2, needs):
+    """The jobs (autograd._compile_ahead) of _FoldedNormTail on x, w0, the
+    gate and up weights stacked w1 and w2 (shapes; `needs`: the gradients of
+    x, w0, the gate and up weights and w2 asked for; gamma's and the
+    residual's come with the norm's backward): the gated and down
+    projections' forward, which compile while the output projection's does,
+    then the backward's programs."""
+    up_key, down_key = keys
+    h, g = (x[0], w0[0]), (x[0], w1[0] // 2)
+    grad_acc = (x[0], w1[0])
+    jobs = [(up_key, "saving", h, w1), (down_key, "", g, w2),
+            (up_key, autograd._saved_derive(down_key), h, w2),
+            (_FOLDED_INPUT_GRADIENT.key, "", grad_acc, w1)]
+    jobs += autograd.operand_jobs(like, down_key, h, g, w2, (False, needs[3]))
+    if needs[2]:
+        jobs.append((_SCALED_WEIGHT_GRADIENT.key, "", grad_acc, h))
+    return jobs + autograd.operand_jobs(like, down_key, h, x, w0, needs[:2])
+
+
 class _FoldedNormTail(torch.autograd.Function):
     """y = h + down(act(gate(n)) * up(n)), n = RMSNorm(h), h = x w0^T +
     residual, in four kernels and a row reduction: the output projection
@@ -1390,9 +1409,18 @@ class ResidualNormMLP(nn.Module):
                                               named[1][1])
             dtype = x2.dtype
             keys = (_folded_gated_family(mlp.activation).key, mlp._down[True].key)
+            gate = mlp.gate_proj.weight
+            needs = (x2.requires_grad, w0.requires_grad,
+                     gate.requires_grad or mlp.up_proj.weight.requires_grad, w2.requires_grad)
+            if not torch.compiler.is_compiling() and torch.is_grad_enabled() and any(needs):
+                # The later forward programs and the backward's, compiled
+                # while the first runs.
+                shapes = (x2.shape, w0.shape, (2 * gate.shape[0], gate.shape[1]), w2.shape)
+                autograd._compile_ahead(("folded", keys, dtype, *shapes, needs), _folded_jobs,
+                                        x2, keys, *shapes, needs)
             y = _FoldedNormTail.apply(keys, x2, w0, residual2.contiguous(), self.norm.weight,
                                       self._eps, dtype,
-                                      mlp.gate_proj.weight, mlp.up_proj.weight, w2)
+                                      gate, mlp.up_proj.weight, w2)
             return y.reshape(lead)
         with _remade() as remade:
             up, p, w1, b1, down, output_p, w2, b2 = self.mlp._programs(True, remade, x2)

@@ -9,9 +9,9 @@
 # program the module runs (derived program and operand shapes) in a training
 # step. For coda.nn.Linear, OutProjection, MLP (weights [out, in] and [in,
 # out], dropout, output dropout), GatedMLP, ResidualNormMLP (LayerNorm;
-# RMSNorm with a gated MLP), RMSNormRotaryQKV (by positions and by cos/sin
-# tables) and linear_cross_entropy, with some parameters frozen; nothing is
-# handed over with gradients disabled.
+# RMSNorm with a gated MLP, also folded into its product), RMSNormRotaryQKV
+# (by positions and by cos/sin tables) and linear_cross_entropy, with some
+# parameters frozen; nothing is handed over with gradients disabled.
 
 import os
 import sys
@@ -74,6 +74,13 @@ check("GatedMLP", lambda: coda.nn.GatedMLP(24, 40, **f64)(x))
 for norm, gated in (("layernorm", False), ("rmsnorm", True)):
     block = coda.nn.ResidualNormMLP(24, 24, 48, norm=norm, gated=gated, dropout=0.1, **f64)
     check(f"ResidualNormMLP {norm}", lambda: block(x, residual=r))
+folded = coda.nn.ResidualNormMLP(24, 24, 48, norm="rmsnorm", gated=True, bias=False,
+                                 fold_norm=True, **f64)
+check("ResidualNormMLP, the RMSNorm folded", lambda: folded(x, residual=r))
+folded.proj.weight.requires_grad_(False)
+folded.mlp.gate_proj.weight.requires_grad_(False)
+folded.mlp.up_proj.weight.requires_grad_(False)
+check("ResidualNormMLP, the RMSNorm folded, projections frozen", lambda: folded(x, residual=r))
 qkv = coda.nn.RMSNormRotaryQKV(24, heads=3, kv_heads=1, head_dim=8, **f64)
 positions = torch.arange(13)
 check("RMSNormRotaryQKV", lambda: sum(t.sum() for t in qkv(x, positions)))
