@@ -868,8 +868,8 @@ def _stacked_rows(weights):
                 or w.untyped_storage().data_ptr() != storage or w.storage_offset() != offset):
             return None
         offset += w.numel()
-    return first.detach().as_strided((sum(w.shape[0] for w in weights), *first.shape[1:]),
-                                     first.stride())
+    return first.detach().as_strided((sum(w.shape[0] for w in weights), first.shape[1]),
+                                     (first.shape[1], 1))
 
 
 def _scaled_rows(weights, scale, dtype):
@@ -1051,9 +1051,12 @@ class RMSNormRotaryQKV(nn.Module):
 
     def _apply(self, fn, *args, **kwargs):
         # A conversion (.to(), .cuda(), .half()) gives each parameter its own
-        # storage: the projections' weights are put back in one buffer.
+        # storage: the projections' weights are put back in one buffer. What
+        # leaves them stacked (a conversion to what they are, share_memory())
+        # leaves them where they are.
         super()._apply(fn, *args, **kwargs)
-        self._share_projections()
+        if _stacked_rows((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)) is None:
+            self._share_projections()
         return self
 
     def _columns(self, device):
@@ -1239,27 +1242,37 @@ def _gated_rows(gate, up, scale, dtype):
     in `dtype`: one pass over each (torch.compile traces no write into a
     strided view: there, the pairs stacked and then scaled)."""
     if torch.compiler.is_compiling():
-        pairs = torch.stack((gate, up), dim=1).to(dtype)
-        return (pairs if scale is None else pairs * scale.to(dtype)).reshape(-1, gate.shape[1])
+        pairs = torch.stack((gate, up), dim=1)
+        return (pairs if scale is None else pairs * scale).to(dtype).reshape(-1, gate.shape[1])
     rows = torch.empty(2 * gate.shape[0], gate.shape[1], dtype=dtype, device=gate.device)
     _scaled_into((gate, up), (rows[0::2], rows[1::2]), scale)
     return rows
 
 
+def _folded_needs(needs):
+    """What _FoldedNormTail's backward computes, from the gradients of x, w0,
+    the gate and up weights, w2, and the residual or gamma asked for
+    (`needs`): (h's, which the norm's backward gives, the gated epilogue's,
+    which that and the gate and up weights' read)."""
+    grad_h = needs[0] or needs[1] or needs[4]
+    return grad_h, grad_h or needs[2]
+
+
 def _folded_jobs(like, keys, x, w0, w1, w2, needs):
     """The jobs (autograd._compile_ahead) of _FoldedNormTail on x, w0, the
-    gate and up weights stacked w1 and w2 (shapes; `needs`: the gradients of
-    x, w0, the gate and up weights and w2 asked for; gamma's and the
-    residual's come with the norm's backward): the gated and down
-    projections' forward, which compile while the output projection's does,
-    then the backward's programs."""
+    gate and up weights stacked w1 and w2 (shapes; `needs`: as
+    _folded_needs'): the gated and down projections' forward, which compile
+    while the output projection's does, then the backward's programs."""
     up_key, down_key = keys
     h, g = (x[0], w0[0]), (x[0], w1[0] // 2)
     grad_acc = (x[0], w1[0])
-    jobs = [(up_key, "saving", h, w1), (down_key, "", g, w2),
-            (up_key, autograd._saved_derive(down_key), h, w2),
-            (_FOLDED_INPUT_GRADIENT.key, "", grad_acc, w1)]
+    grad_h, gated = _folded_needs(needs)
+    jobs = [(up_key, "saving", h, w1), (down_key, "", g, w2)]
     jobs += autograd.operand_jobs(like, down_key, h, g, w2, (False, needs[3]))
+    if gated:
+        jobs.append((up_key, autograd._saved_derive(down_key), h, w2))
+    if grad_h:
+        jobs.append((_FOLDED_INPUT_GRADIENT.key, "", grad_acc, w1))
     if needs[2]:
         jobs.append((_SCALED_WEIGHT_GRADIENT.key, "", grad_acc, h))
     return jobs + autograd.operand_jobs(like, down_key, h, x, w0, needs[:2])
@@ -1301,17 +1314,21 @@ class _FoldedNormTail(torch.autograd.Function):
             _check_versions((w0, gamma, gate, up, w2), ctx.versions)
         up_key, down_key = ctx.keys
         call, needs = ctx.call, ctx.needs_input_grad
+        needs_h, needs_gated = _folded_needs((needs[1], needs[2], needs[7] or needs[8], needs[9],
+                                              needs[3] or needs[4]))
         grad_y = autograd._as(grad_y, h.dtype).contiguous()
         grad_w2 = (autograd._as(_operand_gradient(call, down_key, "grad_b", grad_y, g, seed),
                                 w2.dtype) if needs[9] else None)
-        names = ",".join((*autograd._saved_names(up_key, h), "rstd"))
-        grad_acc = call(up_key, autograd._saved_derive(down_key), grad_y, w2, [*saved, rstd],
-                        names, [], "", seed)[0]
-        grad_h, grad_gamma = call(_FOLDED_INPUT_GRADIENT.key, "", grad_acc,
-                                  _gated_rows(gate, up, None, ctx.dtype),
-                                  [h, gamma, rstd, grad_y], "h,gamma,rstd,grad_y",
-                                  [1.0 / h.shape[1]], "inv_width", seed)
-        grad_gate = grad_up = None
+        grad_h = grad_gamma = grad_gate = grad_up = None
+        if needs_gated:
+            names = ",".join((*autograd._saved_names(up_key, h), "rstd"))
+            grad_acc = call(up_key, autograd._saved_derive(down_key), grad_y, w2,
+                            [*saved, rstd], names, [], "", seed)[0]
+        if needs_h:
+            grad_h, grad_gamma = call(_FOLDED_INPUT_GRADIENT.key, "", grad_acc,
+                                      _gated_rows(gate, up, None, ctx.dtype),
+                                      [h, gamma, rstd, grad_y], "h,gamma,rstd,grad_y",
+                                      [1.0 / h.shape[1]], "inv_width", seed)
         if needs[7] or needs[8]:
             (grad_rows,) = call(_SCALED_WEIGHT_GRADIENT.key, "", grad_acc, h, [gamma], "gamma",
                                 [], "", seed)
@@ -1411,7 +1428,8 @@ class ResidualNormMLP(nn.Module):
             keys = (_folded_gated_family(mlp.activation).key, mlp._down[True].key)
             gate = mlp.gate_proj.weight
             needs = (x2.requires_grad, w0.requires_grad,
-                     gate.requires_grad or mlp.up_proj.weight.requires_grad, w2.requires_grad)
+                     gate.requires_grad or mlp.up_proj.weight.requires_grad, w2.requires_grad,
+                     residual2.requires_grad or self.norm.weight.requires_grad)
             if not torch.compiler.is_compiling() and torch.is_grad_enabled() and any(needs):
                 # The later forward programs and the backward's, compiled
                 # while the first runs.
