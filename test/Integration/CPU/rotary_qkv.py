@@ -311,6 +311,15 @@ weights = (wide.q_proj.weight, wide.k_proj.weight, wide.v_proj.weight)
 stacked = coda.nn._stacked_rows(weights)
 if stacked is None or stacked.data_ptr() != weights[0].data_ptr():
     failures.append("the projections' weights are not one buffer")
+# A conversion to what they are leaves them where they are; share_memory()
+# moves their buffer whole into shared memory.
+addresses = [w.data_ptr() for w in weights]
+wide.to(torch.float64)
+if [w.data_ptr() for w in weights] != addresses:
+    failures.append("the projections' weights moved by a conversion that changes nothing")
+wide.share_memory()
+if not all(w.is_shared() for w in weights) or coda.nn._stacked_rows(weights) is None:
+    failures.append("the projections' weights apart or not shared after share_memory()")
 before = [t.detach().clone() for t in wide(tokens, torch.arange(8)[None])]
 with torch.no_grad():
     wide.v_proj.weight.data = wide.v_proj.weight.data.clone()
