@@ -6,7 +6,8 @@
 // prefetch of the tensors the epilogue reads along m and n (C, a residual):
 // three K steps before a tile's main loop ends, the consumer warpgroup
 // brings its rows of them into L2, a 128-byte line per thread at a time, so
-// that the epilogue's loads find them there.
+// that the epilogue's loads find them there (a kernel without a product, whose
+// epilogue nothing precedes, prefetches nothing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,6 +78,11 @@ SmallVector<Value> mlir::coda::buildBiasAccumulators(
 void mlir::coda::buildEpiloguePrefetch(OpBuilder &builder, Location loc,
                                        const KernelPlan &plan,
                                        const KernelValues &kernelValues) {
+  // A kernel without a product has nothing to hide the prefetch behind: its
+  // epilogue, which streams, ran 2-15% faster without it
+  // (docs/performance.md).
+  if (!plan.readsAccumulator)
+    return;
   KernelBuilder b(loc, builder);
   // In the output space: with an accumulator [m, n/2], twice the product's
   // columns.

@@ -353,7 +353,7 @@ void buildPersistentKernel(OpBuilder &b, Location loc, const KernelPlan &plan,
 /// epilogue's loads find them in L2: the 128 threads of the warpgroup take
 /// the rows' 128-byte lines in turn, one per-thread prefetch each (a bulk
 /// prefetch takes a warp-uniform address, so a row per thread would be
-/// issued lane by lane).
+/// issued lane by lane). Nothing for a kernel without a product.
 void buildEpiloguePrefetch(OpBuilder &b, Location loc, const KernelPlan &plan,
                            const KernelValues &values);
 

@@ -462,17 +462,14 @@ void KernelBodyBuilder::buildConsumer(Value consumer) {
         auto head = buildSteps(b.i32(1), split, firstStep.getResults());
         // A cluster along N wider than the row has blocks past its last
         // column: they prefetch nothing, but their epilogues take part in
-        // the row exchanges (and write nothing). Nor does a kernel without a
-        // product: nothing would hide the prefetch, and its epilogue, which
-        // streams, ran 3-15% faster without it (docs/performance.md).
-        if (plan.readsAccumulator)
-          ifTileInside([&] {
-            if (plan.tile.clusterN == 1)
-              return buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
-            b.ifThen(b.ult(tile.colBlock, tilesN), [&] {
-              buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
-            });
+        // the row exchanges (and write nothing).
+        ifTileInside([&] {
+          if (plan.tile.clusterN == 1)
+            return buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
+          b.ifThen(b.ult(tile.colBlock, tilesN), [&] {
+            buildEpiloguePrefetch(b, b.getLoc(), plan, tileValues);
           });
+        });
         auto loop = buildSteps(split, kSteps, head.getResults());
         // The other consumer's turn, if it has a next tile.
         if (pingpong)
