@@ -1043,11 +1043,16 @@ class RMSNormRotaryQKV(nn.Module):
             for biased in (False, True):
                 _rotary_family(head_dim, self.qk_eps, tables, biased)
 
+    def _projections(self):
+        """The query, key and value projections' weights, in their stacked
+        order."""
+        return self.q_proj.weight, self.k_proj.weight, self.v_proj.weight
+
     def _share_projections(self):
         """The three projections' weights as consecutive rows of one buffer
         (_share_rows): the GEMM reads them as they lie, and only the norm's
         scaling copies them (one kernel)."""
-        _share_rows((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight))
+        _share_rows(self._projections())
 
     def _apply(self, fn, *args, **kwargs):
         # A conversion (.to(), .cuda(), .half()) gives each parameter its own
@@ -1055,7 +1060,7 @@ class RMSNormRotaryQKV(nn.Module):
         # leaves them stacked (a conversion to what they are, share_memory())
         # leaves them where they are.
         super()._apply(fn, *args, **kwargs)
-        if _stacked_rows((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)) is None:
+        if _stacked_rows(self._projections()) is None:
             self._share_projections()
         return self
 
@@ -1086,7 +1091,7 @@ class RMSNormRotaryQKV(nn.Module):
     def _forward(self, x, positions, position_embeddings, remade):
         width = self.norm.weight.shape[0]
         lead = x.shape[:-1]
-        projections = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
+        projections = self._projections()
         (x,) = _autocast(x)
         x2 = x.reshape(-1, width)
         bias = self.q_proj.bias is not None
