@@ -295,8 +295,8 @@ def main():
                         help="comma-separated: eager, compile, coda, coda+compile, liger; "
                              "+graphs after any of them (eager+graphs, coda+graphs, "
                              "liger+graphs, ...) runs its step in CUDA graphs (torch.compile's "
-                             "reduce-overhead, or "
-                             "without torch.compile the whole step captured in one graph); "
+                             "reduce-overhead, or without torch.compile the whole step captured "
+                             "in one graph); "
                              "coda+fold folds LLaMA's post-attention RMSNorm into the gate and up "
                              "projections' product (coda.nn.ResidualNormMLP's fold_norm)")
     args = parser.parse_args()
