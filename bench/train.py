@@ -297,8 +297,10 @@ def main():
                              "liger+graphs, ...) runs its step in CUDA graphs (torch.compile's "
                              "reduce-overhead, or without torch.compile the whole step captured "
                              "in one graph); "
-                             "coda+fold folds LLaMA's post-attention RMSNorm into the gate and up "
-                             "projections' product (coda.nn.ResidualNormMLP's fold_norm)")
+                             "coda+unfolded applies LLaMA's post-attention RMSNorm in the output "
+                             "projection's kernel rather than folding it into the gate and up "
+                             "projections' product (coda.nn.ResidualNormMLP's fold_norm, "
+                             "coda.patch's choice)")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.caller_thread_backward:
@@ -337,13 +339,14 @@ def main():
                   + "; ".join(kinds))
             for name, why in report.skipped:
                 print(f"{variant}: left as is: {name or '<model>'}: {why}")
-            if "fold" in variant:
-                # LLaMA's post-attention RMSNorm folded into the gate and up
-                # projections' product (coda.nn.ResidualNormMLP's fold_norm).
-                cores = [m._coda_tail for m in model.modules() if hasattr(m, "_coda_tail")]
+            if "unfolded" in variant:
+                # LLaMA's post-attention RMSNorm applied in the output
+                # projection's kernel (coda.nn.ResidualNormMLP's fold_norm off).
+                cores = [m._coda_tail for m in model.modules()
+                         if getattr(getattr(m, "_coda_tail", None), "fold_norm", False)]
                 for core in cores:
-                    core.fold_norm = True
-                print(f"{variant}: {len(cores)} post-attention norms folded")
+                    core.fold_norm = False
+                print(f"{variant}: {len(cores)} post-attention norms not folded")
         if "compile" in variant:
             model = torch.compile(model, mode="reduce-overhead" if "graphs" in variant
                                   else None)

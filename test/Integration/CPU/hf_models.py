@@ -364,11 +364,10 @@ print(next(why for name, why in layout.skipped if name.endswith("attention.self"
 
 # LLaMA: every decoder layer on coda around its attention: the input RMSNorm,
 # the Q, K and V projections (grouped: 4 query heads, 2 key and value heads)
-# and the rotary embedding in one kernel; the attention output projection,
-# the residual and the post-attention RMSNorm in one kernel, then the
-# LlamaMLP (gate, up and down projections without biases, SiLU) as coda's
-# fused gated MLP with the residual in its second kernel; the norm's backward
-# on the gate and up projections' dgrad GEMM. Attention itself stays
+# and the rotary embedding in one kernel; the attention output projection
+# and the residual in one kernel, the post-attention RMSNorm folded into the
+# LlamaMLP's gate and up projections' GEMM (without biases, SiLU), coda's
+# fused gated MLP with the residual in its second kernel. Attention itself stays
 # PyTorch's SDPA. The norms' weights are set away from 1, so that their
 # gradients are checked.
 llama_config = LlamaConfig(vocab_size=101, hidden_size=32, intermediate_size=88,
@@ -383,7 +382,7 @@ llama_fused = copy.deepcopy(llama)
 print(coda.patch(llama_fused))
 # CHECK: coda.patch: 5 modules replaced
 # CHECK-NEXT: <model>: the loss from the hidden states in the LM head's GEMM (no logits) in training
-# CHECK-NEXT: model.layers.0: decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel, attention output projection + residual + RMSNorm in one kernel, gated MLP (silu) + residual as coda's fused gated MLP
+# CHECK-NEXT: model.layers.0: decoder layer: input RMSNorm + QKV projection + rotary embedding in one kernel, attention output projection + residual in one kernel, RMSNorm folded into the gate and up projections' GEMM, gated MLP (silu) + residual as coda's fused gated MLP
 # CHECK-NEXT: model.layers.1: decoder layer: input RMSNorm
 # CHECK-NEXT: model.norm: RMSNorm: F.rms_norm (one fused kernel forward, one backward)
 # CHECK-NEXT: lm_head: linear 32 -> 101 (no bias): coda's GEMM

@@ -3,8 +3,9 @@
 #
 # coda.patch on Hugging Face models on the GPU, in bf16: a GPT2LMHeadModel, a
 # BertForMaskedLM and a LlamaForCausalLM (its decoder layers: input RMSNorm, QKV
-# projection and rotary embedding in one kernel; output projection, residual and
-# post-attention RMSNorm in one kernel, then the gated MLP) built from
+# projection and rotary embedding in one kernel; output projection and residual
+# in one kernel, then the gated MLP with the post-attention RMSNorm folded into
+# its gate and up projections' GEMM) built from
 # configs, with ragged token counts and an odd vocabulary. One training step of the patched model (loss and every
 # gradient) is compared with the same step of the model in float64; the
 # patched model must be as close to it as the eager bf16 model is (within
