@@ -236,6 +236,7 @@ OwningOpRef<ModuleOp> ModuleBuilder::build() {
       GemmOp::create(builder, loc, resultTypes, resultDims, arg(0), arg(1),
                      options.transposeA, options.transposeB, c, alpha, beta,
                      entry->getArguments().drop_front(firstInput), inputDims);
+  gemm.setBHalves(options.bHalves);
 
   gemm.getAccumulator().setLoc(loc);
   for (auto [i, input] : llvm::enumerate(program.inputs))
@@ -318,10 +319,12 @@ llvm::Error mlir::coda::setImportOptions(MLIRContext *context, StringRef dtype,
                  "'; expected bf16, f16 or f32");
   if (layoutA != "mk" && layoutA != "km")
     return error("unknown layout of A '" + layoutA + "'; expected mk or km");
-  if (layoutB != "nk" && layoutB != "kn")
-    return error("unknown layout of B '" + layoutB + "'; expected nk or kn");
+  if (layoutB != "nk" && layoutB != "kn" && layoutB != "halves")
+    return error("unknown layout of B '" + layoutB +
+                 "'; expected nk, kn or halves");
   options.transposeA = layoutA == "km";
-  options.transposeB = layoutB == "nk";
+  options.transposeB = layoutB != "kn";
+  options.bHalves = layoutB == "halves";
   return llvm::Error::success();
 }
 

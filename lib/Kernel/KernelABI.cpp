@@ -141,6 +141,8 @@ DictionaryAttr KernelABI::toAttr(MLIRContext *context) const {
     if (!param.box.empty())
       fields.push_back(
           b.getNamedAttr("box", b.getDenseI64ArrayAttr(param.box)));
+    if (param.halves)
+      fields.push_back(b.getNamedAttr("halves", b.getUnitAttr()));
     if (param.fill)
       fields.push_back(b.getNamedAttr("fill", b.getF64FloatAttr(*param.fill)));
     if (!param.merge.empty())
@@ -220,9 +222,12 @@ std::optional<KernelABI> KernelABI::fromAttr(DictionaryAttr attr) {
       param.box.assign(box.asArrayRef().begin(), box.asArrayRef().end());
     if (auto fill = dict.getAs<FloatAttr>("fill"))
       param.fill = fill.getValueAsDouble();
+    param.halves = dict.contains("halves");
     if (auto merge = dict.getAs<StringAttr>("merge"))
       param.merge = merge.str();
     if ((*kind == KernelParamKind::TensorMap) == param.box.empty() ||
+        (param.halves &&
+         (*role != KernelParamRole::B || param.box.size() != 3)) ||
         (*kind == KernelParamKind::AtomicPtr) != param.fill.has_value() ||
         (*kind == KernelParamKind::Partials ||
          *kind == KernelParamKind::RowPartials) == param.merge.empty() ||

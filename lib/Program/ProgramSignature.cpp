@@ -163,6 +163,7 @@ FailureOr<ProgramSignature> ProgramSignature::get(ModuleOp module,
   signature.transposeB = gemm.getTransposeB();
   signature.batched = gemm.isBatched();
   signature.halfNAccumulator = gemm.getAccumulatorHalfN();
+  signature.bHalves = gemm.getBHalves();
 
   signature.arguments.resize(func.getNumArguments());
   for (auto [operand, role, dims] : getBoundOperands(gemm)) {
@@ -337,7 +338,16 @@ llvm::Expected<ProblemShape> ProgramSignature::inferProblemShape(
                  (batched ? ", batch " + Twine(problem.batch) : Twine()) +
                  " give an output space too large to address (above 2^63 "
                  "bytes)");
+  if (bHalves && problem.n % 2)
+    return error("B holds op(B)'s column pairs in its two halves (layout "
+                 "halves), which needs an even N; N = " +
+                 Twine(problem.n));
   for (auto [i, output] : llvm::enumerate(outputs)) {
+    if ((output.dims & DimsAttr::kHalves) && problem.n % 2)
+      return error("output '" + output.name +
+                   "' spans [m, n halves], its column pairs stored apart, "
+                   "which needs an even N; N = " +
+                   Twine(problem.n));
     if ((output.dims & DimsAttr::kHalfN) && problem.n % 2)
       return error("output '" + output.name +
                    "' spans [m, n/2], the even "

@@ -428,7 +428,6 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
         return source.takeError();
       auto [address, pitch] = *source;
       SmallVector<cuuint64_t> dims, strides;
-      SmallVector<cuuint32_t> box, elementStrides(rank, 1);
       uint64_t stride = pitch;
       for (size_t d = 0; d < rank; ++d) {
         int64_t size = tensor.shape[rank - 1 - d];
@@ -438,6 +437,14 @@ llvm::Error GpuProgram::launchShape(const KernelShape &shape,
           stride *= size;
         }
       }
+      if (param.halves) {
+        // B [N, K] as (K, 2, N / 2): pair j's two rows, j and N / 2 + j.
+        uint64_t pairs = tensor.shape[0] / 2;
+        dims = {dims[0], 2, pairs};
+        strides = {pitch * pairs, pitch};
+        rank = 3;
+      }
+      SmallVector<cuuint32_t> box, elementStrides(rank, 1);
       for (int64_t b : param.box)
         box.push_back(static_cast<cuuint32_t>(b));
       if (auto e = driver.check(

@@ -1,6 +1,7 @@
 //===- coda-run.cpp - run a coda program on .npy data ---------------------===//
 //
-// coda-run PROGRAM --a A.npy --b B.npy [--layout-a mk|km] [--layout-b nk|kn]
+// coda-run PROGRAM --a A.npy --b B.npy [--layout-a mk|km] [--layout-b
+// nk|kn|halves]
 //          [--dtype bf16|f16|f32] [--c C.npy] [--alpha X] [--beta X]
 //          [--arg NAME=FILE.npy|NUMBER]... [--out NAME=FILE.npy]... [--seed S]
 //          [--device cpu|cuda] [--check] [--bench N] [--autotune]
@@ -54,7 +55,9 @@ cl::opt<std::string> layoutA("layout-a",
                              cl::cat(category));
 cl::opt<std::string> layoutB("layout-b",
                              cl::desc("a .coda program's layout of B: nk "
-                                      "([N, K], default) or kn"),
+                                      "([N, K], default), kn or halves ([N, "
+                                      "K], op(B)'s column pairs in its two "
+                                      "halves)"),
                              cl::cat(category));
 cl::opt<std::string> aPath("a", cl::desc("A as a .npy file"),
                            cl::value_desc("file"), cl::cat(category));
@@ -245,7 +248,7 @@ int main(int argc, char **argv) {
                   actual);
     if (!layoutA.empty() && (layoutA == "km") != signature->transposeA)
       return fail("--layout-a " + layoutA + " does not match the program");
-    if (!layoutB.empty() && (layoutB == "nk") != signature->transposeB)
+    if (!layoutB.empty() && layoutB != signature->getLayoutB())
       return fail("--layout-b " + layoutB + " does not match the program");
   }
 
@@ -387,7 +390,7 @@ int main(int argc, char **argv) {
   llvm::outs() << "M " << p.m << ", N " << p.n << ", K " << p.k << ", "
                << signature->operandType << " (A "
                << (signature->transposeA ? "km" : "mk") << ", B "
-               << (signature->transposeB ? "nk" : "kn") << ")\n";
+               << signature->getLayoutB() << ")\n";
   for (const std::string &note : bound->notes)
     llvm::outs() << "  note: " << note << "\n";
   llvm::outs() << "  " << timing << "\n";

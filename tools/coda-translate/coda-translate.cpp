@@ -31,7 +31,7 @@ namespace cl = llvm::cl;
 
 namespace {
 enum class OperandType { BF16, F16, F32 };
-enum class Layout { MK, KM, NK, KN };
+enum class Layout { MK, KM, NK, KN, Halves };
 } // namespace
 
 static cl::opt<bool>
@@ -61,7 +61,10 @@ static cl::opt<Layout>
 static cl::opt<Layout>
     layoutB("layout-b", cl::desc("Layout of B"),
             cl::values(clEnumValN(Layout::NK, "nk", "[N, K] (default)"),
-                       clEnumValN(Layout::KN, "kn", "[K, N]")),
+                       clEnumValN(Layout::KN, "kn", "[K, N]"),
+                       clEnumValN(Layout::Halves, "halves",
+                                  "[N, K], op(B)'s column pairs in its two "
+                                  "halves")),
             cl::init(Layout::NK));
 static cl::opt<bool> withC("with-c",
                            cl::desc("The GEMM adds beta * C (C and beta "
@@ -141,7 +144,8 @@ int main(int argc, char **argv) {
                             ? builder.getF32Type()
                             : builder.getBF16Type();
   options.transposeA = layoutA == Layout::KM;
-  options.transposeB = layoutB == Layout::NK;
+  options.transposeB = layoutB != Layout::KN;
+  options.bHalves = layoutB == Layout::Halves;
   options.withC = withC;
   options.withAlpha = withAlpha;
 

@@ -28,6 +28,9 @@ struct EpilogueImportOptions {
   bool transposeA = false;
   /// B is stored [N, K] (`--layout-b nk`, the default) instead of [K, N].
   bool transposeB = true;
+  /// B is stored [N, K] with op(B)'s column pairs in its two halves
+  /// (`--layout-b halves`: coda.gemm's b_halves).
+  bool bHalves = false;
   /// The GEMM adds beta * C: a C argument (of the operand type) and a beta
   /// argument follow A and B.
   bool withC = false;
@@ -36,8 +39,8 @@ struct EpilogueImportOptions {
 };
 
 /// Sets up `options` from the spellings coda's tools use: `dtype` bf16, f16
-/// or f32; `layoutA` mk or km; `layoutB` nk or kn. Fails with a message that
-/// names the bad value and the legal ones.
+/// or f32; `layoutA` mk or km; `layoutB` nk, kn or halves. Fails with a message
+/// that names the bad value and the legal ones.
 llvm::Error setImportOptions(MLIRContext *context, StringRef dtype,
                              StringRef layoutA, StringRef layoutB,
                              EpilogueImportOptions &options);

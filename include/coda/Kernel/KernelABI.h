@@ -34,7 +34,11 @@
 //                 (innermost first), element strides 1, no interleave,
 //                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
 //                 (out-of-bounds elements read as zero: this is how ragged M,
-//                 N and K are handled), any L2 promotion.
+//                 N and K are handled), any L2 promotion. With `halves` (B
+//                 under b_halves), B [N, K] is described as rank 3 instead,
+//                 its two halves' rows interleaved: dims (K, 2, N / 2),
+//                 strides (N / 2 rows, 1 row) in bytes, box = `box` (3
+//                 dims); N is even.
 //      GlobalPtr: a CUdeviceptr to the dense row-major tensor of program
 //                 argument `index` (A/B/C/input roles) or program result
 //                 `index` (output role), which the kernel reads or writes
@@ -171,6 +175,9 @@ struct KernelParam {
   /// For Partials and RowPartials parameters: the entry name of the merge
   /// kernel.
   std::string merge = {};
+  /// For the TensorMap of B under b_halves: B [N, K] read as its halves'
+  /// rows interleaved (a rank-3 tensor map; see above).
+  bool halves = false;
 };
 
 /// Everything the runtime needs to launch one generated kernel.

@@ -77,6 +77,13 @@ struct ProgramSignature {
   bool transposeA = false, transposeB = false, batched = false;
   /// Whether the accumulator spans [m, n/2]: B then has N / 2 columns.
   bool halfNAccumulator = false;
+  /// Whether B holds op(B)'s column pairs in its two halves (b_halves).
+  bool bHalves = false;
+
+  /// B's layout as the tools spell it: nk, kn or halves.
+  StringRef getLayoutB() const {
+    return bHalves ? "halves" : transposeB ? "nk" : "kn";
+  }
 
   /// Describes the program in `module`: the function named `name`, or the only
   /// function that holds a coda.gemm. Emits an error on the function (or the

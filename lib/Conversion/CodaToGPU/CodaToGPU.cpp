@@ -86,6 +86,7 @@ SmallVector<Type> addParams(const KernelPlan &plan, KernelABI &abi) {
       arg(op.getA()), plan.a.getBox());
   add(genericPtr, KernelParamKind::TensorMap, KernelParamRole::B,
       arg(op.getB()), plan.b.getBox());
+  abi.params.back().halves = plan.b.halves;
   if (Value c = op.getC())
     add(globalPtr, KernelParamKind::GlobalPtr, KernelParamRole::C, arg(c));
   if (Value alpha = op.getAlpha())

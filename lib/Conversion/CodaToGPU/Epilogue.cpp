@@ -82,6 +82,9 @@ Value mlir::coda::getLinearIndex(KernelBuilder &b, const KernelValues &values,
     append(b.andi(col, b.i32(period - 1)), b.i32(period));
   else if (mask & DimsAttr::kHalfN)
     append(b.shru(col, b.i32(1)), b.shru(values.n, b.i32(1)));
+  else if (mask & DimsAttr::kHalves)
+    // The pair's column in the output's first half (storeHalves).
+    append(b.shru(col, b.i32(1)), values.n);
   else if (mask & DimsAttr::kN)
     append(col, values.n);
   return index;
@@ -451,7 +454,10 @@ LogicalResult EpilogueBuilder::build() {
         SmallVector<Value> slots;
         for (int64_t c = 8 * group; c < 8 * group + 8; ++c)
           slots.push_back(at(value, h, c));
-        storeGroup(slots, values.outputs[i], type, mask, h, group);
+        if (mask & DimsAttr::kHalves)
+          storeHalves(slots, values.outputs[i], type, mask, h, group);
+        else
+          storeGroup(slots, values.outputs[i], type, mask, h, group);
       }
       if (statistics)
         for (auto [k, reduce] : llvm::enumerate(statistics->getReductions()))

@@ -245,6 +245,12 @@ private:
   /// element k.
   void storeEvenColumns(ArrayRef<Value> evens, Value pointer, Type elementType,
                         unsigned mask, int64_t h, int64_t group);
+  /// Stores the 8 slots `group` of row slot h of an output spanning [m, n
+  /// halves] beside an accumulator [m, n/2]: each pair's first column in
+  /// the output's first half, its second in the other, two adjacent pairs
+  /// with one access to each half where they fit.
+  void storeHalves(ArrayRef<Value> slots, Value pointer, Type elementType,
+                   unsigned mask, int64_t h, int64_t group);
   /// Issues the loads of column group `group` at row slot h of every tensor
   /// input that spans n (and of C); those that do not span m at h = 0.
   void prefetchGroup(int64_t group, int64_t h);

@@ -499,6 +499,58 @@ void EpilogueBuilder::storeEvenColumns(ArrayRef<Value> evens, Value pointer,
   storeWide(mask, groupFits(pointer, mask, h, group), storeQuad, storeEach);
 }
 
+void EpilogueBuilder::storeHalves(ArrayRef<Value> slots, Value pointer,
+                                  Type elementType, unsigned mask, int64_t h,
+                                  int64_t group) {
+  // Slot 4j + 2e + f (j counted over the row slot's groups) is output column
+  // 2p + f with pair p = colBase + 2(l % 4) + 8j + e: element p of half f
+  // of the row, whose slot address is that of pair colBase + 2(l % 4).
+  Value row = addresses.find(pointer)->second.rows[h];
+  Value half = b.wide(b.shru(values.n, b.i32(1)));
+  for (int64_t j = 0; j < 2; ++j) {
+    for (int64_t f = 0; f < 2; ++f) {
+      int64_t first = 8 * group + 4 * j + f, second = first + 2;
+      Value address = b.gep(row, elementType, b.i64(8 * (2 * group + j)));
+      if (f)
+        address = b.gep(address, elementType, half);
+      // Both pairs inside, and the second half 4-byte aligned too (N a
+      // multiple of 4); interior tiles have N a multiple of 8.
+      Value fits;
+      if (!interior) {
+        Value nIsMultipleOf4 = b.eq(b.andi(values.n, b.i32(3)), b.i32(0));
+        fits = b.andi(b.andi(isAligned(pointer, 4), nIsMultipleOf4),
+                      b.ult(cols[second], values.n));
+        if (mask & DimsAttr::kM)
+          fits = b.andi(fits, b.ult(rows[h], values.m));
+      }
+      storeWide(
+          mask, fits,
+          [&] {
+            LLVM::StoreOp::create(b,
+                                  packPair(slots[first - 8 * group],
+                                           slots[second - 8 * group],
+                                           elementType),
+                                  address);
+          },
+          [&] {
+            for (auto [slot, offset] : {std::pair(first, 0), {second, 1}}) {
+              auto store = [&, slot = slot, offset = offset] {
+                Value element = slots[slot - 8 * group];
+                if (elementType != element.getType())
+                  element = arith::TruncFOp::create(b, elementType, element);
+                LLVM::StoreOp::create(
+                    b, element, b.gep(address, elementType, b.i64(offset)));
+              };
+              if (Value inside = inBounds(mask, h, slot))
+                b.ifThen(inside, store);
+              else
+                store();
+            }
+          });
+    }
+  }
+}
+
 void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
                                 unsigned mask, int64_t h, int64_t c) {
   Value cond = inBounds(mask, h, c);

@@ -73,6 +73,8 @@ LogicalResult mlir::coda::checkProgram(GemmOp op, ModuleOp module) {
 }
 
 SmallVector<int64_t> OperandPlan::getBox() const {
+  if (halves)
+    return {tileK, 2, getBoxExtent() / 2};
   SmallVector<int64_t> box = kMajor
                                  ? SmallVector<int64_t>{tileK, getBoxExtent()}
                                  : SmallVector<int64_t>{getBoxExtent(), tileK};
@@ -196,6 +198,13 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
                             "reduces over groups of " +
                                 Twine(reduce.getWidth()) + " columns")))
       return failure();
+  for (unsigned i = 0, e = op.getNumResults(); i < e; ++i)
+    if (op.getResultDimsAt(i).isHalves() && !op.getAccumulatorHalfN())
+      return op.emitOpError()
+             << "cannot run on the GPU: output #" << i
+             << " spans [m, n halves], which the GPU lowering writes beside "
+                "an accumulator [m, n/2] only (a gated activation's "
+                "gradient); the CPU reference runs it";
   if (op.getAccumulatorHalfN())
     for (Operation &inner : op.getEpilogueBlock().without_terminator()) {
       auto partner = dyn_cast<PartnerOp>(inner);
@@ -276,10 +285,15 @@ FailureOr<KernelPlan> KernelPlan::build(GemmOp op, const TileConfig &config,
   auto rank = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getRank();
   };
-  plan.a = {/*kMajor=*/!op.getTransposeA(), rank(op.getA()) == 3, tile.tileM,
-            plan.tileK, elementBytes};
+  plan.a = {/*kMajor=*/!op.getTransposeA(),
+            rank(op.getA()) == 3,
+            /*halves=*/false,
+            tile.tileM,
+            plan.tileK,
+            elementBytes};
   plan.b = {/*kMajor=*/op.getTransposeB(),
             rank(op.getB()) == 3,
+            /*halves=*/op.getBHalves(),
             tile.tileN,
             plan.tileK,
             elementBytes,

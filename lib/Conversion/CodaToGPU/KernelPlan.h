@@ -80,6 +80,10 @@ struct OperandPlan {
   bool kMajor = true;
   /// Whether the operand has a batch dim.
   bool batched = false;
+  /// B under b_halves: each box reads half its rows from each half of B,
+  /// interleaved (a rank-3 tensor map, KernelABI.h), into the shared memory
+  /// rows a box of B's interleaved rows would fill.
+  bool halves = false;
   /// The tile's extent along M (A) or N (B).
   int64_t extent = 0;
   /// The tile's extent along K.
@@ -96,7 +100,8 @@ struct OperandPlan {
   }
   /// The rows (K-major) or columns (MN-major) of the tile one box covers.
   int64_t getBoxExtent() const { return extent / getNumBoxes(); }
-  /// The box, innermost dim first (a batch dim adds a trailing 1).
+  /// The box, innermost dim first (a batch dim adds a trailing 1; halves
+  /// split the rows into [2 x rows / 2]).
   SmallVector<int64_t> getBox() const;
   /// Bytes of 64 rows (A) or columns (B) of one stage: 64 swizzled rows of
   /// 128 bytes when K-major, one box when MN-major.

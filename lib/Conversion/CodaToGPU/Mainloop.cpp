@@ -208,10 +208,14 @@ void KernelBodyBuilder::loadOperand(const OperandPlan &operand, Value tensorMap,
     // A K-major tile is `multicast` [extent / multicast x tileK] boxes at
     // (k, row + box extent); an MN-major one is extent / 64 boxes of
     // [tileK x 64] at (row + 64 box, k).
+    // Halves: rows [outer, outer + extent) of op(B) are pairs
+    // [outer / 2, ...) of the two halves (coordinates k, half, pair).
     Value outer = b.add(outerBase, b.i32(box * operand.getBoxExtent()));
-    SmallVector<Value> coords = operand.kMajor
-                                    ? SmallVector<Value>{kBase, outer}
-                                    : SmallVector<Value>{outer, kBase};
+    SmallVector<Value> coords =
+        operand.halves
+            ? SmallVector<Value>{kBase, b.i32(0), b.shru(outer, b.i32(1))}
+        : operand.kMajor ? SmallVector<Value>{kBase, outer}
+                         : SmallVector<Value>{outer, kBase};
     if (operand.batched)
       coords.push_back(batch);
     auto load = [&] {

@@ -88,6 +88,10 @@ private:
       function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body);
 
   Value lowerContraction(Value a, Value b);
+  /// `value` with its dim `dim` (of even size) reordered between pairs and
+  /// halves: with `toHalves`, element 2j + g moves to g * size / 2 + j (an
+  /// `[m, n halves]` output); otherwise back (B's rows under b_halves).
+  Value reorderPairs(Value value, unsigned dim, bool toHalves);
   /// The product of an accumulator [m, n/2] (N / 2 wide) at the even
   /// columns of the output space, zero at the odd ones.
   Value spreadToEvenColumns(Value product);
@@ -265,6 +269,52 @@ Value GemmLowering::lowerContraction(Value a, Value b) {
             ValueRange{arith::AddFOp::create(bb, l, args[2], product, flags)});
       });
   return generic.getResult(0);
+}
+
+Value GemmLowering::reorderPairs(Value value, unsigned dim, bool toHalves) {
+  // Element i of the result along `dim` reads element `from(i)` of `value`.
+  auto type = cast<RankedTensorType>(value.getType());
+  unsigned rank = type.getRank();
+  Value init = tensor::EmptyOp::create(
+      rewriter, loc, tensor::getMixedSizes(rewriter, loc, value),
+      type.getElementType());
+  Value size = tensor::DimOp::create(rewriter, loc, value, dim);
+  MLIRContext *context = rewriter.getContext();
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             rewriter, loc, type, ValueRange{}, ValueRange{init},
+             ArrayRef<AffineMap>{
+                 AffineMap::getMultiDimIdentityMap(rank, context)},
+             iterators,
+             [&](OpBuilder &b, Location l, ValueRange) {
+               SmallVector<Value> indices;
+               for (unsigned d = 0; d < rank; ++d)
+                 indices.push_back(linalg::IndexOp::create(b, l, d));
+               Value two = arith::ConstantIndexOp::create(b, l, 2);
+               Value pairs = arith::DivUIOp::create(b, l, size, two);
+               Value i = indices[dim];
+               // Halves: i = g * pairs + j holds pair element 2j + g.
+               Value from =
+                   toHalves
+                       ? arith::AddIOp::create(
+                             b, l,
+                             arith::MulIOp::create(
+                                 b, l, arith::RemUIOp::create(b, l, i, pairs),
+                                 two),
+                             arith::DivUIOp::create(b, l, i, pairs))
+                       : arith::AddIOp::create(
+                             b, l,
+                             arith::MulIOp::create(
+                                 b, l, arith::RemUIOp::create(b, l, i, two),
+                                 pairs),
+                             arith::DivUIOp::create(b, l, i, two));
+               indices[dim] = from;
+               linalg::YieldOp::create(
+                   b, l,
+                   ValueRange{tensor::ExtractOp::create(b, l, value, indices)});
+             })
+      .getResult(0);
 }
 
 Value GemmLowering::spreadToEvenColumns(Value product) {
@@ -571,8 +621,8 @@ void GemmLowering::lowerEpilogueOp(Operation &inner) {
 Value GemmLowering::lowerOutput(Materialized value, unsigned mask,
                                 RankedTensorType type) {
   Type elementType = type.getElementType();
-  bool half = mask & DimsAttr::kHalfN;
-  mask &= ~DimsAttr::kHalfN;
+  bool half = mask & DimsAttr::kHalfN, halves = mask & DimsAttr::kHalves;
+  mask &= ~(DimsAttr::kHalfN | DimsAttr::kHalves);
   Value result =
       buildElementwise(mask, {value}, {elementType},
                        [&](OpBuilder &b, Location l, ValueRange args) {
@@ -581,6 +631,8 @@ Value GemmLowering::lowerOutput(Materialized value, unsigned mask,
                            v = arith::TruncFOp::create(b, l, elementType, v);
                          return SmallVector<Value>{v};
                        })[0];
+  if (halves)
+    result = reorderPairs(result, llvm::popcount(mask) - 1, /*toHalves=*/true);
   if (half) {
     // The even columns: element j of the output is column 2j of the full one.
     auto full = cast<RankedTensorType>(result.getType());
@@ -632,6 +684,9 @@ LogicalResult GemmLowering::lower(ValueRange operands, TypeRange resultTypes) {
   else if (rb == 3)
     batchSize = tensor::getMixedSize(rewriter, loc, b, 0);
 
+  // B's rows as op(B)'s columns: each pair from the two halves.
+  if (op.getBHalves())
+    b = reorderPairs(b, 0, /*toHalves=*/false);
   Value product = lowerContraction(a, b);
   if (op.getAccumulatorHalfN()) {
     // The output space is twice the product's N.

@@ -812,7 +812,8 @@ GemmOp ContractionRaiser::rewrite(ArrayRef<Value> outputs,
   auto gemmOp = GemmOp::create(
       rewriter, loc, resultTypes, gemm.a, gemm.b, c, /*alpha=*/Value(),
       /*beta=*/Value(), inputValues, gemm.transposeA, gemm.transposeB,
-      /*accumulator_half_n=*/false, rewriter.getArrayAttr(inputDims),
+      /*b_halves=*/false, /*accumulator_half_n=*/false,
+      rewriter.getArrayAttr(inputDims),
       rewriter.getArrayAttr(
           SmallVector<Attribute>(resultDims.begin(), resultDims.end())));
   gemmOp.getEpilogue().push_back(epilogue.release());

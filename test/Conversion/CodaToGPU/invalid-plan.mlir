@@ -97,3 +97,15 @@ func.func @half_accumulator_partner(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf1
   }
   return %o : tensor<?x256xbf16>
 }
+
+// -----
+
+// An output stored in halves beside a full accumulator.
+func.func @halves_output(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @+1 {{cannot run on the GPU: output #0 spans [m, n halves], which the GPU lowering writes beside an accumulator [m, n/2] only (a gated activation's gradient); the CPU reference runs it}}
+  %o = coda.gemm %a, %b transpose_b : tensor<?x64xbf16>, tensor<128x64xbf16> -> (tensor<?x128xbf16> [m, n halves]) attributes {coda.kernel_plan = #coda.kernel_plan<chip = "sm_90a", tile_m = 128, tile_n = 128, stages = 4, schedule = cooperative, cluster_m = 1, group_rows = 8, epilogue_vector_bytes = 16>} {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %o : tensor<?x128xbf16>
+}

@@ -449,7 +449,7 @@ func.func @outside(%x: f32) -> f32 {
 // -----
 
 func.func @dims_order(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{expected dims to be a subset of [b, m, n] (or n/2, n mod p) in that order, got 'm'}}
+  // expected-error @+1 {{expected dims to be a subset of [b, m, n] (or n/2, n halves, n mod p) in that order, got 'm'}}
   %0 = coda.gemm %a, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> (tensor<4x4xf32> [n, m]) {
   ^bb0(%acc: f32):
     coda.yield %acc : f32
@@ -576,7 +576,7 @@ func.func @group_width(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<
 // -----
 
 func.func @half_input(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<8x16xf32>) -> tensor<8x32xf32> {
-  // expected-error @+1 {{'coda.gemm' op epilogue input #0 spans [m, n/2]; only an output may span n/2 (an input spans n, every column)}}
+  // expected-error @+1 {{'coda.gemm' op epilogue input #0 spans [m, n/2]; only an output may span n/2 or n halves (an input spans n, every column in order)}}
   %0 = coda.gemm %a, %b ins(%g : tensor<8x16xf32> [m, n/2]) : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
   ^bb0(%acc: f32, %x: f32):
     coda.yield %acc : f32
@@ -775,4 +775,82 @@ func.func @round_to_f32(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor
     coda.yield %r : f32
   }
   return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @halves_without_transpose_b(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op has b_halves (op(B)'s column pairs stored as B's two halves) without transpose_b: the halves are halves of B's rows, B stored [N, K]}}
+  %0 = coda.gemm %a, %b b_halves : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @halves_batched(%a: tensor<2x8x16xbf16>, %b: tensor<32x16xbf16>) -> tensor<2x8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op has b_halves (op(B)'s column pairs stored as B's two halves) and a batched operand, which it does not support}}
+  %0 = coda.gemm %a, %b transpose_b b_halves : tensor<2x8x16xbf16>, tensor<32x16xbf16> -> (tensor<2x8x32xf32> [b, m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<2x8x32xf32>
+}
+
+// -----
+
+func.func @halves_of_half_accumulator(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op has b_halves (op(B)'s column pairs stored as B's two halves) and an accumulator [m, n/2], whose op(B) has no pairs}}
+  %0 = coda.gemm %a, %b transpose_b b_halves accumulator [m, n/2] : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @halves_odd_n(%a: tensor<8x16xbf16>, %b: tensor<33x16xbf16>) -> tensor<8x33xf32> {
+  // expected-error @+1 {{'coda.gemm' op has b_halves (op(B)'s column pairs stored as B's two halves) but N = 33 is odd; it must be even}}
+  %0 = coda.gemm %a, %b transpose_b b_halves : tensor<8x16xbf16>, tensor<33x16xbf16> -> (tensor<8x33xf32> [m, n]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x33xf32>
+}
+
+// -----
+
+func.func @halves_input(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>, %g: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'coda.gemm' op epilogue input #0 spans [m, n halves]; only an output may span n/2 or n halves (an input spans n, every column in order)}}
+  %0 = coda.gemm %a, %b ins(%g : tensor<8x32xf32> [m, n halves]) : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<8x32xf32> [m, n]) {
+  ^bb0(%acc: f32, %x: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @halves_vector_output(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<32xf32> {
+  // expected-error @+1 {{'coda.gemm' op output #0 spans [n halves]; an output stored in halves spans [m, n halves] (unbatched, neither n/2 nor only n)}}
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x32xbf16> -> (tensor<32xf32> [n halves]) {
+  ^bb0(%acc: f32):
+    %1 = coda.col_reduce sum %acc
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<32xf32>
+}
+
+// -----
+
+func.func @halves_output_odd_n(%a: tensor<8x16xbf16>, %b: tensor<16x33xbf16>) -> tensor<8x33xf32> {
+  // expected-error @+1 {{'coda.gemm' op output #0 spans n halves, but the GEMM has an odd N = 33; n halves needs an even N}}
+  %0 = coda.gemm %a, %b : tensor<8x16xbf16>, tensor<16x33xbf16> -> (tensor<8x33xf32> [m, n halves]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<8x33xf32>
 }

@@ -119,6 +119,27 @@ func.func @accumulator_half_n(%a: tensor<8x16xbf16>, %b: tensor<16x16xbf16>, %s:
   return %0 : tensor<8x32xbf16>
 }
 
+// B in halves (b_halves: op(B)'s column pairs are B's rows j and N / 2 + j),
+// and an output stored in halves beside an accumulator [m, n/2].
+// CHECK-LABEL: func.func @halves
+// CHECK:         coda.gemm %{{.*}}, %{{.*}} transpose_b b_halves : tensor<8x16xbf16>, tensor<32x16xbf16> -> (tensor<8x16xbf16> [m, n/2], tensor<8x32xbf16> [m, n])
+// CHECK:         coda.gemm %{{.*}}, %{{.*}} transpose_b accumulator [m, n/2] ins(%{{.*}} : tensor<8x32xbf16> [m, n]) : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x32xbf16> [m, n halves])
+func.func @halves(%a: tensor<8x16xbf16>, %b: tensor<32x16xbf16>, %w: tensor<16x16xbf16>) -> (tensor<8x16xbf16>, tensor<8x32xbf16>) {
+  %0:2 = coda.gemm %a, %b transpose_b b_halves : tensor<8x16xbf16>, tensor<32x16xbf16> -> (tensor<8x16xbf16> [m, n/2], tensor<8x32xbf16> [m, n]) {
+  ^bb0(%acc: f32):
+    %1 = coda.partner %acc xor 1
+    %2 = arith.mulf %acc, %1 : f32
+    coda.yield %2, %acc : f32, f32
+  }
+  %3 = coda.gemm %a, %w transpose_b accumulator [m, n/2] ins(%0#1 : tensor<8x32xbf16> [m, n]) : tensor<8x16xbf16>, tensor<16x16xbf16> -> (tensor<8x32xbf16> [m, n halves]) {
+  ^bb0(%acc: f32, %x: f32):
+    %4 = coda.partner %x xor 1
+    %5 = arith.mulf %acc, %4 : f32
+    coda.yield %5 : f32
+  }
+  return %0#0, %3 : tensor<8x16xbf16>, tensor<8x32xbf16>
+}
+
 // Inputs that repeat along the row: 64 columns read at n mod 64, a table of
 // 128 columns per row.
 // CHECK-LABEL: func.func @periodic_inputs

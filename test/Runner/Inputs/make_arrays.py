@@ -7,6 +7,8 @@ folder = sys.argv[1]
 np.save(f"{folder}/a.npy", np.ones((4, 8), np.float32))
 np.save(f"{folder}/b.npy", np.ones((8, 6), np.float32))
 np.save(f"{folder}/b_bad_k.npy", np.ones((7, 6), np.float32))
+np.save(f"{folder}/b_rows7.npy", np.ones((7, 8), np.float32))
+np.save(f"{folder}/b_cols7.npy", np.ones((8, 7), np.float32))
 np.save(f"{folder}/bias.npy", np.ones((6,), np.float32))
 np.save(f"{folder}/bias_bad.npy", np.ones((5,), np.float32))
 np.save(f"{folder}/matrix.npy", np.ones((4, 6), np.float32))

@@ -80,6 +80,11 @@ ParseResult mlir::coda::parseDimsList(AsmParser &parser, unsigned &mask,
             period = static_cast<unsigned>(value);
             return success();
           }
+          if (succeeded(parser.parseOptionalKeyword("halves"))) {
+            // n halves: column 2j at j, 2j + 1 at N / 2 + j.
+            mask |= DimsAttr::kHalves;
+            return success();
+          }
           if (failed(parser.parseOptionalSlash()))
             return success();
           // n/2: the even columns, compacted.
@@ -94,8 +99,8 @@ ParseResult mlir::coda::parseDimsList(AsmParser &parser, unsigned &mask,
           return success();
         }
         return parser.emitError(loc)
-               << "expected dims to be a subset of [b, m, n] (or n/2, n mod "
-                  "p) in that order, got '"
+               << "expected dims to be a subset of [b, m, n] (or n/2, n "
+                  "halves, n mod p) in that order, got '"
                << name << "'";
       });
 }
@@ -110,6 +115,8 @@ std::string mlir::coda::stringifyDims(unsigned mask, unsigned period) {
     text += name;
     if (bit == DimsAttr::kN && (mask & DimsAttr::kHalfN))
       text += "/2";
+    if (bit == DimsAttr::kN && (mask & DimsAttr::kHalves))
+      text += " halves";
     if (bit == DimsAttr::kN && period)
       text += " mod " + std::to_string(period);
   }

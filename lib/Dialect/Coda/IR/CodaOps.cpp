@@ -154,6 +154,12 @@ static LogicalResult verifySizes(GemmOp op, RankedTensorType type,
                << " but has size " << size << " along it; expected " << period;
       continue;
     }
+    if (bit == DimsAttr::kN && (mask & DimsAttr::kHalves) &&
+        !ShapedType::isDynamic(expected) && expected % 2)
+      return op.emitOpError()
+             << what
+             << " spans n halves, but the GEMM has an odd N = " << expected
+             << "; n halves needs an even N";
     if (bit == DimsAttr::kN && (mask & DimsAttr::kHalfN) &&
         !ShapedType::isDynamic(expected)) {
       if (expected % 2)
@@ -188,7 +194,8 @@ void GemmOp::build(OpBuilder &builder, OperationState &state,
   build(builder, state, resultTypes, a, b, c, alpha, beta, inputs,
         transposeA ? builder.getUnitAttr() : UnitAttr(),
         transposeB ? builder.getUnitAttr() : UnitAttr(),
-        /*accumulator_half_n=*/UnitAttr(), builder.getArrayAttr(inputDimAttrs),
+        /*b_halves=*/UnitAttr(), /*accumulator_half_n=*/UnitAttr(),
+        builder.getArrayAttr(inputDimAttrs),
         builder.getArrayAttr(resultDimAttrs));
   SmallVector<Type> argTypes{builder.getF32Type()};
   for (Value input : inputs)
@@ -226,6 +233,8 @@ ParseResult GemmOp::parse(OpAsmParser &parser, OperationState &result) {
   if (succeeded(parser.parseOptionalKeyword("transpose_b")))
     result.addAttribute(getTransposeBAttrName(result.name),
                         builder.getUnitAttr());
+  if (succeeded(parser.parseOptionalKeyword("b_halves")))
+    result.addAttribute(getBHalvesAttrName(result.name), builder.getUnitAttr());
   if (succeeded(parser.parseOptionalKeyword("accumulator"))) {
     SMLoc loc = parser.getCurrentLocation();
     unsigned mask, period;
@@ -327,6 +336,8 @@ void GemmOp::print(OpAsmPrinter &p) {
     p << " transpose_a";
   if (getTransposeB())
     p << " transpose_b";
+  if (getBHalves())
+    p << " b_halves";
   if (getAccumulatorHalfN())
     p << " accumulator [m, n/2]";
   if (Value c = getC())
@@ -354,10 +365,10 @@ void GemmOp::print(OpAsmPrinter &p) {
   }
   p << ")";
   p.printOptionalAttrDictWithKeyword(
-      (*this)->getAttrs(),
-      {getOperandSegmentSizesAttrName(), getTransposeAAttrName(),
-       getTransposeBAttrName(), getAccumulatorHalfNAttrName(),
-       getInputDimsAttrName(), getResultDimsAttrName()});
+      (*this)->getAttrs(), {getOperandSegmentSizesAttrName(),
+                            getTransposeAAttrName(), getTransposeBAttrName(),
+                            getBHalvesAttrName(), getAccumulatorHalfNAttrName(),
+                            getInputDimsAttrName(), getResultDimsAttrName()});
   p << " ";
   p.printRegion(getEpilogue(), /*printEntryBlockArgs=*/true);
 }
@@ -392,6 +403,22 @@ LogicalResult GemmOp::verify() {
 
   bool batched = isBatched();
   unsigned space = getOutputSpaceDims().getMask();
+  if (getBHalves()) {
+    auto refuse = [&](const Twine &what) {
+      return emitOpError() << "has b_halves (op(B)'s column pairs stored as "
+                              "B's two halves) "
+                           << what;
+    };
+    if (!getTransposeB())
+      return refuse("without transpose_b: the halves are halves of B's rows, "
+                    "B stored [N, K]");
+    if (batched)
+      return refuse("and a batched operand, which it does not support");
+    if (getAccumulatorHalfN())
+      return refuse("and an accumulator [m, n/2], whose op(B) has no pairs");
+    if (!ShapedType::isDynamic(sizes.n) && sizes.n % 2)
+      return refuse("but N = " + Twine(sizes.n) + " is odd; it must be even");
+  }
   if (getAccumulatorHalfN()) {
     auto refuse = [&](const Twine &what) {
       return emitOpError() << "has an accumulator [m, n/2] (the product at "
@@ -448,10 +475,10 @@ LogicalResult GemmOp::verify() {
       return emitOpError() << what << " has element type "
                            << tensorType.getElementType()
                            << "; expected f32, bf16 or f16";
-    if (mask & DimsAttr::kHalfN)
+    if (mask & (DimsAttr::kHalfN | DimsAttr::kHalves))
       return emitOpError() << what << " spans " << stringifyDims(mask)
-                           << "; only an output may span n/2 (an input spans "
-                              "n, every column)";
+                           << "; only an output may span n/2 or n halves (an "
+                              "input spans n, every column in order)";
     if (period && !(mask & DimsAttr::kN))
       return emitOpError() << what << " has a period of " << period
                            << " columns but does not span n";
@@ -496,6 +523,11 @@ LogicalResult GemmOp::verify() {
       return emitOpError() << what << " spans " << stringifyDims(mask)
                            << "; an output spanning n/2 must also span m "
                               "([m, n/2])";
+    if ((mask & DimsAttr::kHalves) &&
+        mask != (DimsAttr::kM | DimsAttr::kN | DimsAttr::kHalves))
+      return emitOpError() << what << " spans " << stringifyDims(mask)
+                           << "; an output stored in halves spans [m, n "
+                              "halves] (unbatched, neither n/2 nor only n)";
     if (static_cast<int64_t>(getDimsRank(mask)) != type.getRank())
       return emitOpError() << what << " spans " << stringifyDims(mask)
                            << " but has rank " << type.getRank();

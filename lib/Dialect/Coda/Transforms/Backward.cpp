@@ -288,6 +288,11 @@ FailureOr<Forward> analyze(func::FuncOp func,
   if (gemm.getAccumulatorHalfN())
     return notDifferentiable("an accumulator [m, n/2] is itself a gradient's; "
                              "differentiate the forward program");
+  for (Attribute dims : gemm.getResultDims())
+    if (cast<DimsAttr>(dims).isHalves())
+      return notDifferentiable("an output stored in halves ([m, n halves]) is "
+                               "itself a gradient's; differentiate the "
+                               "forward program");
   Forward forward{func, gemm, *signature};
   forward.aType = cast<RankedTensorType>(gemm.getA().getType());
   forward.bType = cast<RankedTensorType>(gemm.getB().getType());
@@ -344,9 +349,12 @@ void appendGradientResults(Forward &forward, SmallVector<Slot> &slots,
                            SmallVector<DimsAttr> &dims) {
   MLIRContext *context = forward.func.getContext();
   Type f32 = Float32Type::get(context);
+  // Stored as op(B) is (b_halves: its pairs apart), which the operand
+  // gradients then read with B (and write B's gradient) as stored.
   slots.push_back(
       {forward.spaceType(forward.elementType), BackwardNames::kGradAcc});
-  dims.push_back(DimsAttr::get(context, kSpace));
+  dims.push_back(DimsAttr::get(
+      context, kSpace | (forward.gemm.getBHalves() ? DimsAttr::kHalves : 0u)));
   for (auto [i, input] : llvm::enumerate(forward.gemm.getInputs())) {
     auto type = dyn_cast<RankedTensorType>(input.getType());
     // An input that spans n mod p takes no gradient (fillEpilogueGradient
@@ -541,6 +549,7 @@ buildSavingProgram(Forward &forward, ArrayRef<Operation *> rowReductions,
             b, fwd.getLoc(), types, resultDims, lookup(fwd.getA()),
             lookup(fwd.getB()), fwd.getTransposeA(), fwd.getTransposeB(),
             Value(), lookup(fwd.getAlpha()), Value(), inputs, inputDims);
+        savingGemm.setBHalves(fwd.getBHalves());
         return savingGemm;
       });
   Block &block = savingGemm.getEpilogueBlock();
@@ -665,6 +674,7 @@ FailureOr<std::pair<func::FuncOp, func::FuncOp>> buildRecomputeBackward(
                           values[1], fwd.getTransposeA(), fwd.getTransposeB(),
                           Value(), alpha ? values[2] : Value(), Value(),
                           values.drop_front(firstInputArg), inputDims);
+                      gemm.setBHalves(fwd.getBHalves());
                       return gemm;
                     });
   Block &block = gemm.getEpilogueBlock();
@@ -1015,6 +1025,7 @@ buildRowApply(Forward &forward, ArrayRef<Operation *> rowReductions,
                               values[1], fwd.getTransposeA(),
                               fwd.getTransposeB(), Value(), Value(), Value(),
                               values.drop_front(2), inputDims);
+        gemm.setBHalves(fwd.getBHalves());
         return gemm;
       });
   // Block arguments: the unread accumulator, the forward's inputs, the saved

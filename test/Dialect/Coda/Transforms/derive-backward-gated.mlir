@@ -63,3 +63,30 @@ func.func @gated_and_pre(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>)
   }
   return %0#0, %0#1 : tensor<?x256xf32>, tensor<?x128xbf16>
 }
+
+// -----
+
+// With the gate and up weights as B's two halves (b_halves), the saving
+// program reads B so too; the gradient of each pair is written in halves
+// ([m, n halves]), the order of B's rows, so that the operand gradients read
+// B (and write B's gradient) as stored, with no b_halves of their own.
+// CHECK-LABEL: func.func @halves_saving
+// CHECK:         coda.gemm {{.*}} transpose_b b_halves : {{.*}} -> (tensor<?x128xbf16> [m, n/2], tensor<?x256xbf16> [m, n])
+// CHECK-LABEL: func.func @halves_backward_saved
+// CHECK:         coda.gemm {{.*}} accumulator [m, n/2] ins({{.*}} : tensor<?x256xbf16> [m, n])
+// CHECK-SAME:      -> (tensor<?x256xbf16> [m, n halves])
+// CHECK-LABEL: func.func @halves_grad_a
+// CHECK:         coda.gemm %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<?x256xbf16>, tensor<256x64xbf16> -> (tensor<?x64xbf16> [m, n])
+// CHECK-LABEL: func.func @halves_grad_b
+// CHECK:         coda.gemm %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} transpose_a : tensor<?x256xbf16>, tensor<?x64xbf16> -> (tensor<256x64xbf16> [m, n])
+func.func @halves(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>)
+    -> (tensor<?x128xbf16> {coda.name = "output"}) {
+  %0 = coda.gemm %a, %b transpose_b b_halves : tensor<?x64xbf16>, tensor<256x64xbf16> -> (tensor<?x128xbf16> [m, n/2]) {
+  ^bb0(%acc: f32):
+    %up = coda.partner %acc xor 1
+    %g = coda.activation silu %acc
+    %1 = arith.mulf %g, %up : f32
+    coda.yield %1 : f32
+  }
+  return %0 : tensor<?x128xbf16>
+}

@@ -163,6 +163,19 @@ func.func @half_accumulator(%a: tensor<?x64xbf16>, %b: tensor<64x128xbf16>)
 
 // -----
 
+// An output stored in halves is a gradient's too.
+func.func @halves_output(%a: tensor<?x64xbf16>, %b: tensor<64x128xbf16>)
+    -> (tensor<?x128xbf16> {coda.name = "output"}) {
+  // expected-error @+1 {{'coda.gemm' op cannot be differentiated: an output stored in halves ([m, n halves]) is itself a gradient's; differentiate the forward program}}
+  %0 = coda.gemm %a, %b : tensor<?x64xbf16>, tensor<64x128xbf16> -> (tensor<?x128xbf16> [m, n halves]) {
+  ^bb0(%acc: f32):
+    coda.yield %acc : f32
+  }
+  return %0 : tensor<?x128xbf16>
+}
+
+// -----
+
 // Two gated outputs: the backward's GEMM gives the gradient of one.
 func.func @two_gated(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>)
     -> (tensor<?x128xbf16> {coda.name = "gated"}, tensor<?x128xbf16> {coda.name = "other"}) {

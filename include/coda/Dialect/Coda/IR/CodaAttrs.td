@@ -24,7 +24,11 @@ def Coda_DimsAttr : AttrDef<Coda_Dialect, "Dims"> {
     An output may span `n/2` in place of `n`: the even columns of the output
     space, compacted, so that the value at column `2j` is written at column
     `j` of an `N / 2`-wide tensor (a gated activation whose gate and up
-    columns alternate: `[m, n/2]`). N must then be even.
+    columns alternate: `[m, n/2]`). N must then be even. It may span
+    `n halves`: every column, its pairs stored apart, the value at column
+    `2j` at column `j` and the one at `2j + 1` at column `N / 2 + j`
+    (`[m, n halves]`: the gradient of such a pair when its weight is stored
+    as the gate's rows, then the up's).
 
     An input may span `n mod p` in place of `n` (p a power of 2): it holds p
     columns, and column `n` of the output space reads its column `n mod p`
@@ -35,6 +39,7 @@ def Coda_DimsAttr : AttrDef<Coda_Dialect, "Dims"> {
     ```mlir
     #coda.dims<[m, n]>
     #coda.dims<[m, n/2]>
+    #coda.dims<[m, n halves]>
     #coda.dims<[m, n mod 128]>
     ```
   }];
@@ -51,10 +56,14 @@ def Coda_DimsAttr : AttrDef<Coda_Dialect, "Dims"> {
     static constexpr unsigned kN = 1, kM = 2, kB = 4;
     /// With kN: only the even columns, compacted (`n/2`).
     static constexpr unsigned kHalfN = 8;
+    /// With kN: the column pairs stored apart, column 2j at j and column
+    /// 2j + 1 at N / 2 + j (`n halves`).
+    static constexpr unsigned kHalves = 16;
     bool hasB() const { return getMask() & kB; }
     bool hasM() const { return getMask() & kM; }
     bool hasN() const { return getMask() & kN; }
     bool isHalfN() const { return getMask() & kHalfN; }
+    bool isHalves() const { return getMask() & kHalves; }
     /// With kN: the input holds `getPeriod()` columns, read at n mod period.
     bool isPeriodic() const { return getPeriod() != 0; }
     /// The number of dimensions spanned, i.e. the rank of a tensor with these dims.

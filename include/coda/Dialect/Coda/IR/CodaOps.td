@@ -28,7 +28,11 @@ def Coda_GemmOp : Coda_Op<"gemm", [
     in fp32 and runs the `epilogue` region on it. `op(A)` is `A` (`[M, K]`) or,
     with `transpose_a`, the transpose of `A` stored `[K, M]`; `op(B)` is `B`
     (`[K, N]`) or, with `transpose_b`, the transpose of `B` stored `[N, K]` (the
-    layout of an `nn.Linear` weight). A and B share one element type: bf16 and
+    layout of an `nn.Linear` weight). With `b_halves` (and `transpose_b`), B
+    stored `[N, K]` holds the two columns of each pair of op(B) in its two
+    halves: column `2j` of op(B) is B's row `j`, column `2j + 1` its row
+    `N / 2 + j` (a gated MLP's gate and up weights, one after the other, read
+    as one interleaved weight without a copy). A and B share one element type: bf16 and
     f16 are multiplied exactly and summed in fp32; f32 operands are multiplied
     as tf32 on tensor cores (the CPU reference computes them in full fp32).
     A rank-3 A or B is batched (`[batch, ...]`); a rank-2 operand of a batched
@@ -50,7 +54,11 @@ def Coda_GemmOp : Coda_Op<"gemm", [
     (a `[m]` output takes a row reduction, an `[n]` output a column reduction).
     An output spanning `[m, n/2]` receives the values of the even columns
     only, written `N / 2` wide (a gated activation: `silu(acc) *
-    coda.partner(acc)`).
+    coda.partner(acc)`). An output spanning `[m, n halves]` is the output
+    space stored with its column pairs apart, as `b_halves` stores op(B):
+    column `2j` at `j`, column `2j + 1` at `N / 2 + j` (the gradient of a
+    gated activation whose weight is stored in halves, which the operand
+    gradients then read as they read that weight).
 
     With `accumulator [m, n/2]`, op(B) has `N / 2` columns and the product
     fills the even columns of the output space, the odd ones being zero:
@@ -85,6 +93,7 @@ def Coda_GemmOp : Coda_Op<"gemm", [
     Variadic<AnyType>:$inputs,
     UnitAttr:$transpose_a,
     UnitAttr:$transpose_b,
+    UnitAttr:$b_halves,
     UnitAttr:$accumulator_half_n,
     Coda_DimsArrayAttr:$input_dims,
     Coda_DimsArrayAttr:$result_dims
