@@ -591,7 +591,26 @@ class MLP(nn.Module):
                 + (f", output_dropout={self.output_p}" if self.output_p else ""))
 
 
-class GatedMLP(nn.Module):
+class _SharedRows(nn.Module):
+    """A module whose weights named by `_shared_weights()` ([rows, K] each)
+    are kept as consecutive rows of one buffer (_share_rows), read stacked
+    without a copy (_stacked_rows)."""
+
+    def _share_weights(self):
+        _share_rows(self._shared_weights())
+
+    def _apply(self, fn, *args, **kwargs):
+        # A conversion (.to(), .cuda(), .half()) gives each parameter its own
+        # storage: the weights are put back in one buffer. What leaves them
+        # stacked (a conversion to what they are, share_memory()) leaves
+        # them where they are.
+        super()._apply(fn, *args, **kwargs)
+        if _stacked_rows(self._shared_weights()) is None:
+            self._share_weights()
+        return self
+
+
+class GatedMLP(_SharedRows):
     """A gated MLP (LLaMA's, Mistral's, Gemma's): y = down_proj(act(gate_proj(x))
     * up_proj(x)), with `gate_proj`, `up_proj` and `down_proj` nn.Linear
     modules without biases (their parameters, initialization and state dict,
@@ -605,7 +624,10 @@ class GatedMLP(nn.Module):
     GEMM (an accumulator [m, n/2]: each column of that product is the
     gradient of one pair), then the input and weight gradients of both
     GEMMs. `residual` (a keyword argument of forward, the shape of y) is
-    added in the down projection's epilogue when given."""
+    added in the down projection's epilogue when given. The gate and up
+    weights are kept as the two halves of one buffer (each parameter a
+    view of it: _SharedRows), which ResidualNormMLP's folded norm reads
+    as they lie."""
 
     def __init__(self, in_features, hidden_features, out_features=None, activation="silu",
                  device=None, dtype=None):
@@ -622,6 +644,10 @@ class GatedMLP(nn.Module):
                  f"  output = {activation}(input) * partner(input, 1);\n}}\n")
         self._up = ProgramFamily(lambda t: gated.replace("{t}", t))
         self._down = _down_families(False, 0.0, "nk")
+        self._share_weights()
+
+    def _shared_weights(self):
+        return self.gate_proj.weight, self.up_proj.weight
 
     def _programs(self, residual, remade=None, like=None):
         """As MLP's: the gate and up projections one GEMM over their weights
@@ -630,7 +656,7 @@ class GatedMLP(nn.Module):
         for the backward as the way to make it from the weights this call
         read (not the module's at the backward: torch.func.functional_call
         swaps them back in between)."""
-        gate, up = self.gate_proj.weight, self.up_proj.weight
+        gate, up = self._shared_weights()
 
         def stacked():
             return torch.stack((gate, up), dim=1).reshape(2 * gate.shape[0], gate.shape[1])
@@ -961,7 +987,7 @@ def _rotary_family(head_dim, qk_eps=None, tables=False, bias=False):
     return family
 
 
-class RMSNormRotaryQKV(nn.Module):
+class RMSNormRotaryQKV(_SharedRows):
     """A pre-norm attention's input: RMSNorm(x), then the query, key and
     value projections, then the rotary embedding of the queries and keys
     (rotate-half, as Hugging Face's LLaMA, Mistral and Qwen apply it, from
@@ -1034,7 +1060,7 @@ class RMSNormRotaryQKV(nn.Module):
             self.q_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
             self.k_norm = nn.RMSNorm(head_dim, self.qk_eps, device=device, dtype=dtype)
         self._tables = {}
-        self._share_projections()
+        self._share_weights()
         # The program families forward may run (by positions or by tables,
         # with biases or not: coda.patch may put biased projections here),
         # registered now: made in a forward traced by torch.compile, a
@@ -1045,24 +1071,11 @@ class RMSNormRotaryQKV(nn.Module):
 
     def _projections(self):
         """The query, key and value projections' weights, in their stacked
-        order."""
+        order (_SharedRows': the GEMM reads them as they lie, and only the
+        norm's scaling copies them, one kernel)."""
         return self.q_proj.weight, self.k_proj.weight, self.v_proj.weight
 
-    def _share_projections(self):
-        """The three projections' weights as consecutive rows of one buffer
-        (_share_rows): the GEMM reads them as they lie, and only the norm's
-        scaling copies them (one kernel)."""
-        _share_rows(self._projections())
-
-    def _apply(self, fn, *args, **kwargs):
-        # A conversion (.to(), .cuda(), .half()) gives each parameter its own
-        # storage: the projections' weights are put back in one buffer. What
-        # leaves them stacked (a conversion to what they are, share_memory())
-        # leaves them where they are.
-        super()._apply(fn, *args, **kwargs)
-        if _stacked_rows(self._projections()) is None:
-            self._share_projections()
-        return self
+    _shared_weights = _projections
 
     def _columns(self, device):
         """Per column of the stacked product: the inverse frequency of its
@@ -1203,9 +1216,10 @@ def _projection_norm(norm, eps, bias, norm_bias, dropout, weight_layout="nk"):
 # (fold_norm=True), as RMSNormRotaryQKV folds its own: RMSNorm(h) W^T = rstd *
 # (h (W * gamma)^T). The output projection writes h alone (the MLP's down
 # projection's program: input + residual), PyTorch its rows' rstd, and the
-# gated GEMM reads h by the gate and up weights interleaved and scaled by
-# gamma, its epilogue multiplying each row by its rstd (detached: the norm's
-# backward below carries its gradient): normed is never written nor saved.
+# gated GEMM reads h by the gate and up weights stacked and scaled by gamma
+# (one kernel over the buffer they share, read as pairs: layout halves), its
+# epilogue multiplying each row by its rstd (detached: the norm's backward
+# below carries its gradient): normed is never written nor saved.
 _FOLDED_GATED = """
 EPILOGUE gated_rmsnorm(rstd: f32[M]) -> (output: {t}[M, N/2]) {
   a = input * detach(rstd);
@@ -1220,13 +1234,15 @@ def _folded_gated_family(activation):
     activation."""
     if activation not in _folded_gated:
         _folded_gated[activation] = ProgramFamily(
-            lambda t: _FOLDED_GATED.replace("{activation}", activation).replace("{t}", t))
+            lambda t: _FOLDED_GATED.replace("{activation}", activation).replace("{t}", t),
+            layout_b="halves")
     return _folded_gated[activation]
 
 
 # h's gradient and gamma's on the GEMM of the gated epilogue's gradient (the
-# product's rows times rstd, grad_acc) by the gate and up weights as stored
-# (B [K, N]): RMSNorm's backward with its input normed = h * rstd * gamma,
+# product's rows times rstd, grad_acc, each pair's columns in its two halves)
+# by the gate and up weights as stored (B [K, N], the halves): RMSNorm's
+# backward with its input normed = h * rstd * gamma,
 # whose gradient is this product over rstd, plus y's gradient (h is the
 # down projection's residual). The row sum runs across the row's tiles (on
 # the GPU, the row split).
@@ -1239,19 +1255,6 @@ EPILOGUE rmsnorm_folded_input_gradient(h: {t}[M, N], gamma: f32[N], rstd: f32[M]
   grad_gamma = col_sum(input * h);
 }}
 """, layout_b="kn")
-
-
-def _gated_rows(gate, up, scale, dtype):
-    """The gate and up weights' rows interleaved (gate row j at 2j, up row j
-    at 2j + 1), column k times scale[k] (as they are where scale is None),
-    in `dtype`: one pass over each (torch.compile traces no write into a
-    strided view: there, the pairs stacked and then scaled)."""
-    if torch.compiler.is_compiling():
-        pairs = torch.stack((gate, up), dim=1)
-        return (pairs if scale is None else pairs * scale).to(dtype).reshape(-1, gate.shape[1])
-    rows = torch.empty(2 * gate.shape[0], gate.shape[1], dtype=dtype, device=gate.device)
-    _scaled_into((gate, up), (rows[0::2], rows[1::2]), scale)
-    return rows
 
 
 def _folded_needs(needs):
@@ -1303,7 +1306,7 @@ class _FoldedNormTail(torch.autograd.Function):
         seed = _no_seed(x)
         (h,) = ctx.call(down_key, "", x, w0, [residual], "residual", [], "", seed)
         rstd = _row_rstd(h, eps)
-        weight = _gated_rows(gate, up, gamma, dtype)
+        weight = _scaled_rows((gate, up), gamma, dtype)
         g, *saved = ctx.call(up_key, "saving", h, weight, [rstd], "rstd", [], "", seed)
         (y,) = ctx.call(down_key, "", g, w2, [h], "residual", [], "", seed)
         ctx.keys, ctx.dtype = keys, dtype
@@ -1331,15 +1334,15 @@ class _FoldedNormTail(torch.autograd.Function):
                             [*saved, rstd], names, [], "", seed)[0]
         if needs_h:
             grad_h, grad_gamma = call(_FOLDED_INPUT_GRADIENT.key, "", grad_acc,
-                                      _gated_rows(gate, up, None, ctx.dtype),
+                                      _scaled_rows((gate, up), None, ctx.dtype),
                                       [h, gamma, rstd, grad_y], "h,gamma,rstd,grad_y",
                                       [1.0 / h.shape[1]], "inv_width", seed)
         if needs[7] or needs[8]:
             (grad_rows,) = call(_SCALED_WEIGHT_GRADIENT.key, "", grad_acc, h, [gamma], "gamma",
                                 [], "", seed)
-            pairs = grad_rows.view(gate.shape[0], 2, gate.shape[1])
-            grad_gate = autograd._as(pairs[:, 0], gate.dtype) if needs[7] else None
-            grad_up = autograd._as(pairs[:, 1], up.dtype) if needs[8] else None
+            halves = grad_rows.split(gate.shape[0])
+            grad_gate = autograd._as(halves[0], gate.dtype) if needs[7] else None
+            grad_up = autograd._as(halves[1], up.dtype) if needs[8] else None
         grad_x = (autograd._as(_operand_gradient(call, down_key, "grad_a", grad_h, w0, seed),
                                x.dtype) if needs[1] else None)
         grad_w0 = (autograd._as(_operand_gradient(call, down_key, "grad_b", grad_h, x, seed),

@@ -294,6 +294,7 @@ def _patch_gated(module, activation):
     core = coda_nn.GatedMLP(gate.in_features, gate.out_features, module.down_proj.out_features,
                             activation=activation, device="meta")
     core.gate_proj, core.up_proj, core.down_proj = gate, module.up_proj, module.down_proj
+    core._share_weights()
     object.__setattr__(module, "_coda_mlp", core)
 
     def forward(x):
@@ -564,6 +565,7 @@ def _patch_decoder(layer, activation, rotary):
                                    device="meta")
     core.proj, core.norm = proj, norm
     core.mlp.gate_proj, core.mlp.up_proj, core.mlp.down_proj = gate, mlp.up_proj, mlp.down_proj
+    core.mlp._share_weights()
     # LLaMA's block: the norm folded into the gate and up projections'
     # product (1 ms a step less on LLaMA-1B, docs/performance.md).
     core.fold_norm = proj.bias is None
@@ -576,7 +578,7 @@ def _patch_decoder(layer, activation, rotary):
                                                              attn.k_proj, attn.v_proj)
         if rotary.get("qk_norm"):
             head.q_norm, head.k_norm = attn.q_norm, attn.k_norm
-        head._share_projections()
+        head._share_weights()
         object.__setattr__(layer, "_coda_head", head)
     proj.forward = lambda x: x
     # How the attention module's own forward takes the cache (earlier

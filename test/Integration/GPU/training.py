@@ -103,9 +103,9 @@ for q, layout in ((p, "nk"), (0.0, "nk"), (p, "kn")):
 
 # Gated MLPs: the gate and up projections one GEMM, their gradient on the
 # down projection's dgrad GEMM with an accumulator [m, n/2] (2 H = 1040
-# output columns, ragged in its 128-column tiles).
-for activation, residual in (("silu", False), ("gelu", True)):
-    gated = coda.nn.GatedMLP(D, H, activation=activation, device=cuda, dtype=torch.bfloat16)
+# output columns, ragged in its 128-column tiles; 2 x 261, an odd H).
+for activation, residual, hidden in (("silu", False, H), ("gelu", True, H), ("silu", False, 261)):
+    gated = coda.nn.GatedMLP(D, hidden, activation=activation, device=cuda, dtype=torch.bfloat16)
 
     def gated_reference(w, seeds, x, residual=None, activation=activation):
         act = (torch.nn.functional.silu if activation == "silu"
@@ -121,7 +121,7 @@ for activation, residual in (("silu", False), ("gelu", True)):
     inputs = {"x": torch.randn(M, D, device=cuda, dtype=torch.bfloat16)}
     if residual:
         inputs["residual"] = torch.randn(M, D, device=cuda, dtype=torch.bfloat16)
-    check_module(f"GatedMLP {activation}{' + residual' if residual else ''}", gated,
+    check_module(f"GatedMLP {activation}{' + residual' if residual else ''} H={hidden}", gated,
                  gated_reference, inputs, 25)
 
 lin = coda.nn.Linear(D, H, epilogue="EPILOGUE up(bias: f32[N]) { output = silu(input + bias); }",
