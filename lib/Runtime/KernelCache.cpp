@@ -61,8 +61,11 @@ static bool describesProgram(const KernelABI &abi,
     auto tensor = dyn_cast<RankedTensorType>(type);
     switch (param.kind) {
     case KernelParamKind::TensorMap:
+      // B in halves: a rank-2 tensor read through a rank-3 map.
       if (!tensor || !tensorMapType(tensor.getElementType()) ||
-          static_cast<int64_t>(param.box.size()) != tensor.getRank())
+          (param.halves && tensor.getRank() != 2) ||
+          static_cast<int64_t>(param.box.size()) !=
+              tensor.getRank() + (param.halves ? 1 : 0))
         return false;
       break;
     case KernelParamKind::GlobalPtr:

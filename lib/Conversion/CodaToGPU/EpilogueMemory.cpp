@@ -513,13 +513,16 @@ void EpilogueBuilder::storeHalves(ArrayRef<Value> slots, Value pointer,
       Value address = b.gep(row, elementType, b.i64(8 * (2 * group + j)));
       if (f)
         address = b.gep(address, elementType, half);
-      // Both pairs inside, and the second half 4-byte aligned too (N a
-      // multiple of 4); interior tiles have N a multiple of 8.
+      // Both pairs inside and the pair's access aligned: the tensor to two
+      // elements, and for the second half N / 2 even (N a multiple of 4);
+      // interior tiles have N a multiple of 8.
       Value fits;
       if (!interior) {
-        Value nIsMultipleOf4 = b.eq(b.andi(values.n, b.i32(3)), b.i32(0));
-        fits = b.andi(b.andi(isAligned(pointer, 4), nIsMultipleOf4),
-                      b.ult(cols[second], values.n));
+        fits = b.andi(
+            isAligned(pointer, 2 * elementType.getIntOrFloatBitWidth() / 8),
+            b.ult(cols[second], values.n));
+        if (f)
+          fits = b.andi(fits, b.eq(b.andi(values.n, b.i32(3)), b.i32(0)));
         if (mask & DimsAttr::kM)
           fits = b.andi(fits, b.ult(rows[h], values.m));
       }

@@ -103,8 +103,8 @@ for q, layout in ((p, "nk"), (0.0, "nk"), (p, "kn")):
 
 # Gated MLPs: the gate and up projections one GEMM, their gradient on the
 # down projection's dgrad GEMM with an accumulator [m, n/2] (2 H = 1040
-# output columns, ragged in its 128-column tiles; 2 x 261, an odd H).
-for activation, residual, hidden in (("silu", False, H), ("gelu", True, H), ("silu", False, 261)):
+# output columns, ragged in its 128-column tiles).
+for activation, residual, hidden in (("silu", False, H), ("gelu", True, H)):
     gated = coda.nn.GatedMLP(D, hidden, activation=activation, device=cuda, dtype=torch.bfloat16)
 
     def gated_reference(w, seeds, x, residual=None, activation=activation):
@@ -181,7 +181,8 @@ for p_graph in (0.0, p):
 # parameters' column sums in one kernel; on the GPU the row split of both,
 # the backward's reductions separated): GPT-2's LayerNorm block half at its
 # width, LLaMA's RMSNorm with the gated MLP at 2048 (also folded into the
-# gate and up projections' product: fold_norm) and a LayerNorm 5000 wide
+# gate and up projections' product, fold_norm, and so at an odd hidden
+# width) and a LayerNorm 5000 wide
 # (past a cluster's 4096 columns), over ragged rows.
 import torch.nn.functional as F  # noqa: E402
 
@@ -205,6 +206,11 @@ for label, norm, gated, bias, rows, width, hidden, fold in [
         ("GPT-2 LayerNorm + MLP", "layernorm", False, True, 1000, 768, 3072, False),
         ("LLaMA RMSNorm + gated MLP", "rmsnorm", True, False, 777, 2048, 5632, False),
         ("LLaMA RMSNorm folded into the gated MLP", "rmsnorm", True, False, 777, 2048, 5632,
+         True),
+        # The gate and up weights read as halves, the gradient of each pair
+        # written in halves: an odd hidden width (the second half's pairs
+        # start at odd columns) in ragged tiles.
+        ("RMSNorm folded into a gated MLP of odd width", "rmsnorm", True, False, 300, 512, 261,
          True),
         ("LayerNorm past the widest cluster", "layernorm", False, True, 300, 5000, 256, False)]:
     eps = 1e-5 if norm == "layernorm" else 1e-6
