@@ -1069,13 +1069,11 @@ class RMSNormRotaryQKV(_SharedRows):
             for biased in (False, True):
                 _rotary_family(head_dim, self.qk_eps, tables, biased)
 
-    def _projections(self):
+    def _shared_weights(self):
         """The query, key and value projections' weights, in their stacked
         order (_SharedRows': the GEMM reads them as they lie, and only the
         norm's scaling copies them, one kernel)."""
         return self.q_proj.weight, self.k_proj.weight, self.v_proj.weight
-
-    _shared_weights = _projections
 
     def _columns(self, device):
         """Per column of the stacked product: the inverse frequency of its
@@ -1104,7 +1102,7 @@ class RMSNormRotaryQKV(_SharedRows):
     def _forward(self, x, positions, position_embeddings, remade):
         width = self.norm.weight.shape[0]
         lead = x.shape[:-1]
-        projections = self._projections()
+        projections = self._shared_weights()
         (x,) = _autocast(x)
         x2 = x.reshape(-1, width)
         bias = self.q_proj.bias is not None

@@ -293,23 +293,17 @@ Value GemmLowering::reorderPairs(Value value, unsigned dim, bool toHalves) {
                  indices.push_back(linalg::IndexOp::create(b, l, d));
                Value two = arith::ConstantIndexOp::create(b, l, 2);
                Value pairs = arith::DivUIOp::create(b, l, size, two);
+               // i reads (i mod d) * s + i / d: halves (i = g * pairs + j
+               // holds pair element 2j + g) with d = pairs, s = 2; pairs
+               // (i = 2j + g holds half element g * pairs + j) with d = 2,
+               // s = pairs.
+               Value d = toHalves ? pairs : two, s = toHalves ? two : pairs;
                Value i = indices[dim];
-               // Halves: i = g * pairs + j holds pair element 2j + g.
-               Value from =
-                   toHalves
-                       ? arith::AddIOp::create(
-                             b, l,
-                             arith::MulIOp::create(
-                                 b, l, arith::RemUIOp::create(b, l, i, pairs),
-                                 two),
-                             arith::DivUIOp::create(b, l, i, pairs))
-                       : arith::AddIOp::create(
-                             b, l,
-                             arith::MulIOp::create(
-                                 b, l, arith::RemUIOp::create(b, l, i, two),
-                                 pairs),
-                             arith::DivUIOp::create(b, l, i, two));
-               indices[dim] = from;
+               indices[dim] = arith::AddIOp::create(
+                   b, l,
+                   arith::MulIOp::create(b, l,
+                                         arith::RemUIOp::create(b, l, i, d), s),
+                   arith::DivUIOp::create(b, l, i, d));
                linalg::YieldOp::create(
                    b, l,
                    ValueRange{tensor::ExtractOp::create(b, l, value, indices)});
