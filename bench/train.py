@@ -49,7 +49,7 @@ from train import GPT  # noqa: E402
 
 # Kernel names by what they do: coda's are named after their programs.
 _CODA = re.compile(r"^(fc1|fc2|out_projection|linear|dense|gated|cross_entropy|projection_\w+"
-                   r"|rmsnorm_rotary)(_\w+)?$")
+                   r"|rmsnorm_\w+|scaled_weight_gradient)(_\w+)?$")
 _GEMM = re.compile(r"gemm|nvjet|cutlass|xmma|gemv|splitk", re.I)
 _ATTENTION = re.compile(r"flash|fmha|attention|sdpa", re.I)
 
@@ -86,25 +86,56 @@ class LMLoss(torch.nn.Module):
         return self.model(input_ids=x, labels=y, **self.options).loss
 
 
+def unpacked_causal_attention():
+    """The name of Hugging Face's SDPA attention registered again for
+    batches whose rows are each one sequence (no padding, no packing), as
+    this script's are: a causal model then calls SDPA with is_causal and no
+    mask. transformers tells a packed row from its position ids, which it
+    cannot read while a CUDA graph is captured or torch.compile traces, so
+    there it builds a [batch, 1, S, S] mask and SDPA runs its masked kernels
+    (3x the causal kernels' time at LLaMA-1B's shapes). Every variant of a
+    causal model uses it, eager ones too (where transformers finds the mask
+    needless and passes none either). "sdpa" where transformers has no
+    registries of attention and mask functions."""
+    try:
+        from transformers import AttentionInterface
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    except ImportError:
+        return "sdpa"
+
+    def mask(*args, attention_mask=None, **kwargs):
+        if attention_mask is None:
+            return None
+        return sdpa_mask(*args, attention_mask=attention_mask, **kwargs)
+
+    AttentionInterface.register("sdpa_unpacked", sdpa_attention_forward)
+    AttentionMaskInterface.register("sdpa_unpacked", mask)
+    return "sdpa_unpacked"
+
+
 def llama(args):
     """LlamaForCausalLM of the arguments' sizes (intermediate 2.75 x width,
-    as LLaMA-1B's 5632 for 2048), SDPA attention."""
+    as LLaMA-1B's 5632 for 2048), SDPA attention (unpacked_causal_attention)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(hidden_size=args.width, intermediate_size=args.width * 11 // 4,
                          num_hidden_layers=args.layers, num_attention_heads=args.heads,
                          num_key_value_heads=args.heads, vocab_size=args.vocab,
-                         max_position_embeddings=args.context, attn_implementation="sdpa")
+                         max_position_embeddings=args.context,
+                         attn_implementation=unpacked_causal_attention())
     return LlamaForCausalLM(config)
 
 
 def gpt2(args):
     """Hugging Face's GPT2LMHeadModel of the arguments' sizes (its dropouts
-    at 0.1, SDPA attention); --vocab 50257 is GPT-2's unpadded vocabulary."""
+    at 0.1, SDPA attention: unpacked_causal_attention); --vocab 50257 is
+    GPT-2's unpadded vocabulary."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(vocab_size=args.vocab, n_positions=args.context, n_embd=args.width,
-                        n_layer=args.layers, n_head=args.heads, attn_implementation="sdpa")
+                        n_layer=args.layers, n_head=args.heads,
+                        attn_implementation=unpacked_causal_attention())
     return GPT2LMHeadModel(config)
 
 
