@@ -86,17 +86,19 @@ class LMLoss(torch.nn.Module):
         return self.model(input_ids=x, labels=y, **self.options).loss
 
 
-def unpacked_causal_attention():
+def unmasked_attention():
     """The name of Hugging Face's SDPA attention registered again for
-    batches whose rows are each one sequence (no padding, no packing), as
-    this script's are: a causal model then calls SDPA with is_causal and no
-    mask. transformers tells a packed row from its position ids, which it
-    cannot read while a CUDA graph is captured or torch.compile traces, so
-    there it builds a [batch, 1, S, S] mask and SDPA runs its masked kernels
-    (3x the causal kernels' time at LLaMA-1B's shapes). Every variant of a
-    causal model uses it, eager ones too (where transformers finds the mask
-    needless and passes none either). "sdpa" where transformers has no
-    registries of attention and mask functions."""
+    batches whose rows are each one whole sequence (no padding, no packing),
+    as this script's are: a model called without an attention mask then
+    calls SDPA without one (is_causal for a causal model). transformers
+    cannot read the position ids (a packed row) or a padding mask while a
+    CUDA graph is captured or torch.compile traces, so there it builds a
+    [batch, 1, S, S] mask, and SDPA runs its masked kernels (3x the causal
+    kernels' time at LLaMA-1B's shapes; BERT's, with dropout, fall back to
+    the math in f32). Every variant of every model uses it, eager ones too
+    (where transformers finds the mask needless and passes none either).
+    "sdpa" where transformers has no registries of attention and mask
+    functions."""
     try:
         from transformers import AttentionInterface
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -109,46 +111,46 @@ def unpacked_causal_attention():
             return None
         return sdpa_mask(*args, attention_mask=attention_mask, **kwargs)
 
-    AttentionInterface.register("sdpa_unpacked", sdpa_attention_forward)
-    AttentionMaskInterface.register("sdpa_unpacked", mask)
-    return "sdpa_unpacked"
+    AttentionInterface.register("sdpa_unmasked", sdpa_attention_forward)
+    AttentionMaskInterface.register("sdpa_unmasked", mask)
+    return "sdpa_unmasked"
 
 
 def llama(args):
     """LlamaForCausalLM of the arguments' sizes (intermediate 2.75 x width,
-    as LLaMA-1B's 5632 for 2048), SDPA attention (unpacked_causal_attention)."""
+    as LLaMA-1B's 5632 for 2048), SDPA attention (unmasked_attention)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(hidden_size=args.width, intermediate_size=args.width * 11 // 4,
                          num_hidden_layers=args.layers, num_attention_heads=args.heads,
                          num_key_value_heads=args.heads, vocab_size=args.vocab,
                          max_position_embeddings=args.context,
-                         attn_implementation=unpacked_causal_attention())
+                         attn_implementation=unmasked_attention())
     return LlamaForCausalLM(config)
 
 
 def gpt2(args):
     """Hugging Face's GPT2LMHeadModel of the arguments' sizes (its dropouts
-    at 0.1, SDPA attention: unpacked_causal_attention); --vocab 50257 is
+    at 0.1, SDPA attention: unmasked_attention); --vocab 50257 is
     GPT-2's unpadded vocabulary."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(vocab_size=args.vocab, n_positions=args.context, n_embd=args.width,
                         n_layer=args.layers, n_head=args.heads,
-                        attn_implementation=unpacked_causal_attention())
+                        attn_implementation=unmasked_attention())
     return GPT2LMHeadModel(config)
 
 
 def bert(args):
     """Hugging Face's BertForMaskedLM of the arguments' sizes (intermediate
     4 x width, its dropouts at 0.1, SDPA attention); BERT-large is 24 layers
-    of width 1024 and 16 heads, vocabulary 30522."""
+    of width 1024 and 16 heads, vocabulary 30522; unmasked_attention)."""
     from transformers import BertConfig, BertForMaskedLM
 
     config = BertConfig(vocab_size=args.vocab, hidden_size=args.width,
                         num_hidden_layers=args.layers, num_attention_heads=args.heads,
                         intermediate_size=4 * args.width, max_position_embeddings=args.context,
-                        attn_implementation="sdpa")
+                        attn_implementation=unmasked_attention())
     return BertForMaskedLM(config)
 
 
