@@ -86,75 +86,51 @@ class LMLoss(torch.nn.Module):
         return self.model(input_ids=x, labels=y, **self.options).loss
 
 
-def unmasked_attention():
-    """The name of Hugging Face's SDPA attention registered again for
-    batches whose rows are each one whole sequence (no padding, no packing),
-    as this script's are: a model called without an attention mask then
-    calls SDPA without one (is_causal for a causal model). transformers
-    cannot read the position ids (a packed row) or a padding mask while a
-    CUDA graph is captured or torch.compile traces, so there it builds a
-    [batch, 1, S, S] mask, and SDPA runs its masked kernels (3x the causal
-    kernels' time at LLaMA-1B's shapes; BERT's, with dropout, fall back to
-    the math in f32). Every variant of every model uses it, eager ones too
-    (where transformers finds the mask needless and passes none either).
-    "sdpa" where transformers has no registries of attention and mask
-    functions."""
-    try:
-        from transformers import AttentionInterface
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-    except ImportError:
-        return "sdpa"
-
-    def mask(*args, attention_mask=None, **kwargs):
-        if attention_mask is None:
-            return None
-        return sdpa_mask(*args, attention_mask=attention_mask, **kwargs)
-
-    AttentionInterface.register("sdpa_unmasked", sdpa_attention_forward)
-    AttentionMaskInterface.register("sdpa_unmasked", mask)
-    return "sdpa_unmasked"
-
-
 def llama(args):
     """LlamaForCausalLM of the arguments' sizes (intermediate 2.75 x width,
-    as LLaMA-1B's 5632 for 2048), SDPA attention (unmasked_attention)."""
+    as LLaMA-1B's 5632 for 2048), SDPA attention."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(hidden_size=args.width, intermediate_size=args.width * 11 // 4,
                          num_hidden_layers=args.layers, num_attention_heads=args.heads,
                          num_key_value_heads=args.heads, vocab_size=args.vocab,
-                         max_position_embeddings=args.context,
-                         attn_implementation=unmasked_attention())
+                         max_position_embeddings=args.context, attn_implementation="sdpa")
     return LlamaForCausalLM(config)
 
 
 def gpt2(args):
     """Hugging Face's GPT2LMHeadModel of the arguments' sizes (its dropouts
-    at 0.1, SDPA attention: unmasked_attention); --vocab 50257 is
-    GPT-2's unpadded vocabulary."""
+    at 0.1, SDPA attention); --vocab 50257 is GPT-2's unpadded vocabulary."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(vocab_size=args.vocab, n_positions=args.context, n_embd=args.width,
-                        n_layer=args.layers, n_head=args.heads,
-                        attn_implementation=unmasked_attention())
+                        n_layer=args.layers, n_head=args.heads, attn_implementation="sdpa")
     return GPT2LMHeadModel(config)
 
 
 def bert(args):
     """Hugging Face's BertForMaskedLM of the arguments' sizes (intermediate
     4 x width, its dropouts at 0.1, SDPA attention); BERT-large is 24 layers
-    of width 1024 and 16 heads, vocabulary 30522; unmasked_attention)."""
+    of width 1024 and 16 heads, vocabulary 30522."""
     from transformers import BertConfig, BertForMaskedLM
 
     config = BertConfig(vocab_size=args.vocab, hidden_size=args.width,
                         num_hidden_layers=args.layers, num_attention_heads=args.heads,
                         intermediate_size=4 * args.width, max_position_embeddings=args.context,
-                        attn_implementation=unmasked_attention())
+                        attn_implementation="sdpa")
     return BertForMaskedLM(config)
 
 
 _HF_MODELS = {"llama": llama, "gpt2": gpt2, "bert": bert}
+
+
+def hf_model(args, build):
+    """The Hugging Face model `build` makes of the arguments, its attention
+    unmasked (coda.unmasked_attention: this script's batches are whole
+    sequences, and a model called without a mask under CUDA graph capture or
+    torch.compile would otherwise attend through a dense one), wrapped as
+    LMLoss, in bf16 on the GPU. Every variant, eager ones included, runs it."""
+    return LMLoss(coda.unmasked_attention(build(args))).cuda().to(torch.bfloat16)
 
 
 def step_fn(model, optimizer, x, y):
@@ -341,7 +317,7 @@ def main():
     if any(v.startswith("liger") for v in args.variants.split(",")) and args.model != "llama":
         parser.error("the liger variant patches transformers' LLaMA classes: --model llama")
     if args.model in _HF_MODELS:
-        base = LMLoss(_HF_MODELS[args.model](args)).cuda().to(torch.bfloat16)
+        base = hf_model(args, _HF_MODELS[args.model])
     else:
         base = GPT(vocab=args.vocab, context=args.context, layers=args.layers, heads=args.heads,
                    d=args.width).cuda().to(torch.bfloat16)
@@ -359,7 +335,7 @@ def main():
             from liger_kernel.transformers import apply_liger_kernel_to_llama
 
             apply_liger_kernel_to_llama()
-            model = LMLoss(llama(args)).cuda().to(torch.bfloat16)
+            model = hf_model(args, llama)
             model.load_state_dict(base.state_dict())
         else:
             model = copy.deepcopy(base)

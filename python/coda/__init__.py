@@ -23,6 +23,8 @@ This package holds what Python users need next to the compiler:
   blocks, LLaMA-style decoder layers, Hugging Face's GPT-2, BERT and LLaMA
   modules, MLP modules, nn.Sequential MLPs) on those modules, in place, its
   parameters and state_dict unchanged (``coda.patching``);
+- ``coda.unmasked_attention(model)``: a Hugging Face model's SDPA attention
+  without the dense mask transformers builds while a CUDA graph is captured;
 - ``coda.dropout``: coda's dropout mask (Philox-4x32-10, eight elements per call)
   in numpy, bit-identical to what compiled programs draw, so a backward pass or a
   test can regenerate the mask of any forward run from its seed.
@@ -41,5 +43,14 @@ def patch(model, verbose=False):
     return _patch(model, verbose)
 
 
+def unmasked_attention(model):
+    """Runs a Hugging Face model's SDPA attention without a mask where it is
+    called without one, also under CUDA graph capture and torch.compile
+    (coda.patching.unmasked_attention); returns the model."""
+    from .patching import unmasked_attention as _unmasked
+
+    return _unmasked(model)
+
+
 __all__ = ["CodaError", "HostFunction", "Program", "dropout", "dropout_bits", "dropout_mask",
-           "dropout_threshold", "patch", "philox4x32"]
+           "dropout_threshold", "patch", "philox4x32", "unmasked_attention"]
