@@ -2,10 +2,12 @@
 //
 // Builds a coda program from the fuzzer's bytes, op by op, so that every
 // input is a program that verifies (not a parse error): operand types,
-// layouts, batching, C and alpha, epilogue inputs of every kind, then up to
+// layouts (B's column pairs in halves among them), batching, C and alpha, an
+// accumulator [m, n/2], epilogue inputs of every kind, then up to
 // 24 epilogue ops (arith and math, activations and their derivatives,
 // dropout, row, column and group reductions, partners, coordinates, selects) on
-// earlier values, and outputs of every dims the values allow. The program
+// earlier values, and outputs of every dims the values allow ([m, n/2] and
+// [m, n halves] among them). The program
 // then runs through each of coda's pipelines on a copy of its own: the
 // canonicalizer, coda-derive-backward, the CPU reference lowering, the
 // GPU lowering's coda passes (coda-plan-kernels, coda-to-gpu,
@@ -107,12 +109,20 @@ OwningOpRef<ModuleOp> Generator::build() {
                             : SmallVector<int64_t>{rows, cols});
     return RankedTensorType::get(shape, element);
   };
-  Type aType = matrix(m, k, transposeA);
-  Type bType = matrix(k, n, transposeB);
   space = kM | kN | (batched ? kB : 0);
   bool withC = in.ConsumeIntegralInRange<int>(0, 3) == 0;
   bool withAlpha = in.ConsumeIntegralInRange<int>(0, 3) == 0;
   bool withDropout = in.ConsumeBool();
+  // Sometimes a gated activation's pair layouts (unbatched, N even): B
+  // stored [N, K] with op(B)'s column pairs in its two halves (b_halves),
+  // or an accumulator [m, n/2] (without C), whose op(B) is N / 2 wide.
+  bool pairable = !batched && (ShapedType::isDynamic(n) || n % 2 == 0);
+  int pairs = pairable ? in.ConsumeIntegralInRange<int>(0, 5) : 0;
+  bool bHalves = pairs == 1 && transposeB;
+  bool accumulatorHalfN = pairs == 2 && !withC;
+  Type aType = matrix(m, k, transposeA);
+  Type bType = matrix(
+      k, accumulatorHalfN && !ShapedType::isDynamic(n) ? n / 2 : n, transposeB);
 
   SmallVector<Type> argTypes{aType, bType};
   if (withC)
@@ -128,7 +138,7 @@ OwningOpRef<ModuleOp> Generator::build() {
     unsigned mask = inputMaskChoices[in.ConsumeIntegralInRange<int>(0, 4)];
     // Sometimes p columns read at n mod p.
     unsigned period = 0;
-    if ((mask & kN) && in.ConsumeBool())
+    if ((mask & kN) && !accumulatorHalfN && in.ConsumeBool())
       period = 1u << in.ConsumeIntegralInRange<unsigned>(0, 7);
     inputMasks.push_back(mask);
     inputPeriods.push_back(period);
@@ -203,7 +213,7 @@ OwningOpRef<ModuleOp> Generator::build() {
     Value value = pick();
     unsigned mask = masks.lookup(value);
     unsigned dims = space;
-    switch (in.ConsumeIntegralInRange<int>(0, 4)) {
+    switch (in.ConsumeIntegralInRange<int>(0, 5)) {
     case 1: // a row statistic: [m] (and b)
       if (!(mask & kN))
         dims = space & ~kN;
@@ -213,8 +223,12 @@ OwningOpRef<ModuleOp> Generator::build() {
         dims = space & ~kM;
       break;
     case 3: // the even columns
-      if (ShapedType::isDynamic(n) || n % 2 == 0)
+      if ((ShapedType::isDynamic(n) || n % 2 == 0) && !accumulatorHalfN)
         dims = space | DimsAttr::kHalfN;
+      break;
+    case 5: // the column pairs stored in halves
+      if (pairable)
+        dims = space | DimsAttr::kHalves;
       break;
     case 4: // a column reduction, [n] (and b)
       value = ColReduceOp::create(
@@ -239,6 +253,8 @@ OwningOpRef<ModuleOp> Generator::build() {
       GemmOp::create(b, loc, resultTypes, resultDims, entry->getArgument(0),
                      entry->getArgument(1), transposeA, transposeB, c, alpha,
                      beta, inputs, inputDims);
+  gemm.setBHalves(bHalves);
+  gemm.setAccumulatorHalfN(accumulatorHalfN);
   Block &block = gemm.getEpilogueBlock();
   for (auto [from, to] :
        llvm::zip(scratch->getArguments(), block.getArguments()))
