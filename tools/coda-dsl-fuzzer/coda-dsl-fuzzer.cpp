@@ -4,8 +4,8 @@
 // diagnostic, never a crash, a hang or a sanitizer report; input that passes
 // the front-end's checks must build a program that verifies, and that prints
 // as text that parses back to a program that verifies. The GEMM set-up
-// (operand type, layouts, C, alpha) varies with the input's size, so the
-// corpus covers every combination.
+// (operand type, layouts, B's column pairs in halves, C, alpha) varies with
+// the input's size, so the corpus covers every combination.
 //
 // Build it with clang (see docs/dsl.md, "Fuzzing"):
 //   CC=clang CXX=clang++ cmake -G Ninja -B build-fuzz -DCODA_ENABLE_FUZZERS=ON
@@ -65,6 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.operandType = operandTypes[size % 3];
   options.transposeA = size & 4;
   options.transposeB = size & 8;
+  options.bHalves = options.transposeB && (size & 64);
   options.withC = size & 16;
   options.withAlpha = size & 32;
   OwningOpRef<ModuleOp> module =
