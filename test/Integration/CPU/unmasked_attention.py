@@ -1,14 +1,15 @@
 # REQUIRES: torch, transformers
-# RUN: %python %s %coda_src | FileCheck %s
-# RUN: %if transformers-5.17 %{ env PYTHONPATH=%transformers_517 %python %s %coda_src | FileCheck %s %}
+# RUN: env CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s
+# RUN: %if transformers-5.17 %{ env PYTHONPATH=%transformers_517 CODA_REFERENCE_LIBRARY=%coda_obj/lib/libcoda_reference.so %python %s %coda_src | FileCheck %s %}
 #
 # coda.unmasked_attention(model): a Hugging Face model called without an
 # attention mask calls SDPA without one (is_causal for a causal model) even
 # where transformers cannot read its inputs (a CUDA graph being captured,
 # torch.compile tracing: simulated here by masking_utils.is_tracing), where
 # the model as built attends through a dense mask; the loss is the model's
-# as built, with and without a padding mask; a model whose attention is not
-# SDPA, or a module without a config, is refused.
+# as built, with and without a padding mask, also after coda.patch (whose
+# decoder layers call the model's attention function); a model whose
+# attention is not SDPA, or a module without a config, is refused.
 
 import os
 import sys
@@ -86,6 +87,25 @@ for name, build in models.items():
 # (transformers 5.25 passes BERT no mask while tracing either; 5.17 a dense one.)
 # CHECK: bert: traced, as built: [({{True|False}}, False)]; unmasked: [(True, False)]; loss 0.0e+00 from eager's
 # CHECK: bert: padded: masked True, loss 0.0e+00 from eager's
+
+# After coda.patch, in either order: the patched layers attend through the
+# model's attention function, unmasked alike.
+torch.manual_seed(1)
+model = models["llama"]().eval()
+_, want = masks(model, tokens, traced=False)
+for order in ("patched, then unmasked", "unmasked, then patched"):
+    torch.manual_seed(1)
+    patched = models["llama"]().eval()
+    for step in order.split(", then "):
+        if step == "patched":
+            coda.patch(patched)
+        else:
+            coda.unmasked_attention(patched)
+    seen, loss = masks(patched, tokens, traced=True)
+    print(f"llama {order}: traced {seen}, loss within 1e-5 of eager's "
+          f"{abs(loss - want).item() <= 1e-5 * abs(want).item()}")
+# CHECK: llama patched, then unmasked: traced [(True, True)], loss within 1e-5 of eager's True
+# CHECK: llama unmasked, then patched: traced [(True, True)], loss within 1e-5 of eager's True
 
 for what, module in (("eager attention", models["llama"]().eval().to(torch.float32)),
                      ("a module", torch.nn.Linear(2, 2))):
