@@ -9,7 +9,9 @@ bert; masked-LM loss over every token), or its LlamaForCausalLM
 (--model llama), where Liger-Kernel's apply_liger_kernel_to_llama is a
 variant too ("liger", when liger_kernel is importable, and "liger+graphs";
 it patches transformers' LLaMA classes, so it runs last). The causal LMs are called
-with use_cache=False, as training loops call them (no key and value cache).
+with use_cache=False, as training loops call them (no key and value cache);
+every Hugging Face model's SDPA attention runs without a mask, also while a
+step is captured (coda.unmasked_attention: the batches are whole sequences).
 For each: step time and tokens/s (CUDA events over timed steps after
 warm-up), the host's time to enqueue a step (the step is host-bound where
 the two are equal), the first step's time (compiles included: coda's
