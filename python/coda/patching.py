@@ -1271,12 +1271,16 @@ def unmasked_attention(model):
     current = getattr(config, "_attn_implementation", None)
     if current == _UNMASKED:
         return model
-    if current != "sdpa" or not hasattr(model, "set_attn_implementation"):
+    if current != "sdpa":
         raise ValueError(
             "unmasked_attention: expected a Hugging Face model whose attention is SDPA "
             "(attn_implementation='sdpa'); "
             + (f"this one's is '{current}'" if current is not None
                else f"a {type(model).__name__} has no config naming one"))
+    if not hasattr(model, "set_attn_implementation"):
+        raise ValueError(f"unmasked_attention: a {type(model).__name__} cannot change its "
+                         "attention implementation (no set_attn_implementation: transformers "
+                         "5 has it)")
     try:
         from transformers import AttentionInterface
         from transformers.integrations.sdpa_attention import sdpa_attention_forward

@@ -118,3 +118,30 @@ for what, module in (("eager attention", models["llama"]().eval().to(torch.float
         print(f"{what}: {error}")
 # CHECK: eager attention: unmasked_attention: expected a Hugging Face model whose attention is SDPA (attn_implementation='sdpa'); this one's is 'eager'
 # CHECK: a module: unmasked_attention: expected a Hugging Face model whose attention is SDPA (attn_implementation='sdpa'); a Linear has no config naming one
+
+# An SDPA model without set_attn_implementation (an older transformers), and
+# a transformers without the registries (their module hidden here).
+from types import SimpleNamespace  # noqa: E402
+
+
+class OldModel:
+    config = SimpleNamespace(_attn_implementation="sdpa")
+
+
+hidden = "transformers.integrations.sdpa_attention"
+for what, module in (("an older model", OldModel()), ("no registries", models["bert"]())):
+    saved = sys.modules.get(hidden)
+    if what == "no registries":
+        sys.modules[hidden] = None
+    try:
+        coda.unmasked_attention(module)
+        print(f"{what}: accepted")
+    except ValueError as error:
+        print(f"{what}: {error}")
+    finally:
+        if saved is None:
+            sys.modules.pop(hidden, None)
+        else:
+            sys.modules[hidden] = saved
+# CHECK: an older model: unmasked_attention: a OldModel cannot change its attention implementation (no set_attn_implementation: transformers 5 has it)
+# CHECK: no registries: unmasked_attention: this transformers has no AttentionInterface and AttentionMaskInterface to register an attention with
