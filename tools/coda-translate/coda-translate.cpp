@@ -17,7 +17,6 @@
 #include "coda/Support/SourceFile.h"
 
 #include "mlir/IR/AsmState.h"
-#include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -28,11 +27,6 @@
 
 using namespace mlir;
 namespace cl = llvm::cl;
-
-namespace {
-enum class OperandType { BF16, F16, F32 };
-enum class Layout { MK, KM, NK, KN, Halves };
-} // namespace
 
 static cl::opt<bool>
     importEpilogueFlag("import-epilogue",
@@ -47,25 +41,19 @@ static cl::opt<std::string>
 static cl::opt<std::string> outputFilename("o", cl::desc("Output filename"),
                                            cl::value_desc("filename"),
                                            cl::init("-"));
-static cl::opt<OperandType> operandType(
-    "dtype", cl::desc("Element type of the GEMM operands A and B (and C)"),
-    cl::values(clEnumValN(OperandType::BF16, "bf16", "bfloat16 (default)"),
-               clEnumValN(OperandType::F16, "f16", "float16"),
-               clEnumValN(OperandType::F32, "f32", "float32")),
-    cl::init(OperandType::BF16));
-static cl::opt<Layout>
-    layoutA("layout-a", cl::desc("Layout of A"),
-            cl::values(clEnumValN(Layout::MK, "mk", "[M, K] (default)"),
-                       clEnumValN(Layout::KM, "km", "[K, M]")),
-            cl::init(Layout::MK));
-static cl::opt<Layout>
-    layoutB("layout-b", cl::desc("Layout of B"),
-            cl::values(clEnumValN(Layout::NK, "nk", "[N, K] (default)"),
-                       clEnumValN(Layout::KN, "kn", "[K, N]"),
-                       clEnumValN(Layout::Halves, "halves",
-                                  "[N, K], op(B)'s column pairs in its two "
-                                  "halves")),
-            cl::init(Layout::NK));
+static cl::opt<std::string>
+    operandType("dtype",
+                cl::desc("Element type of the GEMM operands A and B (and C): "
+                         "bf16 (default), f16 or f32"),
+                cl::init("bf16"));
+static cl::opt<std::string>
+    layoutA("layout-a", cl::desc("Layout of A: mk ([M, K], default) or km"),
+            cl::init("mk"));
+static cl::opt<std::string>
+    layoutB("layout-b",
+            cl::desc("Layout of B: nk ([N, K], default), kn, or halves "
+                     "([N, K], op(B)'s column pairs in its two halves)"),
+            cl::init("nk"));
 static cl::opt<bool> withC("with-c",
                            cl::desc("The GEMM adds beta * C (C and beta "
                                     "arguments)"));
@@ -138,14 +126,12 @@ int main(int argc, char **argv) {
 
   MLIRContext context;
   coda::EpilogueImportOptions options;
-  Builder builder(&context);
-  options.operandType = operandType == OperandType::F16 ? builder.getF16Type()
-                        : operandType == OperandType::F32
-                            ? builder.getF32Type()
-                            : builder.getBF16Type();
-  options.transposeA = layoutA == Layout::KM;
-  options.transposeB = layoutB != Layout::KN;
-  options.bHalves = layoutB == Layout::Halves;
+  if (llvm::Error error = coda::setImportOptions(&context, operandType, layoutA,
+                                                 layoutB, options)) {
+    llvm::errs() << "coda-translate: error: "
+                 << llvm::toString(std::move(error)) << "\n";
+    return 1;
+  }
   options.withC = withC;
   options.withAlpha = withAlpha;
 
