@@ -281,6 +281,9 @@ private:
   /// Stores the slot of the output spanning `mask`, if this thread writes it.
   void storeSlot(Value value, Value pointer, Type elementType, unsigned mask,
                  int64_t h, int64_t c);
+  /// Stores `value` at `address`, truncated to `elementType`, where `cond`
+  /// holds (always without one).
+  void storeElement(Value value, Value address, Type elementType, Value cond);
   /// Builds `wide` (one access for several slots) where `fits` holds (null:
   /// everywhere), else `narrow`; for an output that does not span m, only in
   /// the lanes that hold row 0.

@@ -536,19 +536,10 @@ void EpilogueBuilder::storeHalves(ArrayRef<Value> slots, Value pointer,
                                   address);
           },
           [&] {
-            for (auto [slot, offset] : {std::pair(first, 0), {second, 1}}) {
-              auto store = [&, slot = slot, offset = offset] {
-                Value element = slots[slot - 8 * group];
-                if (elementType != element.getType())
-                  element = arith::TruncFOp::create(b, elementType, element);
-                LLVM::StoreOp::create(
-                    b, element, b.gep(address, elementType, b.i64(offset)));
-              };
-              if (Value inside = inBounds(mask, h, slot))
-                b.ifThen(inside, store);
-              else
-                store();
-            }
+            for (auto [slot, offset] : {std::pair(first, 0), {second, 1}})
+              storeElement(slots[slot - 8 * group],
+                           b.gep(address, elementType, b.i64(offset)),
+                           elementType, inBounds(mask, h, slot));
           });
     }
   }
@@ -564,11 +555,17 @@ void EpilogueBuilder::storeSlot(Value value, Value pointer, Type elementType,
     conjoin(b.eq(rows[0], b.i32(0)));
   if (!(mask & DimsAttr::kN))
     conjoin(b.eq(cols[0], b.i32(0)));
+  storeElement(value, slotAddress(pointer, elementType, h, c), elementType,
+               cond);
+}
+
+void EpilogueBuilder::storeElement(Value value, Value address, Type elementType,
+                                   Value cond) {
   auto store = [&] {
     Value element = value;
     if (elementType != element.getType())
       element = arith::TruncFOp::create(b, elementType, element);
-    LLVM::StoreOp::create(b, element, slotAddress(pointer, elementType, h, c));
+    LLVM::StoreOp::create(b, element, address);
   };
   if (cond)
     b.ifThen(cond, store);
