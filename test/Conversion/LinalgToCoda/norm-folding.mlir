@@ -509,3 +509,34 @@ func.func @shared_factor(%x: tensor<16x8xf32>, %w: tensor<6x8xf32>, %rstd: tenso
       ins(%normed, %w : tensor<16x8xf32>, tensor<6x8xf32>) outs(%acc : tensor<16x6xf32>) -> tensor<16x6xf32>
   return %y : tensor<16x6xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0, 0)>
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#nk = affine_map<(d0, d1, d2) -> (d1, d2)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// A normalization of a bf16 tensor is left as it is: the product would read
+// x rounded where the normalization reads it whole.
+// CHECK-LABEL: func.func @bf16_normalized
+// CHECK:         %[[N:.*]] = linalg.generic
+// CHECK:         coda.gemm %[[N]]
+func.func @bf16_normalized(%x: tensor<16x8xbf16>, %w: tensor<6x8xf32>, %rstd: tensor<16x1xf32>) -> tensor<16x6xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<16x8xf32>
+  %normed = linalg.generic {indexing_maps = [#id, #rows, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %rstd : tensor<16x8xbf16>, tensor<16x1xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%in: bf16, %r: f32, %out: f32):
+    %w32 = arith.extf %in : bf16 to f32
+    %p = arith.mulf %w32, %r : f32
+    linalg.yield %p : f32
+  } -> tensor<16x8xf32>
+  %eo = tensor.empty() : tensor<16x6xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%eo : tensor<16x6xf32>) -> tensor<16x6xf32>
+  // expected-remark @+1 {{normalization not folded into the product: the normalized tensor is not f32}}
+  %y = linalg.matmul indexing_maps = [#mk, #nk, #mn]
+      ins(%normed, %w : tensor<16x8xf32>, tensor<6x8xf32>) outs(%acc : tensor<16x6xf32>) -> tensor<16x6xf32>
+  return %y : tensor<16x6xf32>
+}

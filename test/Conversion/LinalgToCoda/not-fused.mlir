@@ -867,3 +867,30 @@ func.func @predicate_read_outside(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> 
   } -> tensor<4x16xf32>
   return %y, %pos : tensor<4x16xf32>, tensor<4x16xi1>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// Adding the square result to its own transpose reads it along both dims in
+// one loop.
+// CHECK-LABEL: func.func @plus_transpose
+// CHECK:         %[[G:.*]] = coda.gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      %[[G]], %[[G]]
+func.func @plus_transpose(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<8x8xf32>, tensor<8x8xf32>) outs(%acc : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %e2 = tensor.empty() : tensor<8x8xf32>
+  // expected-remark @+1 {{not fused into the coda.gemm epilogue: reads epilogue values along mismatching dims}}
+  %y = linalg.generic {indexing_maps = [#id, #tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %mm : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e2 : tensor<8x8xf32>) {
+  ^bb0(%x: f32, %t: f32, %o: f32):
+    %r = arith.addf %x, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  return %y : tensor<8x8xf32>
+}

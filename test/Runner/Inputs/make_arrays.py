@@ -24,6 +24,12 @@ with open(f"{folder}/text.npy", "w") as f:
     f.write("not numpy\n")
 with open(f"{folder}/v9.npy", "wb") as f:
     f.write(b"\x93NUMPY\x09\x00\x10\x00{}              \n")
+# Headers cut short: a v1.0 header that says it is longer than the file, and
+# a v2.0 file that ends inside its 4-byte header length.
+with open(f"{folder}/cut_header.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00\x40\x00{'descr': '<f4'")
+with open(f"{folder}/cut_v2.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x02\x00\x40\x00")
 # A header whose shape overflows 64 bits of bytes, with no data.
 with open(f"{folder}/huge.npy", "wb") as f:
     header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2305843009213693952, 8), }"
