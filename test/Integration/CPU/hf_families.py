@@ -4,10 +4,12 @@
 # coda.patch on the Hugging Face decoder families beside LLaMA that look like
 # it or like GPT-2 in places (a gated MLP, an RMSNorm, a rotary embedding,
 # fused QKV or gate/up weights, parallel attention and MLP, a norm of
-# (1 + weight)), each built small from a config with its dropouts off, in
-# float64 on the CPU reference: whatever the patch replaces, and whatever it
-# leaves, one training step gives the eager model's loss and every gradient.
-# A family the installed transformers lacks is reported as such.
+# (1 + weight)), and on the encoders beside BERT and RoBERTa (masked-LM
+# heads; copies of BERT's layer under other names, and layers of their own),
+# each built small from a config with its dropouts off, in float64 on the
+# CPU reference: whatever the patch replaces, and whatever it leaves, one
+# training step gives the eager model's loss and every gradient. A family
+# the installed transformers lacks is reported as such.
 
 import copy
 import os
@@ -23,6 +25,8 @@ torch.manual_seed(0)
 VOCAB = 100
 LLAMA_LIKE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+ENCODER = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=96, max_position_embeddings=64)
 # (model class, config class, config arguments, attention implementation)
 FAMILIES = [
     ("GemmaForCausalLM", "GemmaConfig", dict(LLAMA_LIKE, head_dim=16), "sdpa"),
@@ -49,9 +53,22 @@ FAMILIES = [
           num_attention_heads=4, word_embed_proj_dim=64, max_position_embeddings=64), "sdpa"),
     ("BloomForCausalLM", "BloomConfig", dict(vocab_size=VOCAB, hidden_size=64, n_layer=2, n_head=4),
      "eager"),
+    ("ElectraForMaskedLM", "ElectraConfig", dict(ENCODER, embedding_size=64), "sdpa"),
+    ("XLMRobertaForMaskedLM", "XLMRobertaConfig", dict(ENCODER, max_position_embeddings=80), "sdpa"),
+    ("DebertaV2ForMaskedLM", "DebertaV2Config", ENCODER, "eager"),
+    ("MPNetForMaskedLM", "MPNetConfig", dict(ENCODER, max_position_embeddings=80), "eager"),
+    ("ErnieForMaskedLM", "ErnieConfig", ENCODER, "sdpa"),
+    ("DistilBertForMaskedLM", "DistilBertConfig",
+     dict(vocab_size=VOCAB, dim=64, n_layers=2, n_heads=4, hidden_dim=96,
+          max_position_embeddings=64), "sdpa"),
+    ("AlbertForMaskedLM", "AlbertConfig", dict(ENCODER, embedding_size=32), "sdpa"),
+    ("ModernBertForMaskedLM", "ModernBertConfig",
+     dict(ENCODER, pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1,
+          sep_token_id=2), "sdpa"),
 ]
 DROPOUTS = ("dropout", "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop",
-            "attn_pdrop", "residual_dropout", "embedding_dropout", "classifier_dropout")
+            "attn_pdrop", "residual_dropout", "embedding_dropout", "classifier_dropout",
+            "hidden_dropout_prob", "attention_probs_dropout_prob", "mlp_dropout")
 
 
 def relative(got, want):
@@ -71,7 +88,7 @@ for model_name, config_name, arguments, attention in FAMILIES:
     eager = getattr(transformers, model_name)(config).double()
     fused = copy.deepcopy(eager)
     report = coda.patch(fused)
-    tokens = torch.randint(0, VOCAB, (2, 12))
+    tokens = torch.randint(3, VOCAB, (2, 12))
     losses = []
     for model in (eager, fused):
         model.train()
@@ -109,6 +126,14 @@ for model_name, config_name, arguments, attention in FAMILIES:
 # CHECK: FalconForCausalLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
 # CHECK: OPTForCausalLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
 # CHECK: BloomForCausalLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: ElectraForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: XLMRobertaForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: DebertaV2ForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: MPNetForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: ErnieForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: DistilBertForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: AlbertForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: ModernBertForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
 print("\n".join(failures) if failures else "all families: ok")
 # CHECK-NOT: relative error
 # CHECK-NOT: in one model only
