@@ -55,6 +55,10 @@ Recognized, by their structure (the modules and attributes they hold):
   modules of the models that copy BERT's (``RobertaLayer``,
   ``RobertaOutput``, ...: a class name of the model's prefix and these
   suffixes);
+- Hugging Face DistilBERT's ``TransformerBlock``: its feed-forward half
+  (``ffn``: ``lin1``, its activation, ``lin2`` and ``dropout``; then the
+  residual and ``output_layer_norm``) as coda's fused MLP with the
+  attention's normalized output as its residual, then the LayerNorm;
 - Hugging Face BERT's ``BertSelfAttention`` (transformers 5; the same
   module of the models that copy BERT's): its ``query``, ``key`` and
   ``value`` projections as one GEMM over their weights stacked, their
@@ -937,6 +941,57 @@ def _patch_bert_layer(module, intermediate, activation, output):
             "as coda's fused MLP, then its LayerNorm")
 
 
+
+def _distilbert_block_parts(module):
+    """(activation name,) of Hugging Face DistilBERT's ``TransformerBlock``
+    (children ``attention``, ``sa_layer_norm``, ``ffn`` with nn.Linear
+    ``lin1`` and ``lin2``, an ``activation`` coda knows and a ``dropout``
+    after lin2, and ``output_layer_norm``; forward
+    ``output_layer_norm(ffn(a) + a)`` with ``a = sa_layer_norm(attention(x) +
+    x)``), a string saying why its feed-forward half is left as it is, or
+    None when it is not one."""
+    if type(module).__name__ != "TransformerBlock" or not type(module).__module__.startswith(
+            "transformers.models.distilbert"):
+        return None
+    ffn = getattr(module, "ffn", None)
+    lin1, lin2 = getattr(ffn, "lin1", None), getattr(ffn, "lin2", None)
+    if not (isinstance(lin1, nn.Linear) and isinstance(lin2, nn.Linear)
+            and isinstance(getattr(ffn, "dropout", None), nn.Dropout)
+            and isinstance(getattr(module, "sa_layer_norm", None), nn.Module)
+            and isinstance(getattr(module, "output_layer_norm", None), nn.Module)):
+        return None
+    activation = _activation(getattr(ffn, "activation", None))
+    if activation is None:
+        return (f"an FFN whose activation {type(getattr(ffn, 'activation', None)).__name__} "
+                "coda does not know")
+    if getattr(ffn, "chunk_size_feed_forward", 0):
+        return "an FFN applied in chunks (chunk_size_feed_forward)"
+    if (lin1.bias is None or lin2.bias is None or lin2.in_features != lin1.out_features
+            or lin2.out_features != lin1.in_features):
+        return "an FFN whose projections lack biases or whose sizes do not chain"
+    return (activation,)
+
+
+def _patch_distilbert_block(block, activation):
+    """DistilBERT's block: the attention and its residual's LayerNorm as
+    they are, then the feed-forward half, lin2(act(lin1(a))) with its
+    dropout and the residual a, as coda's fused MLP (lin1's epilogue
+    gradient on lin2's dgrad GEMM), then the output's LayerNorm."""
+    ffn, attention = block.ffn, block.attention
+    core = _fused_mlp(ffn.lin1, activation, ffn.lin2, ffn.dropout.p)
+    object.__setattr__(block, "_coda_mlp", core)
+
+    def forward(hidden_states, attention_mask=None, **kwargs):
+        attended, _ = attention(hidden_states, attention_mask=attention_mask, **kwargs)
+        normed = block.sa_layer_norm(attended + hidden_states)
+        return block.output_layer_norm(_run(core, block, normed, residual=normed))
+
+    block.forward = _checkpointed(block, _kept(
+        forward, (block, "attention"), (block, "sa_layer_norm"), (block, "ffn"),
+        (block, "output_layer_norm"), (ffn, "lin1"), (ffn, "lin2")))
+    return (f"feed-forward, {_describe((None, activation, None, ffn.dropout.p))} + residual "
+            "as coda's fused MLP, then its LayerNorm")
+
 # The Hugging Face model types whose causal LM computes its loss as
 # ForCausalLMLoss(lm_head(last hidden state), labels) and nothing else (no
 # logit scaling, soft-capping or auxiliary loss).
@@ -1142,6 +1197,8 @@ _RECOGNIZERS = (
     (_gated_parts, lambda module, parts: _patch_gated(module, *parts), True),
     (_bert_layer_parts, lambda module, parts: _patch_bert_layer(module, *parts),
      ("intermediate", "output")),
+    (_distilbert_block_parts, lambda module, parts: _patch_distilbert_block(module, *parts),
+     ("ffn",)),
     (_self_attention_parts, lambda module, parts: _patch_self_attention(module, *parts), True),
     (_dense_parts, _patch_dense, True),
     (_odd_linear, lambda module, parts: _patch_linear(module), True),
