@@ -941,7 +941,6 @@ def _patch_bert_layer(module, intermediate, activation, output):
             "as coda's fused MLP, then its LayerNorm")
 
 
-
 def _distilbert_block_parts(module):
     """(activation name,) of Hugging Face DistilBERT's ``TransformerBlock``
     (children ``attention``, ``sa_layer_norm``, ``ffn`` with nn.Linear
@@ -960,10 +959,10 @@ def _distilbert_block_parts(module):
             and isinstance(getattr(module, "sa_layer_norm", None), nn.Module)
             and isinstance(getattr(module, "output_layer_norm", None), nn.Module)):
         return None
-    activation = _activation(getattr(ffn, "activation", None))
+    act_fn = getattr(ffn, "activation", None)
+    activation = _activation(act_fn)
     if activation is None:
-        return (f"an FFN whose activation {type(getattr(ffn, 'activation', None)).__name__} "
-                "coda does not know")
+        return f"an FFN whose activation {type(act_fn).__name__} coda does not know"
     if getattr(ffn, "chunk_size_feed_forward", 0):
         return "an FFN applied in chunks (chunk_size_feed_forward)"
     if (lin1.bias is None or lin2.bias is None or lin2.in_features != lin1.out_features
@@ -991,6 +990,7 @@ def _patch_distilbert_block(block, activation):
         (block, "output_layer_norm"), (ffn, "lin1"), (ffn, "lin2")))
     return (f"feed-forward, {_describe((None, activation, None, ffn.dropout.p))} + residual "
             "as coda's fused MLP, then its LayerNorm")
+
 
 # The Hugging Face model types whose causal LM computes its loss as
 # ForCausalLMLoss(lm_head(last hidden state), labels) and nothing else (no
