@@ -41,7 +41,17 @@ from .autograd import (ProgramFamily, _autocast, _operand_gradient, down_inputs,
                        draw_seed, mlp, run, tail)
 
 _PLAIN = "EPILOGUE linear(bias: f32[N]) {\n  output = input + bias;\n}\n"
-_ACTIVATIONS = ("gelu", "gelu_erf", "relu", "silu", "sigmoid", "tanh")
+# The activations of coda's MLPs: each one's DSL expression of its input x.
+# The DSL's own functions, and QuickGELU (CLIP's: x sigmoid(1.702 x)).
+_ACTIVATIONS = {name: name + "({x})" for name in
+                ("gelu", "gelu_erf", "relu", "silu", "sigmoid", "tanh")}
+_ACTIVATIONS["quick_gelu"] = "{x} * sigmoid(1.702 * {x})"
+
+
+def _activated(activation, x):
+    """The DSL expression of `activation` (an _ACTIVATIONS name) applied to
+    the DSL expression `x`."""
+    return _ACTIVATIONS[activation].replace("{x}", x if x.isidentifier() else f"({x})")
 
 
 def _reset_linear(weight, bias, in_features):
@@ -569,7 +579,7 @@ class MLP(nn.Module):
         # converted.
         header = "(bias: {t}[N])" if bias else ""
         pre = "input + bias" if bias else "input"
-        body = f"{activation}({pre})"
+        body = _activated(activation, pre)
         up = (f"EPILOGUE fc1{header} {{\n  output = "
               f"{f'dropout({body}, {dropout!r})' if dropout else body};\n}}\n")
         self._up = ProgramFamily(lambda t: up.replace("{t}", t), layout_b=weight_layout)
@@ -641,7 +651,7 @@ class GatedMLP(_SharedRows):
         self.up_proj = nn.Linear(in_features, hidden_features, False, device, dtype)
         self.down_proj = nn.Linear(hidden_features, out_features, False, device, dtype)
         gated = (f"EPILOGUE gated -> (output: {{t}}[M, N/2]) {{\n"
-                 f"  output = {activation}(input) * partner(input, 1);\n}}\n")
+                 f"  output = {_activated(activation, 'input')} * partner(input, 1);\n}}\n")
         self._up = ProgramFamily(lambda t: gated.replace("{t}", t))
         self._down = _down_families(False, 0.0, "nk")
         self._share_weights()
@@ -1221,7 +1231,7 @@ def _projection_norm(norm, eps, bias, norm_bias, dropout, weight_layout="nk"):
 _FOLDED_GATED = """
 EPILOGUE gated_rmsnorm(rstd: f32[M]) -> (output: {t}[M, N/2]) {
   a = input * detach(rstd);
-  output = {activation}(a) * partner(a, 1);
+  output = {activated} * partner(a, 1);
 }
 """
 _folded_gated = {}
@@ -1232,7 +1242,8 @@ def _folded_gated_family(activation):
     activation."""
     if activation not in _folded_gated:
         _folded_gated[activation] = ProgramFamily(
-            lambda t: _FOLDED_GATED.replace("{activation}", activation).replace("{t}", t),
+            lambda t: _FOLDED_GATED.replace("{activated}", _activated(activation, "a"))
+            .replace("{t}", t),
             layout_b="halves")
     return _folded_gated[activation]
 

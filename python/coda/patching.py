@@ -6,8 +6,10 @@ Recognized, by their structure (the modules and attributes they hold):
 - an MLP: a module with ``c_fc`` and ``c_proj`` (nn.Linear, or Hugging
   Face's ``Conv1D``, whose weight is stored [in, out]) and an activation
   module (``gelu``, ``act`` or ``activation``), as nanoGPT's ``MLP`` and
-  Hugging Face's ``GPT2MLP``; or an ``nn.Sequential`` of Linear, activation,
-  Linear. Its forward
+  Hugging Face's ``GPT2MLP``; a module of nothing but ``fc1``, ``fc2``
+  (nn.Linear) and ``activation_fn``, as Hugging Face's ``ViTMLP``,
+  ``CLIPMLP`` and ``SiglipMLP``; or an ``nn.Sequential`` of Linear,
+  activation, Linear. Its forward
   becomes coda's fused MLP (coda.nn.MLP: fc1 + activation in one kernel, fc2
   + bias, its dropout when the MLP has one after the second Linear, in
   another, fc1's epilogue gradient on fc2's dgrad GEMM);
@@ -59,6 +61,14 @@ Recognized, by their structure (the modules and attributes they hold):
   (``ffn``: ``lin1``, its activation, ``lin2`` and ``dropout``; then the
   residual and ``output_layer_norm``) as coda's fused MLP with the
   attention's normalized output as its residual, then the LayerNorm;
+- Hugging Face T5's ``T5LayerFF`` (and MT5's, UMT5's, LongT5's, ...:
+  ``layer_norm``, ``DenseReluDense`` of nn.Linear ``wi`` and ``wo`` without
+  biases, ``act`` and ``dropout``, and ``dropout``, forward ``x +
+  dropout(wo(dropout(act(wi(layer_norm(x))))))``): the RMSNorm, then
+  coda's fused MLP with both dropouts and x as its residual; a gated
+  ``DenseReluDense`` (T5 v1.1's ``wi_0`` and ``wi_1``) as coda.nn.GatedMLP
+  with the residual where both dropouts are 0 (it applies none), else left
+  as it is;
 - Hugging Face BERT's ``BertSelfAttention`` (transformers 5; the same
   module of the models that copy BERT's): its ``query``, ``key`` and
   ``value`` projections as one GEMM over their weights stacked, their
@@ -71,7 +81,8 @@ Recognized, by their structure (the modules and attributes they hold):
   row statistics in its epilogue, the logits never written (the output's
   ``logits`` is None then);
 - a Hugging Face RMSNorm no coda kernel folds (``LlamaRMSNorm``'s forward:
-  ``weight`` and ``variance_epsilon``; a LLaMA model's final norm): PyTorch's
+  ``weight`` and ``variance_epsilon``; a LLaMA model's final norm, T5's
+  ``T5LayerNorm``): PyTorch's
   fused ``F.rms_norm`` where x and the weight share a type (one kernel
   forward and one backward, for the module's six and more);
 - Hugging Face's ``BertForMaskedLM``: in training with labels, the
@@ -90,9 +101,10 @@ Parameters stay where they are: the patched modules keep their children,
 ``state_dict`` keys and initialization, and an optimizer built before or
 after the patch trains the same tensors. Activations: nn.GELU (erf or
 tanh), nn.ReLU, nn.SiLU, nn.Sigmoid, nn.Tanh, and Hugging Face's GELU
-(``gelu``), tanh-approximated GELUs (``gelu_new``, ``gelu_pytorch_tanh``)
-and SiLU, recognized by their class names (transformers is not imported). What is not recognized is left
-as it is, and the report says what was replaced and what was not, and why.
+(``gelu``), tanh-approximated GELUs (``gelu_new``, ``gelu_pytorch_tanh``),
+SiLU and CLIP's QuickGELU (``quick_gelu``), recognized by their class
+names (transformers is not imported). What is not recognized is left as it
+is, and the report says what was replaced and what was not, and why.
 """
 
 import copy
@@ -109,10 +121,18 @@ from torch import nn  # noqa: E402
 
 from . import nn as coda_nn  # noqa: E402
 
-_ACTIVATION_NAMES = "gelu", "act", "activation"
+# The MLP modules _mlp_parts recognizes besides an nn.Sequential, by the
+# names of their children: (the first projection, the second, the
+# activation's names, every child the module may hold, or None when it may
+# hold more: a dropout after the second projection). nanoGPT's MLP and
+# GPT-2's; then ViT's, CLIP's and SigLIP's, which hold nothing else (BART's
+# layer, which holds them beside its attention, is no MLP).
+_MLP_NAMINGS = (("c_fc", "c_proj", ("gelu", "act", "activation"), None),
+                ("fc1", "fc2", ("activation_fn",), {"fc1", "fc2", "activation_fn"}))
 # Hugging Face's activation classes (transformers.activations), by name.
 _HF_ACTIVATIONS = {"GELUActivation": "gelu_erf", "NewGELUActivation": "gelu",
-                   "GELUTanh": "gelu", "PytorchGELUTanh": "gelu", "SiLUActivation": "silu"}
+                   "GELUTanh": "gelu", "PytorchGELUTanh": "gelu", "SiLUActivation": "silu",
+                   "QuickGELUActivation": "quick_gelu"}
 
 
 class PatchReport:
@@ -160,6 +180,18 @@ def _features(module):
     return (cols, rows) if _layout(module) == "nk" else (rows, cols)
 
 
+def _mlp_naming(module):
+    """The entry of _MLP_NAMINGS whose projections `module` holds (with
+    nothing else where the entry says so), else None."""
+    for naming in _MLP_NAMINGS:
+        first, second, _, only = naming
+        if (_layout(getattr(module, first, None)) is not None
+                and _layout(getattr(module, second, None)) is not None
+                and (only is None or set(module._modules) == only)):
+            return naming
+    return None
+
+
 def _mlp_parts(module):
     """(fc1, activation name, fc2, the probability of the dropout after fc2)
     of an MLP module, or a string that says why it is not one (None if it
@@ -174,16 +206,18 @@ def _mlp_parts(module):
         if dropout is not None and not isinstance(dropout, nn.Dropout):
             return None
     else:
-        fc1, fc2 = getattr(module, "c_fc", None), getattr(module, "c_proj", None)
-        if _layout(fc1) is None or _layout(fc2) is None:
+        naming = _mlp_naming(module)
+        if naming is None:
             return None
+        first, second, activations, _ = naming
+        fc1, fc2 = getattr(module, first), getattr(module, second)
         if _layout(fc1) != _layout(fc2):
             return "one projection is an nn.Linear and the other a Conv1D"
-        act = next((getattr(module, n) for n in _ACTIVATION_NAMES
+        act = next((getattr(module, n) for n in activations
                     if isinstance(getattr(module, n, None), nn.Module)), None)
         dropout = getattr(module, "dropout", None)
         if act is None:
-            return "an MLP without an activation module (gelu, act or activation)"
+            return f"an MLP without an activation module ({' or '.join(activations)})"
     name = _activation(act)
     if name is None:
         return f"activation {type(act).__name__} has no coda epilogue"
@@ -259,7 +293,7 @@ def _checkpointed(layer, forward):
 
 def _mlp_children(module):
     """(module, child name) of an MLP's two projections (_mlp_parts)."""
-    names = ("0", "2") if isinstance(module, nn.Sequential) else ("c_fc", "c_proj")
+    names = ("0", "2") if isinstance(module, nn.Sequential) else _mlp_naming(module)[:2]
     return [(module, name) for name in names]
 
 
@@ -409,9 +443,10 @@ _WIDEST_NORM = 4096
 
 def _rmsnorm_eps(norm, width):
     """The epsilon of an RMSNorm module of `width` whose forward is
-    Hugging Face's (LlamaRMSNorm's: `weight` and `variance_epsilon`), else
+    Hugging Face's (LlamaRMSNorm's: `weight` and `variance_epsilon`; T5's
+    T5LayerNorm, the same where x and the weight share a type), else
     None."""
-    if (type(norm).__name__.endswith("RMSNorm")
+    if (type(norm).__name__.endswith(("RMSNorm", "T5LayerNorm"))
             and isinstance(getattr(norm, "variance_epsilon", None), float)
             and isinstance(getattr(norm, "weight", None), torch.Tensor)
             and norm.weight.shape == (width,)):
@@ -992,6 +1027,73 @@ def _patch_distilbert_block(block, activation):
             "as coda's fused MLP, then its LayerNorm")
 
 
+def _t5_feed_forward_parts(module):
+    """(dense, activation name, the dropout after the activation, whether it
+    is gated) of Hugging Face T5's ``T5LayerFF`` and the copies of it (MT5's,
+    UMT5's, LongT5's, ...: children ``layer_norm``, ``DenseReluDense`` and
+    ``dropout``, forward ``x + dropout(DenseReluDense(layer_norm(x)))``;
+    ``DenseReluDense`` a ``T5DenseActDense``, nn.Linear ``wi`` and ``wo``
+    without biases, ``act`` and a ``dropout`` between them, or a
+    ``T5DenseGatedActDense``, ``wi_0`` and ``wi_1`` for ``wi``), a string
+    saying why it is left as it is, or None when it is not one."""
+    dense, dropout = (getattr(module, n, None) for n in ("DenseReluDense", "dropout"))
+    code = getattr(getattr(type(module), "forward", None), "__code__", None)
+    if not (isinstance(dense, nn.Module) and isinstance(dropout, nn.Dropout)
+            and isinstance(getattr(module, "layer_norm", None), nn.Module) and code is not None
+            and set(code.co_names) == {"layer_norm", "DenseReluDense", "dropout"}):
+        return None
+    gated = isinstance(getattr(dense, "wi_1", None), nn.Linear)
+    ups = [getattr(dense, n, None) for n in (("wi_0", "wi_1") if gated else ("wi",))]
+    wo, act = getattr(dense, "wo", None), getattr(dense, "act", None)
+    if not (all(isinstance(w, nn.Linear) for w in ups + [wo])
+            and isinstance(getattr(dense, "dropout", None), nn.Dropout)
+            and isinstance(act, nn.Module)):
+        return None
+    activation = _activation(act)
+    if activation is None:
+        return f"a feed-forward whose activation {type(act).__name__} coda does not know"
+    if (any(w.bias is not None for w in ups + [wo]) or wo.in_features != ups[0].out_features
+            or ups[-1].weight.shape != ups[0].weight.shape):
+        return "a feed-forward whose projections have biases or whose sizes do not chain"
+    if gated and (dense.dropout.p or dropout.p):
+        return (f"a gated feed-forward (wi_0 and wi_1) with dropout ({dense.dropout.p}, "
+                f"{dropout.p}): coda's gated MLP applies none (patched where both are 0)")
+    return dense, activation, dense.dropout.p, gated
+
+
+def _patch_t5_feed_forward(layer, dense, activation, hidden_dropout, gated):
+    """T5's feed-forward layer: its RMSNorm as it is (F.rms_norm where
+    _rmsnorm_parts recognizes it), then wo(dropout(act(wi(h)))) with the
+    layer's dropout and the residual x as coda's fused MLP (wi's epilogue
+    gradient on wo's dgrad GEMM); gated, wo(act(wi_0(h)) * wi_1(h)) + x as
+    coda's gated MLP (the gated activation's gradient on wo's dgrad GEMM)."""
+    ups = ("wi_0", "wi_1") if gated else ("wi",)
+    up = getattr(dense, ups[0])
+    if gated:
+        core = coda_nn.GatedMLP(up.in_features, up.out_features, dense.wo.out_features,
+                                activation=activation, device="meta")
+        core.gate_proj, core.up_proj, core.down_proj = dense.wi_0, dense.wi_1, dense.wo
+        core._share_weights()
+    else:
+        core = coda_nn.MLP(up.in_features, up.out_features, dense.wo.out_features,
+                           activation=activation, dropout=hidden_dropout, bias=False,
+                           device="meta", output_dropout=layer.dropout.p)
+        core.fc1, core.fc2 = dense.wi, dense.wo
+    object.__setattr__(layer, "_coda_mlp", core)
+
+    def forward(hidden_states):
+        return _run(core, layer, layer.layer_norm(hidden_states), residual=hidden_states)
+
+    layer.forward = _kept(forward, (layer, "layer_norm"), (layer, "DenseReluDense"),
+                          *((dense, name) for name in ups + ("wo",)))
+    if gated:
+        return (f"feed-forward, gated MLP ({activation}) + residual as coda's fused gated MLP "
+                "after its RMSNorm")
+    dropouts = ", ".join(f"dropout {p}" for p in (hidden_dropout, layer.dropout.p) if p)
+    return (f"feed-forward, MLP ({activation}{', ' + dropouts if dropouts else ''}) + residual "
+            "as coda's fused MLP after its RMSNorm")
+
+
 # The Hugging Face model types whose causal LM computes its loss as
 # ForCausalLMLoss(lm_head(last hidden state), labels) and nothing else (no
 # logit scaling, soft-capping or auxiliary loss).
@@ -1199,6 +1301,8 @@ _RECOGNIZERS = (
      ("intermediate", "output")),
     (_distilbert_block_parts, lambda module, parts: _patch_distilbert_block(module, *parts),
      ("ffn",)),
+    (_t5_feed_forward_parts, lambda module, parts: _patch_t5_feed_forward(module, *parts),
+     ("DenseReluDense",)),
     (_self_attention_parts, lambda module, parts: _patch_self_attention(module, *parts), True),
     (_dense_parts, _patch_dense, True),
     (_odd_linear, lambda module, parts: _patch_linear(module), True),

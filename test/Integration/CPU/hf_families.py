@@ -6,7 +6,10 @@
 # fused QKV or gate/up weights, parallel attention and MLP, a norm of
 # (1 + weight)), and on the encoders beside BERT and RoBERTa (masked-LM
 # heads; copies of BERT's layer under other names, and layers of their own:
-# DistilBERT's feed-forward halves on coda's fused MLP),
+# DistilBERT's feed-forward halves on coda's fused MLP), on T5's
+# encoder-decoders (their feed-forward layers, plain and gated) and on the
+# vision and contrastive encoders whose MLPs are fc1, activation_fn, fc2
+# (ViT's, CLIP's with its QuickGELU),
 # each built small from a config with its dropouts off, in float64 on the
 # CPU reference: whatever the patch replaces, and whatever it leaves, one
 # training step gives the eager model's loss and every gradient. A family
@@ -28,7 +31,29 @@ LLAMA_LIKE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hi
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
 ENCODER = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                intermediate_size=96, max_position_embeddings=64)
-# (model class, config class, config arguments, attention implementation)
+T5_LIKE = dict(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=96, num_layers=2, num_heads=4,
+               decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+VISION = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+              image_size=32, patch_size=8)
+
+
+def tokens_in():
+    tokens = torch.randint(3, VOCAB, (2, 12))
+    return dict(input_ids=tokens, labels=tokens)
+
+
+def images_in():
+    return dict(pixel_values=torch.randn(2, 3, 32, 32, dtype=torch.float64),
+                labels=torch.tensor([1, 0]))
+
+
+def pairs_in():
+    return dict(input_ids=torch.randint(3, VOCAB, (2, 12)),
+                pixel_values=torch.randn(2, 3, 32, 32, dtype=torch.float64), return_loss=True)
+
+
+# (model class, config class, config arguments, attention implementation[,
+# the inputs of a training step, tokens_in's by default])
 FAMILIES = [
     ("GemmaForCausalLM", "GemmaConfig", dict(LLAMA_LIKE, head_dim=16), "sdpa"),
     ("Gemma2ForCausalLM", "Gemma2Config", dict(LLAMA_LIKE, head_dim=16), "eager"),
@@ -66,43 +91,66 @@ FAMILIES = [
     ("ModernBertForMaskedLM", "ModernBertConfig",
      dict(ENCODER, pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1,
           sep_token_id=2), "sdpa"),
+    ("T5ForConditionalGeneration", "T5Config", T5_LIKE, "eager"),
+    ("T5ForConditionalGeneration", "T5Config", dict(T5_LIKE, feed_forward_proj="gated-gelu"),
+     "eager"),
+    ("MT5ForConditionalGeneration", "MT5Config", T5_LIKE, "eager"),
+    ("UMT5ForConditionalGeneration", "UMT5Config", T5_LIKE, "eager"),
+    # BART's layers hold fc1, fc2 and activation_fn beside their attention:
+    # not an MLP module.
+    ("BartForConditionalGeneration", "BartConfig",
+     dict(vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
+          encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=96,
+          decoder_ffn_dim=96, max_position_embeddings=64, pad_token_id=0, bos_token_id=1,
+          eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=2), "sdpa"),
+    ("ViTForImageClassification", "ViTConfig", VISION, "sdpa", images_in),
+    ("CLIPModel", "CLIPConfig",
+     dict(text_config=dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96,
+                           num_hidden_layers=2, num_attention_heads=4,
+                           max_position_embeddings=16, bos_token_id=1, eos_token_id=2),
+          vision_config=VISION, projection_dim=32), "sdpa", pairs_in),
 ]
 DROPOUTS = ("dropout", "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop",
             "attn_pdrop", "residual_dropout", "embedding_dropout", "classifier_dropout",
-            "hidden_dropout_prob", "attention_probs_dropout_prob", "mlp_dropout")
+            "hidden_dropout_prob", "attention_probs_dropout_prob", "mlp_dropout", "dropout_rate")
 
 
-def relative(got, want):
-    return ((got - want).norm() / want.norm().clamp_min(1e-12)).item()
+def relative(got, want, floor=1e-12):
+    """|got - want| / |want|, |want| taken as at least `floor`."""
+    return ((got - want).norm() / want.norm().clamp_min(floor)).item()
 
 
 failures = []
-for model_name, config_name, arguments, attention in FAMILIES:
+for model_name, config_name, arguments, attention, *inputs in FAMILIES:
     if not hasattr(transformers, model_name):
         print(f"{model_name}: not in this transformers")
         continue
     config = getattr(transformers, config_name)(**arguments)
     config._attn_implementation = attention
-    for name in DROPOUTS:
-        if isinstance(getattr(config, name, None), float):
-            setattr(config, name, 0.0)
+    for part in (config, getattr(config, "text_config", None), getattr(config, "vision_config", None)):
+        for name in DROPOUTS:
+            if isinstance(getattr(part, name, None), float):
+                setattr(part, name, 0.0)
     eager = getattr(transformers, model_name)(config).double()
     fused = copy.deepcopy(eager)
     report = coda.patch(fused)
-    tokens = torch.randint(3, VOCAB, (2, 12))
+    step = (inputs[0] if inputs else tokens_in)()
     losses = []
     for model in (eager, fused):
         model.train()
         model.zero_grad(set_to_none=True)
-        loss = model(tokens, labels=tokens).loss
+        loss = model(**step).loss
         loss.backward()
         losses.append(loss.detach())
     errors, found = [relative(losses[1], losses[0])], []
+    # A gradient that is 0 but for rounding (a key projection's bias, which
+    # the softmax cancels) is compared at a millionth of the largest.
+    floor = 1e-6 * max(p.grad.norm() for p in eager.parameters() if p.grad is not None)
     for (name, p_eager), (_, p_fused) in zip(eager.named_parameters(), fused.named_parameters()):
         if (p_eager.grad is None) != (p_fused.grad is None):
             found.append(f"{model_name}: {name} has a gradient in one model only")
         elif p_eager.grad is not None:
-            errors.append(relative(p_fused.grad, p_eager.grad))
+            errors.append(relative(p_fused.grad, p_eager.grad, floor))
     if not max(errors) < 1e-5:
         found.append(f"{model_name}: relative error {max(errors):.2e}\n{report}")
     failures += found
@@ -136,6 +184,13 @@ for model_name, config_name, arguments, attention in FAMILIES:
 # CHECK: DistilBertForMaskedLM: loss and gradients equal (coda.patch: 3 modules replaced)
 # CHECK: AlbertForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
 # CHECK: ModernBertForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: T5ForConditionalGeneration: loss and gradients equal (coda.patch: 17 modules replaced)
+# CHECK: T5ForConditionalGeneration: loss and gradients equal (coda.patch: 17 modules replaced)
+# CHECK: MT5ForConditionalGeneration: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: UMT5ForConditionalGeneration: {{loss and gradients equal \(coda.patch:|not in this transformers}}
+# CHECK: BartForConditionalGeneration: loss and gradients equal (coda.patch: 1 modules replaced)
+# CHECK: ViTForImageClassification: loss and gradients equal (coda.patch: 3 modules replaced)
+# CHECK: CLIPModel: loss and gradients equal (coda.patch: 4 modules replaced)
 # What DistilBERT's block patch leaves, and why: an FFN applied in chunks, an
 # activation coda does not know.
 small = dict(vocab_size=VOCAB, dim=64, n_layers=1, n_heads=4, hidden_dim=96)
@@ -146,6 +201,10 @@ model = transformers.DistilBertModel(transformers.DistilBertConfig(**small))
 model.transformer.layer[0].ffn.activation = torch.nn.Hardswish()
 print(coda.patch(model))
 # CHECK: left as is: transformer.layer.0: an FFN whose activation Hardswish coda does not know
+# A gated T5 feed-forward with its dropout on: coda's gated MLP applies none.
+gated = transformers.T5Config(**dict(T5_LIKE, num_layers=1, feed_forward_proj="gated-gelu"))
+print(coda.patch(transformers.T5EncoderModel(gated)))
+# CHECK: left as is: encoder.block.0.layer.1: a gated feed-forward (wi_0 and wi_1) with dropout (0.1, 0.1): coda's gated MLP applies none (patched where both are 0)
 
 print("\n".join(failures) if failures else "all families: ok")
 # CHECK-NOT: relative error
