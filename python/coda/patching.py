@@ -74,10 +74,11 @@ Recognized, by their structure (the modules and attributes they hold):
   ``value`` projections as one GEMM over their weights stacked, their
   biases in its epilogue, then the model's own attention function;
 - a Hugging Face causal language model whose loss is plain cross-entropy
-  on its logits (``...ForCausalLM``, ``...LMHeadModel`` of LLaMA, Mistral,
-  Qwen2, Qwen3 or GPT-2: ``lm_head``, an nn.Linear without a bias, over its
-  base model): in training with labels, the loss from the last hidden
-  states by coda.nn.linear_cross_entropy, the head's GEMM with the loss's
+  on its logits (``...ForCausalLM``, ``...LMHeadModel`` of a model type in
+  _PLAIN_CAUSAL_LMS, LLaMA's, GPT-2's, Gemma's, Phi's, GPT-NeoX's, OPT's and
+  more: ``lm_head``, an nn.Linear, over its base model): in training with
+  labels, the loss from the last hidden states by
+  coda.nn.linear_cross_entropy (the head's bias too), the head's GEMM with the loss's
   row statistics in its epilogue, the logits never written (the output's
   ``logits`` is None then);
 - a Hugging Face RMSNorm no coda kernel folds (``LlamaRMSNorm``'s forward:
@@ -1096,15 +1097,19 @@ def _patch_t5_feed_forward(layer, dense, activation, hidden_dropout, gated):
 
 # The Hugging Face model types whose causal LM computes its loss as
 # ForCausalLMLoss(lm_head(last hidden state), labels) and nothing else (no
-# logit scaling, soft-capping or auxiliary loss).
-_PLAIN_CAUSAL_LMS = ("llama", "mistral", "qwen2", "qwen3", "gpt2")
+# logit scaling, soft-capping or auxiliary loss), as their forwards read in
+# transformers 5 (Gemma 2 and 3 soft-cap their logits, Granite and Cohere
+# scale them: left as they are).
+_PLAIN_CAUSAL_LMS = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma", "olmo", "olmo2",
+                     "stablelm", "starcoder2", "phi3", "phi", "gpt_neox", "gptj", "falcon", "opt",
+                     "bloom")
 
 
 def _causal_lm_parts(module):
     """(base model, lm_head) of a Hugging Face causal language model whose
     loss is plain cross-entropy on lm_head(hidden states) (a transformers
     class named ...ForCausalLM or ...LMHeadModel of a model type in
-    _PLAIN_CAUSAL_LMS, with an nn.Linear lm_head without a bias), a string
+    _PLAIN_CAUSAL_LMS, with an nn.Linear lm_head), a string
     saying why it is left as it is, or None when it is none."""
     kind = type(module).__name__
     if not (kind.endswith("ForCausalLM") or kind.endswith("LMHeadModel")) or \
@@ -1118,8 +1123,6 @@ def _causal_lm_parts(module):
     model_type = getattr(config, "model_type", None)
     if model_type not in _PLAIN_CAUSAL_LMS:
         return f"model type '{model_type}', whose loss may not be plain cross-entropy on its logits"
-    if head.bias is not None:
-        return "an LM head with a bias"
     if getattr(config, "output_router_logits", False):
         return "a router's auxiliary loss added to the loss"
     return base, head
@@ -1197,10 +1200,11 @@ def _patch_causal_lm(module, base, head):
         shift_labels = shift_labels.to(hidden.device)
         if items is None:
             loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
-                                                ignore_index=ignore_index)
+                                                ignore_index=ignore_index, bias=head.bias)
         else:
             loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
-                                                ignore_index=ignore_index, reduction="sum")
+                                                ignore_index=ignore_index, reduction="sum",
+                                                bias=head.bias)
             loss = loss / (items.to(loss.device) if torch.is_tensor(items) else items)
         return loss, outputs
 

@@ -574,14 +574,13 @@ print(dict(granite.skipped)["model.layers.0"], "|", dict(granite.replaced)["mode
 # CHECK: a decoder layer of model type 'granite', which may differ from LLaMA's | gated MLP (silu) as coda's fused gated MLP
 
 # A causal LM of a type whose loss may not be plain cross-entropy on its
-# logits keeps its own loss.
-from transformers import OPTConfig, OPTForCausalLM  # noqa: E402
+# logits (Cohere scales them) keeps its own loss.
+from transformers import CohereConfig, CohereForCausalLM  # noqa: E402
 
-opt = OPTForCausalLM(OPTConfig(vocab_size=101, hidden_size=32, num_hidden_layers=1, ffn_dim=64,
-                               num_attention_heads=2, max_position_embeddings=32,
-                               word_embed_proj_dim=32))
-print(coda.patch(opt).skipped[0])
-# CHECK: ('', "model type 'opt', whose loss may not be plain cross-entropy on its logits")
+cohere = CohereForCausalLM(CohereConfig(vocab_size=101, hidden_size=32, intermediate_size=64,
+                                        num_hidden_layers=1, num_attention_heads=2))
+print(dict(coda.patch(cohere).skipped)[""])
+# CHECK: model type 'cohere', whose loss may not be plain cross-entropy on its logits
 
 # A causal LM inside another module: its loss and its layers are patched.
 wrapper = torch.nn.ModuleDict({"lm": LlamaForCausalLM(llama_config)})
