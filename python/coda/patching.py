@@ -77,8 +77,9 @@ Recognized, by their structure (the modules and attributes they hold):
   on its logits (``...ForCausalLM``, ``...LMHeadModel`` of a model type in
   _PLAIN_CAUSAL_LMS, LLaMA's, GPT-2's, Gemma's, Phi's, GPT-NeoX's, OPT's and
   more: ``lm_head``, an nn.Linear, over its base model): in training with
-  labels, the loss from the last hidden states by
-  coda.nn.linear_cross_entropy (the head's bias too), the head's GEMM with the loss's
+  labels, the loss from the last hidden states (scaled where the model
+  scales its logits: Granite, Cohere) by coda.nn.linear_cross_entropy (the
+  head's bias too), the head's GEMM with the loss's
   row statistics in its epilogue, the logits never written (the output's
   ``logits`` is None then);
 - a Hugging Face RMSNorm no coda kernel folds (``LlamaRMSNorm``'s forward:
@@ -1098,11 +1099,14 @@ def _patch_t5_feed_forward(layer, dense, activation, hidden_dropout, gated):
 # The Hugging Face model types whose causal LM computes its loss as
 # ForCausalLMLoss(lm_head(last hidden state), labels) and nothing else (no
 # logit scaling, soft-capping or auxiliary loss), as their forwards read in
-# transformers 5 (Gemma 2 and 3 soft-cap their logits, Granite and Cohere
-# scale them: left as they are).
+# transformers 5 (Gemma 2 and 3 soft-cap their logits: left as they are);
+# and those that scale the logits first, by the factor of _LOGIT_SCALES,
+# which scales the hidden states instead (their heads have no bias).
 _PLAIN_CAUSAL_LMS = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma", "olmo", "olmo2",
                      "stablelm", "starcoder2", "phi3", "phi", "gpt_neox", "gptj", "falcon", "opt",
-                     "bloom")
+                     "bloom", "granite", "cohere")
+_LOGIT_SCALES = {"granite": lambda lm: 1 / lm.config.logits_scaling,
+                 "cohere": lambda lm: lm.logit_scale}
 
 
 def _causal_lm_parts(module):
@@ -1125,7 +1129,10 @@ def _causal_lm_parts(module):
         return f"model type '{model_type}', whose loss may not be plain cross-entropy on its logits"
     if getattr(config, "output_router_logits", False):
         return "a router's auxiliary loss added to the loss"
-    return base, head
+    scale = _LOGIT_SCALES.get(model_type)
+    if scale is not None and head.bias is not None:
+        return "an LM head with a bias whose logits are scaled"
+    return base, head, scale
 
 
 def _output_type(module, default):
@@ -1181,9 +1188,10 @@ def _loss_forward(module, loss_from, applies, default_output):
     module.forward = forward
 
 
-def _patch_causal_lm(module, base, head):
+def _patch_causal_lm(module, base, head, scale):
     """In training with labels, the loss from the base model's hidden states
-    by coda.nn.linear_cross_entropy: the head's GEMM with the loss's row
+    (times `scale(module)` where the model scales its logits) by
+    coda.nn.linear_cross_entropy: the head's GEMM with the loss's row
     statistics in its epilogue, no logits (_loss_forward; when the caller
     asks for some logits only, the model's own forward). The labels shifted
     and the mean taken as Hugging Face's ForCausalLMLoss does (a sum over
@@ -1194,7 +1202,7 @@ def _patch_causal_lm(module, base, head):
         shift_labels = call.pop("shift_labels", None)
         items = call.get("num_items_in_batch")
         outputs = base(**call)
-        hidden = outputs[0]
+        hidden = outputs[0] if scale is None else outputs[0] * scale(module)
         if shift_labels is None:
             shift_labels = F.pad(labels, (0, 1), value=ignore_index)[..., 1:]
         shift_labels = shift_labels.to(hidden.device)
@@ -1213,7 +1221,8 @@ def _patch_causal_lm(module, base, head):
         return isinstance(keep, int) and keep == 0
 
     _loss_forward(module, loss_from, all_logits, "CausalLMOutputWithPast")
-    return "the loss from the hidden states in the LM head's GEMM (no logits) in training"
+    return ("the loss from the hidden states" + (" scaled" if scale else "")
+            + " in the LM head's GEMM (no logits) in training")
 
 
 def _masked_lm_parts(module):

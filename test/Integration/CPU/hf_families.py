@@ -13,9 +13,9 @@
 # each built small from a config with its dropouts off, in float64 on the
 # CPU reference: whatever the patch replaces, and whatever it leaves, one
 # training step gives the eager model's loss and every gradient (the causal
-# LMs whose loss is plain cross-entropy on their logits with it from the LM
-# head's GEMM, no logits; Gemma 2's and 3's soft-capped logits and Granite's
-# and Cohere's scaled ones left to the model). A family the installed
+# LMs whose loss is plain cross-entropy on their logits, or on them scaled
+# (Granite's, Cohere's), with it from the LM head's GEMM, no logits; Gemma
+# 2's and 3's soft-capped logits left to the model). A family the installed
 # transformers lacks is reported as such.
 
 import copy
@@ -66,7 +66,7 @@ FAMILIES = [
     ("Qwen3ForCausalLM", "Qwen3Config", dict(LLAMA_LIKE, head_dim=16), "sdpa"),
     ("OlmoForCausalLM", "OlmoConfig", LLAMA_LIKE, "sdpa"),
     ("Olmo2ForCausalLM", "Olmo2Config", LLAMA_LIKE, "sdpa"),
-    ("GraniteForCausalLM", "GraniteConfig", LLAMA_LIKE, "sdpa"),
+    ("GraniteForCausalLM", "GraniteConfig", dict(LLAMA_LIKE, logits_scaling=4.0), "sdpa"),
     ("CohereForCausalLM", "CohereConfig", LLAMA_LIKE, "sdpa"),
     ("StableLmForCausalLM", "StableLmConfig", LLAMA_LIKE, "sdpa"),
     ("Starcoder2ForCausalLM", "Starcoder2Config", LLAMA_LIKE, "sdpa"),
@@ -170,8 +170,8 @@ for model_name, config_name, arguments, attention, *inputs in FAMILIES:
 # CHECK: Qwen3ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: OlmoForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: Olmo2ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
-# CHECK: GraniteForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced\)|not in this transformers}}
-# CHECK: CohereForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced\)|not in this transformers}}
+# CHECK: GraniteForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
+# CHECK: CohereForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: StableLmForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: Starcoder2ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: Phi3ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}

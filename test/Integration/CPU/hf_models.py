@@ -574,13 +574,14 @@ print(dict(granite.skipped)["model.layers.0"], "|", dict(granite.replaced)["mode
 # CHECK: a decoder layer of model type 'granite', which may differ from LLaMA's | gated MLP (silu) as coda's fused gated MLP
 
 # A causal LM of a type whose loss may not be plain cross-entropy on its
-# logits (Cohere scales them) keeps its own loss.
-from transformers import CohereConfig, CohereForCausalLM  # noqa: E402
+# logits (Gemma 2 soft-caps them) keeps its own loss.
+from transformers import Gemma2Config, Gemma2ForCausalLM  # noqa: E402
 
-cohere = CohereForCausalLM(CohereConfig(vocab_size=101, hidden_size=32, intermediate_size=64,
-                                        num_hidden_layers=1, num_attention_heads=2))
-print(dict(coda.patch(cohere).skipped)[""])
-# CHECK: model type 'cohere', whose loss may not be plain cross-entropy on its logits
+gemma2 = Gemma2ForCausalLM(Gemma2Config(vocab_size=101, hidden_size=32, intermediate_size=64,
+                                        num_hidden_layers=1, num_attention_heads=2,
+                                        num_key_value_heads=1, head_dim=16))
+print(dict(coda.patch(gemma2).skipped)[""])
+# CHECK: model type 'gemma2', whose loss may not be plain cross-entropy on its logits
 
 # A causal LM inside another module: its loss and its layers are patched.
 wrapper = torch.nn.ModuleDict({"lm": LlamaForCausalLM(llama_config)})
