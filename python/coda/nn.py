@@ -257,44 +257,57 @@ def _no_seed(x):
                       lambda: torch.zeros((), dtype=torch.int64, device=x.device))
 
 
-def _cross_entropy_text(bias, offset=False, gradient=True):
+def _cross_entropy_text(bias, offset=False, gradient=True, capped=False):
     """The row loss of linear_cross_entropy, for operands of type `t`: each
     row's log-sum-exp (shifted by its maximum), its target class's logit,
     and with `gradient` the logits' gradient for a unit loss, softmax -
     onehot; of the logits as F.linear writes them (in t, from which eager
     PyTorch computes its loss), with `bias` added along the row, or with
     `offset`, a constant one (_PADDED_LOGIT on the classes a vocabulary is
-    padded with). The gradient needs each row's log-sum-exp in every
+    padded with); `capped`, of the logits soft-capped, cap tanh(logits /
+    cap) (Gemma 2's), whose gradient is then times 1 - tanh^2 (cap is a
+    vector along the row, of one value). The gradient needs each row's log-sum-exp in every
     element: on the GPU the program then runs as its row split (the GEMM
     writing the logits and the rows' statistics, then their application);
     without it, the rows' statistics are merged after the GEMM and nothing
     [M, N] is written."""
     inputs = "target: f32[M]" + (", bias: f32[N]" if bias else "") + (
-        ", offset: f32[N]" if offset else "")
-    terms = "input" + (" + bias" if bias else "") + (" + offset" if offset else "")
+        ", offset: f32[N]" if offset else "") + (", cap: f32[N]" if capped else "")
+    # Under a cap, the offset comes after it (which would bound it).
+    terms = "input" + (" + bias" if bias else "") + (
+        " + offset" if offset and not capped else "")
 
     def text(t):
         logits = f"{t}({terms})" if t in ("bf16", "f16") else terms
+        grad = "exp(logits - lse) - onehot"
+        capping = ""
+        if capped:
+            capping = f"  capped = cap * tanh(({logits}) / cap);\n"
+            logits = "capped + offset" if offset else "capped"
+            grad = f"({grad}) * (1 - pow(capped / cap, 2))"
         outputs = "lse: f32[M], picked: f32[M]" + (f", grad: {t}[M, N]" if gradient else "")
         return (f"EPILOGUE cross_entropy({inputs})\n"
                 f"    -> ({outputs}) {{\n"
+                + capping +
                 f"  logits = {logits};\n"
                 "  shift = row_max(logits);\n"
                 "  lse = shift + log(row_sum(exp(logits - shift)));\n"
                 "  onehot = max(0, 1 - abs(col() - target));\n"
                 "  picked = row_sum(logits * onehot);\n"
-                + ("  grad = exp(logits - lse) - onehot;\n" if gradient else "") + "}\n")
+                + (f"  grad = {grad};\n" if gradient else "") + "}\n")
 
     return text
 
 
-# By (bias, offset, gradient): the loss to train through, or the loss alone
-# (no gradient asked for: a validation pass). Registered at import (nothing
-# compiles until a first call), so that torch.compile traces the op of a
-# family that exists.
+# By (bias, offset, capped, gradient): the loss to train through, or the
+# loss alone (no gradient asked for: a validation pass). Registered at
+# import (nothing compiles until a first call), so that torch.compile traces
+# the op of a family that exists.
 _CROSS_ENTROPY = {
-    (bias, offset, gradient): ProgramFamily(_cross_entropy_text(bias, offset, gradient))
-    for bias, offset in ((False, False), (True, False), (False, True))
+    (bias, offset, capped, gradient): ProgramFamily(
+        _cross_entropy_text(bias, offset, gradient, capped))
+    for capped in (False, True)
+    for bias, offset in ((False, False), (True, False), (False, True)) + ((True, True),) * capped
     for gradient in (True, False)}
 
 
@@ -353,7 +366,11 @@ def _padded_offset(classes, padded, like):
     return _made_once(_offsets, (classes, padded, like.device), make)
 
 
-def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean", *, bias=None):
+_caps = {}
+
+
+def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean", *, bias=None,
+                         softcap=None):
     """F.cross_entropy(F.linear(x, weight, bias), target) in one GEMM whose
     epilogue reduces each row of logits (as F.linear writes them, in the
     operands' type) to its log-sum-exp (shifted by the row's maximum) and
@@ -371,7 +388,8 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     written). x [..., K], weight [V, K] (an LM head), bias [V] or None,
     target [...] class indices; rows whose target is `ignore_index` count
     for nothing. `reduction`: "mean" (over the rows that count), "sum" or
-    "none". The loss is in float32 (float64 for float64 operands), as
+    "none". `softcap` c > 0: the loss of the logits soft-capped,
+    c tanh(logits / c), as Gemma 2 computes its own. The loss is in float32 (float64 for float64 operands), as
     Hugging Face's models compute it from their logits; float32 CUDA
     operands run on the tensor cores as tf32, as coda's programs of f32
     operands do, and under torch.autocast the operands are cast to its
@@ -381,6 +399,8 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
     if target.shape != x.shape[:-1]:
         raise ValueError(f"target has shape {tuple(target.shape)}; expected x's without its "
                          f"last dim, {tuple(x.shape[:-1])}")
+    if softcap is not None and not (isinstance(softcap, (int, float)) and softcap > 0):
+        raise ValueError(f"softcap must be a number above 0 (or None), got {softcap!r}")
     if bias is not None and bias.shape != weight.shape[:1]:
         raise ValueError(f"bias has shape {tuple(bias.shape)}; expected [{weight.shape[0]}], "
                          "one per class (weight's rows)")
@@ -416,21 +436,28 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
             weight = F.pad(weight, (0, 0, 0, padded - vocabulary))
             remade(weight, lambda: F.pad(given, (0, 0, 0, padded - vocabulary)), (given,))
             if bias is not None:
-                # In f32 at least (the pad is not exact in a 16-bit type).
+                # In f32 at least (the pad is not exact in a 16-bit type);
+                # under a cap, 0, the offset after the cap doing the rest.
                 bias = F.pad(bias.to(torch.promote_types(bias.dtype, torch.float32)),
-                             (0, padded - vocabulary), value=_PADDED_LOGIT)
+                             (0, padded - vocabulary),
+                             value=0.0 if softcap is not None else _PADDED_LOGIT)
         tensors, names = [classes], "target"
-        offset = bias is None and padded != vocabulary
+        offset = (bias is None or softcap is not None) and padded != vocabulary
         if bias is not None:
             tensors.append(bias)
             names += ",bias"
-        elif offset:
+        if offset:
             tensors.append(_padded_offset(vocabulary, padded, x2))
             names += ",offset"
+        if softcap is not None:
+            tensors.append(_made_once(_caps, (float(softcap), padded, x2.device),
+                                      lambda: torch.full((padded,), float(softcap),
+                                                         dtype=torch.float32, device=x2.device)))
+            names += ",cap"
         needs = (x2.requires_grad, weight.requires_grad)
         gradient = torch.is_grad_enabled() and (
             any(needs) or (bias is not None and bias.requires_grad))
-        family = _CROSS_ENTROPY[bias is not None, offset, gradient]
+        family = _CROSS_ENTROPY[bias is not None, offset, softcap is not None, gradient]
         if not gradient:
             # No logits' gradient written where none is asked for.
             call = autograd._runner()

@@ -78,8 +78,9 @@ Recognized, by their structure (the modules and attributes they hold):
   _PLAIN_CAUSAL_LMS, LLaMA's, GPT-2's, Gemma's, Phi's, GPT-NeoX's, OPT's and
   more: ``lm_head``, an nn.Linear, over its base model): in training with
   labels, the loss from the last hidden states (scaled where the model
-  scales its logits: Granite, Cohere) by coda.nn.linear_cross_entropy (the
-  head's bias too), the head's GEMM with the loss's
+  scales its logits: Granite, Cohere; of the logits soft-capped where it
+  caps them: Gemma 2 and 3) by coda.nn.linear_cross_entropy (the head's
+  bias too), the head's GEMM with the loss's
   row statistics in its epilogue, the logits never written (the output's
   ``logits`` is None then);
 - a Hugging Face RMSNorm no coda kernel folds (``LlamaRMSNorm``'s forward:
@@ -1099,14 +1100,17 @@ def _patch_t5_feed_forward(layer, dense, activation, hidden_dropout, gated):
 # The Hugging Face model types whose causal LM computes its loss as
 # ForCausalLMLoss(lm_head(last hidden state), labels) and nothing else (no
 # logit scaling, soft-capping or auxiliary loss), as their forwards read in
-# transformers 5 (Gemma 2 and 3 soft-cap their logits: left as they are);
-# and those that scale the logits first, by the factor of _LOGIT_SCALES,
-# which scales the hidden states instead (their heads have no bias).
+# transformers 5; and those that scale the logits first, by the factor of
+# _LOGIT_SCALES, which scales the hidden states instead (their heads have no
+# bias), or soft-cap them, at the value of _LOGIT_SOFTCAPS (None: not
+# capped), which linear_cross_entropy applies.
 _PLAIN_CAUSAL_LMS = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma", "olmo", "olmo2",
                      "stablelm", "starcoder2", "phi3", "phi", "gpt_neox", "gptj", "falcon", "opt",
-                     "bloom", "granite", "cohere")
+                     "bloom", "granite", "cohere", "gemma2", "gemma3_text")
 _LOGIT_SCALES = {"granite": lambda lm: 1 / lm.config.logits_scaling,
                  "cohere": lambda lm: lm.logit_scale}
+_LOGIT_SOFTCAPS = {"gemma2": lambda lm: lm.config.final_logit_softcapping,
+                   "gemma3_text": lambda lm: lm.config.final_logit_softcapping}
 
 
 def _causal_lm_parts(module):
@@ -1132,7 +1136,7 @@ def _causal_lm_parts(module):
     scale = _LOGIT_SCALES.get(model_type)
     if scale is not None and head.bias is not None:
         return "an LM head with a bias whose logits are scaled"
-    return base, head, scale
+    return base, head, scale, _LOGIT_SOFTCAPS.get(model_type)
 
 
 def _output_type(module, default):
@@ -1188,9 +1192,10 @@ def _loss_forward(module, loss_from, applies, default_output):
     module.forward = forward
 
 
-def _patch_causal_lm(module, base, head, scale):
+def _patch_causal_lm(module, base, head, scale, softcap):
     """In training with labels, the loss from the base model's hidden states
-    (times `scale(module)` where the model scales its logits) by
+    (times `scale(module)` where the model scales its logits; of the logits
+    soft-capped at `softcap(module)` where it caps them) by
     coda.nn.linear_cross_entropy: the head's GEMM with the loss's row
     statistics in its epilogue, no logits (_loss_forward; when the caller
     asks for some logits only, the model's own forward). The labels shifted
@@ -1203,16 +1208,18 @@ def _patch_causal_lm(module, base, head, scale):
         items = call.get("num_items_in_batch")
         outputs = base(**call)
         hidden = outputs[0] if scale is None else outputs[0] * scale(module)
+        cap = None if softcap is None else softcap(module)
         if shift_labels is None:
             shift_labels = F.pad(labels, (0, 1), value=ignore_index)[..., 1:]
         shift_labels = shift_labels.to(hidden.device)
         if items is None:
             loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
-                                                ignore_index=ignore_index, bias=head.bias)
+                                                ignore_index=ignore_index, bias=head.bias,
+                                                softcap=cap)
         else:
             loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
                                                 ignore_index=ignore_index, reduction="sum",
-                                                bias=head.bias)
+                                                bias=head.bias, softcap=cap)
             loss = loss / (items.to(loss.device) if torch.is_tensor(items) else items)
         return loss, outputs
 
@@ -1222,7 +1229,8 @@ def _patch_causal_lm(module, base, head, scale):
 
     _loss_forward(module, loss_from, all_logits, "CausalLMOutputWithPast")
     return ("the loss from the hidden states" + (" scaled" if scale else "")
-            + " in the LM head's GEMM (no logits) in training")
+            + " in the LM head's GEMM (" + ("its logits soft-capped, " if softcap else "")
+            + "no logits) in training")
 
 
 def _masked_lm_parts(module):

@@ -6,7 +6,7 @@
 # and the logits' gradient, from which its backward runs two GEMMs, and a row
 # loss of the same statistics whose backward coda derives: gradcheck in float64
 # over ragged shapes with ignored rows, the loss and gradients in float32
-# against F.cross_entropy(x W^T), every reduction, a batch of sequences,
+# against F.cross_entropy(x W^T), every reduction, soft-capped logits, a batch of sequences,
 # torch.compile(fullgraph=True), and the errors a user sees.
 
 import os
@@ -60,6 +60,23 @@ for m, k, v, ignored in ((1, 3, 2, 0), (37, 24, 53, 2), (20, 9, 130, 19)):
     expect(f"{m}x{k} -> {v} with a bias: gradcheck",
            torch.autograd.gradcheck(
                lambda x, w, b: coda.nn.linear_cross_entropy(x, w, target, bias=b), (x, w, b)))
+
+# Soft-capped logits (Gemma 2's: c tanh(logits / c)), with and without a
+# bias, over vocabularies padded (the pad's offset after the cap) or not.
+for m, k, v, with_bias in ((37, 24, 53, False), (20, 9, 130, True), (5, 8, 15, True)):
+    x = torch.randn(m, k, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(v, k, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(v, dtype=torch.float64, requires_grad=True) if with_bias else None
+    target = torch.randint(0, v, (m,))
+    target[:2] = -100
+    got = coda.nn.linear_cross_entropy(x, w, target, bias=b, softcap=3.0)
+    want = F.cross_entropy(3.0 * torch.tanh(F.linear(x, w, b) / 3.0), target)
+    what = f"{m}x{k} -> {v}{' with a bias' if with_bias else ''} soft-capped"
+    expect(f"{what}: float64 loss", torch.allclose(got, want, rtol=1e-12, atol=1e-12))
+    expect(f"{what}: gradcheck", torch.autograd.gradcheck(
+        lambda *args: coda.nn.linear_cross_entropy(args[0], args[1], target, softcap=3.0,
+                                                   bias=args[2] if with_bias else None),
+        (x, w, b) if with_bias else (x, w)))
 
 # float32, a batch of sequences, a custom ignore_index.
 x = torch.randn(2, 5, 16, requires_grad=True)
@@ -137,6 +154,12 @@ try:
     expect("a bias of the wrong shape is refused", False)
 except ValueError as error:
     expect("a bias of the wrong shape is refused", "expected [40], one per class" in str(error))
+for softcap in (0, -1.0, "30"):
+    try:
+        coda.nn.linear_cross_entropy(x, w, target, softcap=softcap)
+        expect(f"softcap {softcap!r} is refused", False)
+    except ValueError as error:
+        expect(f"softcap {softcap!r} is refused", "softcap must be a number above 0" in str(error))
 # Trained through its forward rather than its saving program, a loss over
 # rows says what to run; the saving program of any other program trains from
 # its saved accumulator (backward_from_saved), as its forward does with the

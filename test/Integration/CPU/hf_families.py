@@ -14,8 +14,8 @@
 # CPU reference: whatever the patch replaces, and whatever it leaves, one
 # training step gives the eager model's loss and every gradient (the causal
 # LMs whose loss is plain cross-entropy on their logits, or on them scaled
-# (Granite's, Cohere's), with it from the LM head's GEMM, no logits; Gemma
-# 2's and 3's soft-capped logits left to the model). A family the installed
+# (Granite's, Cohere's) or soft-capped (Gemma 2's, Gemma 3's), with it from
+# the LM head's GEMM, no logits). A family the installed
 # transformers lacks is reported as such.
 
 import copy
@@ -60,7 +60,8 @@ def pairs_in():
 FAMILIES = [
     ("GemmaForCausalLM", "GemmaConfig", dict(LLAMA_LIKE, head_dim=16), "sdpa"),
     ("Gemma2ForCausalLM", "Gemma2Config", dict(LLAMA_LIKE, head_dim=16), "eager"),
-    ("Gemma3ForCausalLM", "Gemma3TextConfig", dict(LLAMA_LIKE, head_dim=16), "sdpa"),
+    ("Gemma3ForCausalLM", "Gemma3TextConfig",
+     dict(LLAMA_LIKE, head_dim=16, final_logit_softcapping=5.0), "sdpa"),
     ("MistralForCausalLM", "MistralConfig", LLAMA_LIKE, "sdpa"),
     ("Qwen2ForCausalLM", "Qwen2Config", LLAMA_LIKE, "sdpa"),
     ("Qwen3ForCausalLM", "Qwen3Config", dict(LLAMA_LIKE, head_dim=16), "sdpa"),
@@ -163,8 +164,8 @@ for model_name, config_name, arguments, attention, *inputs in FAMILIES:
           f"{', the loss in the head' if head else ''})")
 
 # CHECK: GemmaForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
-# CHECK: Gemma2ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced\)|not in this transformers}}
-# CHECK: Gemma3ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced\)|not in this transformers}}
+# CHECK: Gemma2ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
+# CHECK: Gemma3ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: MistralForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: Qwen2ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: Qwen3ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}

@@ -573,15 +573,15 @@ granite = coda.patch(GraniteForCausalLM(GraniteConfig(
 print(dict(granite.skipped)["model.layers.0"], "|", dict(granite.replaced)["model.layers.0.mlp"])
 # CHECK: a decoder layer of model type 'granite', which may differ from LLaMA's | gated MLP (silu) as coda's fused gated MLP
 
-# A causal LM of a type whose loss may not be plain cross-entropy on its
-# logits (Gemma 2 soft-caps them) keeps its own loss.
-from transformers import Gemma2Config, Gemma2ForCausalLM  # noqa: E402
+# A causal LM of a type whose loss coda has not read to be plain
+# cross-entropy on its logits keeps its own loss.
+from transformers import MixtralConfig, MixtralForCausalLM  # noqa: E402
 
-gemma2 = Gemma2ForCausalLM(Gemma2Config(vocab_size=101, hidden_size=32, intermediate_size=64,
-                                        num_hidden_layers=1, num_attention_heads=2,
-                                        num_key_value_heads=1, head_dim=16))
-print(dict(coda.patch(gemma2).skipped)[""])
-# CHECK: model type 'gemma2', whose loss may not be plain cross-entropy on its logits
+mixtral = MixtralForCausalLM(MixtralConfig(vocab_size=101, hidden_size=32, intermediate_size=64,
+                                           num_hidden_layers=1, num_attention_heads=2,
+                                           num_key_value_heads=1, num_local_experts=2))
+print(dict(coda.patch(mixtral).skipped)[""])
+# CHECK: model type 'mixtral', whose loss may not be plain cross-entropy on its logits
 
 # A causal LM inside another module: its loss and its layers are patched.
 wrapper = torch.nn.ModuleDict({"lm": LlamaForCausalLM(llama_config)})
