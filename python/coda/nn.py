@@ -265,14 +265,14 @@ def _cross_entropy_text(bias, offset=False, gradient=True, capped=False):
     PyTorch computes its loss), with `bias` added along the row, or with
     `offset`, a constant one (_PADDED_LOGIT on the classes a vocabulary is
     padded with); `capped`, of the logits soft-capped, cap tanh(logits /
-    cap) (Gemma 2's), whose gradient is then times 1 - tanh^2 (cap is a
-    vector along the row, of one value). The gradient needs each row's log-sum-exp in every
+    cap) (Gemma 2's), whose gradient is then times 1 - tanh^2 (cap and its
+    inverse scalars). The gradient needs each row's log-sum-exp in every
     element: on the GPU the program then runs as its row split (the GEMM
     writing the logits and the rows' statistics, then their application);
     without it, the rows' statistics are merged after the GEMM and nothing
     [M, N] is written."""
     inputs = "target: f32[M]" + (", bias: f32[N]" if bias else "") + (
-        ", offset: f32[N]" if offset else "") + (", cap: f32[N]" if capped else "")
+        ", offset: f32[N]" if offset else "") + (", cap: f32, inv_cap: f32" if capped else "")
     # Under a cap, the offset comes after it (which would bound it).
     terms = "input" + (" + bias" if bias else "") + (
         " + offset" if offset and not capped else "")
@@ -282,9 +282,9 @@ def _cross_entropy_text(bias, offset=False, gradient=True, capped=False):
         grad = "exp(logits - lse) - onehot"
         capping = ""
         if capped:
-            capping = f"  capped = cap * tanh(({logits}) / cap);\n"
-            logits = "capped + offset" if offset else "capped"
-            grad = f"({grad}) * (1 - pow(capped / cap, 2))"
+            capping = f"  bent = tanh(({logits}) * inv_cap);\n"
+            logits = "cap * bent + offset" if offset else "cap * bent"
+            grad = f"({grad}) * (1 - bent * bent)"
         outputs = "lse: f32[M], picked: f32[M]" + (f", grad: {t}[M, N]" if gradient else "")
         return (f"EPILOGUE cross_entropy({inputs})\n"
                 f"    -> ({outputs}) {{\n"
@@ -323,9 +323,10 @@ class _LinearCrossEntropy(torch.autograd.Function):
     op's dispatch); this function records no autograd of its own inside."""
 
     @staticmethod
-    def forward(ctx, key, x, weight, bias, tensors, names, seed):
+    def forward(ctx, key, x, weight, bias, tensors, names, scalars, scalar_names, seed):
         ctx.call = autograd._runner()
-        lse, picked, grad = ctx.call(key, "", x, weight, tensors, names, [], "", seed)
+        lse, picked, grad = ctx.call(key, "", x, weight, tensors, names, scalars, scalar_names,
+                                     seed)
         ctx.key = key
         ctx.save_for_backward(x, weight, bias, grad, seed)
         return lse - picked
@@ -344,7 +345,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
             grad_weight = _operand_gradient(ctx.call, ctx.key, "grad_b", grad, scaled, seed)
         if needs[3]:
             grad_bias = (grad.t() @ grad_rows.to(grad.dtype)).to(bias.dtype)
-        return None, grad_x, grad_weight, grad_bias, None, None, None
+        return None, grad_x, grad_weight, grad_bias, None, None, None, None, None
 
 
 # The logit of a class a vocabulary is padded with: exp(-1e4 - max) is 0 in
@@ -364,9 +365,6 @@ def _padded_offset(classes, padded, like):
         return torch.where(columns < classes, 0.0, _PADDED_LOGIT).to(torch.float32)
 
     return _made_once(_offsets, (classes, padded, like.device), make)
-
-
-_caps = {}
 
 
 def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean", *, bias=None,
@@ -449,11 +447,9 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
         if offset:
             tensors.append(_padded_offset(vocabulary, padded, x2))
             names += ",offset"
+        scalars, scalar_names = [], ""
         if softcap is not None:
-            tensors.append(_made_once(_caps, (float(softcap), padded, x2.device),
-                                      lambda: torch.full((padded,), float(softcap),
-                                                         dtype=torch.float32, device=x2.device)))
-            names += ",cap"
+            scalars, scalar_names = [float(softcap), 1 / softcap], "cap,inv_cap"
         needs = (x2.requires_grad, weight.requires_grad)
         gradient = torch.is_grad_enabled() and (
             any(needs) or (bias is not None and bias.requires_grad))
@@ -461,7 +457,8 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
         if not gradient:
             # No logits' gradient written where none is asked for.
             call = autograd._runner()
-            lse, picked = call(family.key, "", x2, weight, tensors, names, [], "", _no_seed(x))
+            lse, picked = call(family.key, "", x2, weight, tensors, names, scalars, scalar_names,
+                               _no_seed(x))
             losses = lse - picked
         else:
             if not torch.compiler.is_compiling() and any(needs):
@@ -471,7 +468,7 @@ def linear_cross_entropy(x, weight, target, ignore_index=-100, reduction="mean",
                     autograd.operand_jobs, x2, family.key, (x2.shape[0], padded), x2.shape,
                     weight.shape, needs)
             losses = _LinearCrossEntropy.apply(family.key, x2, weight, bias, tensors, names,
-                                               _no_seed(x))
+                                               scalars, scalar_names, _no_seed(x))
     losses = torch.where(counts, losses, 0.0)
     if reduction == "none":
         return losses.reshape(x.shape[:-1])

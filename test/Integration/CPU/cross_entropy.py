@@ -62,19 +62,20 @@ for m, k, v, ignored in ((1, 3, 2, 0), (37, 24, 53, 2), (20, 9, 130, 19)):
                lambda x, w, b: coda.nn.linear_cross_entropy(x, w, target, bias=b), (x, w, b)))
 
 # Soft-capped logits (Gemma 2's: c tanh(logits / c)), with and without a
-# bias, over vocabularies padded (the pad's offset after the cap) or not.
+# bias, over vocabularies padded (the pad's offset after the cap) or not;
+# c = 4, whose inverse (an f32 scalar of the program) is exact.
 for m, k, v, with_bias in ((37, 24, 53, False), (20, 9, 130, True), (5, 8, 15, True)):
     x = torch.randn(m, k, dtype=torch.float64, requires_grad=True)
     w = torch.randn(v, k, dtype=torch.float64, requires_grad=True)
     b = torch.randn(v, dtype=torch.float64, requires_grad=True) if with_bias else None
     target = torch.randint(0, v, (m,))
     target[:2] = -100
-    got = coda.nn.linear_cross_entropy(x, w, target, bias=b, softcap=3.0)
-    want = F.cross_entropy(3.0 * torch.tanh(F.linear(x, w, b) / 3.0), target)
+    got = coda.nn.linear_cross_entropy(x, w, target, bias=b, softcap=4.0)
+    want = F.cross_entropy(4.0 * torch.tanh(F.linear(x, w, b) / 4.0), target)
     what = f"{m}x{k} -> {v}{' with a bias' if with_bias else ''} soft-capped"
     expect(f"{what}: float64 loss", torch.allclose(got, want, rtol=1e-12, atol=1e-12))
     expect(f"{what}: gradcheck", torch.autograd.gradcheck(
-        lambda *args: coda.nn.linear_cross_entropy(args[0], args[1], target, softcap=3.0,
+        lambda *args: coda.nn.linear_cross_entropy(args[0], args[1], target, softcap=4.0,
                                                    bias=args[2] if with_bias else None),
         (x, w, b) if with_bias else (x, w)))
 
