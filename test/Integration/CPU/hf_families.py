@@ -9,7 +9,7 @@
 # DistilBERT's feed-forward halves on coda's fused MLP), on T5's
 # encoder-decoders (their feed-forward layers, plain and gated) and on the
 # vision and contrastive encoders whose MLPs are fc1, activation_fn, fc2
-# (ViT's, CLIP's with its QuickGELU),
+# (ViT's, CLIP's with its QuickGELU, SigLIP's),
 # each built small from a config with its dropouts off, in float64 on the
 # CPU reference: whatever the patch replaces, and whatever it leaves, one
 # training step gives the eager model's loss and every gradient (the causal
@@ -113,6 +113,11 @@ FAMILIES = [
                            num_hidden_layers=2, num_attention_heads=4,
                            max_position_embeddings=16, bos_token_id=1, eos_token_id=2),
           vision_config=VISION, projection_dim=32), "sdpa", pairs_in),
+    ("SiglipModel", "SiglipConfig",
+     dict(text_config=dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96,
+                           num_hidden_layers=2, num_attention_heads=4,
+                           max_position_embeddings=16),
+          vision_config=VISION), "sdpa", pairs_in),
 ]
 DROPOUTS = ("dropout", "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop",
             "attn_pdrop", "residual_dropout", "embedding_dropout", "classifier_dropout",
@@ -197,6 +202,7 @@ for model_name, config_name, arguments, attention, *inputs in FAMILIES:
 # CHECK: BartForConditionalGeneration: loss and gradients equal (coda.patch: 1 modules replaced)
 # CHECK: ViTForImageClassification: loss and gradients equal (coda.patch: 3 modules replaced)
 # CHECK: CLIPModel: loss and gradients equal (coda.patch: 4 modules replaced)
+# CHECK: SiglipModel: {{loss and gradients equal \(coda.patch: 5 modules replaced\)|not in this transformers}}
 # What DistilBERT's block patch leaves, and why: an FFN applied in chunks, an
 # activation coda does not know.
 small = dict(vocab_size=VOCAB, dim=64, n_layers=1, n_heads=4, hidden_dim=96)
