@@ -2,10 +2,10 @@
 # RUN: env CODA_CACHE_DIR=%t.cache CODA_RUNTIME_LIBRARY=%coda_obj/lib/libcoda_runtime.so %python %s %coda_src | FileCheck %s
 #
 # coda.patch on Hugging Face models on the GPU, in bf16: a GPT2LMHeadModel, a
-# BertForMaskedLM and a LlamaForCausalLM (its decoder layers: input RMSNorm, QKV
+# BertForMaskedLM, a LlamaForCausalLM (its decoder layers: input RMSNorm, QKV
 # projection and rotary embedding in one kernel; output projection and residual
 # in one kernel, then the gated MLP with the post-attention RMSNorm folded into
-# its gate and up projections' GEMM) built from
+# its gate and up projections' GEMM) and T5ForConditionalGeneration models built from
 # configs, with ragged token counts and an odd vocabulary. One training step of the patched model (loss and every
 # gradient) is compared with the same step of the model in float64; the
 # patched model must be as close to it as the eager bf16 model is (within
@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.join(sys.argv[1], "python"))
 import torch
 from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, LlamaConfig,
-                          LlamaForCausalLM)
+                          LlamaForCausalLM, T5Config, T5ForConditionalGeneration)
 
 import coda
 
@@ -92,6 +92,17 @@ llama = LlamaForCausalLM(LlamaConfig(vocab_size=1001, hidden_size=256, intermedi
                                      num_key_value_heads=2, max_position_embeddings=256))
 check_training("LLaMA", llama, torch.randint(0, 1001, (2, 93), device=cuda))
 # CHECK: LLaMA: 5 modules replaced; loss and {{[0-9]+}} gradients checked
+
+# T5's feed-forward layers (RMSNorm, then the MLP with its residual: plain
+# with ReLU, or gated with GELU), its RMSNorms and its odd vocabulary's head.
+for label, proj in (("T5", "relu"), ("T5 gated", "gated-gelu")):
+    t5 = T5ForConditionalGeneration(T5Config(
+        vocab_size=1001, d_model=256, d_kv=64, d_ff=688, num_layers=2, num_heads=4,
+        dropout_rate=0.0, feed_forward_proj=proj, decoder_start_token_id=0, pad_token_id=0,
+        eos_token_id=1))
+    check_training(label, t5, torch.randint(2, 1001, (2, 93), device=cuda))
+# CHECK: T5: 17 modules replaced; loss and {{[0-9]+}} gradients checked
+# CHECK: T5 gated: 17 modules replaced; loss and {{[0-9]+}} gradients checked
 
 # Mixed precision, PyTorch's standard recipe: float32 parameters, the GEMMs in
 # autocast's type (f16 by default on CUDA, or bf16), gradients in float32.

@@ -66,15 +66,16 @@ def check_module(name, module, reference, inputs, manual_seed, draws=0):
 M, D, H = 333, 136, 520  # ragged M; rows of 16-byte multiples for TMA
 p = 0.1
 # The second MLP also drops out fc2's output before the residual add, with
-# the second seed it draws.
-for activation, approximate, q in (("gelu", "tanh", 0.0), ("relu", None, 0.3)):
+# the second seed it draws; the third's activation is an expression (CLIP's
+# QuickGELU).
+ACTIVATIONS = {"gelu": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+               "relu": torch.relu, "quick_gelu": lambda t: t * torch.sigmoid(1.702 * t)}
+for activation, q in (("gelu", 0.0), ("relu", 0.3), ("quick_gelu", 0.0)):
     mlp = coda.nn.MLP(D, H, activation=activation, dropout=p, output_dropout=q,
                       device=cuda, dtype=torch.bfloat16)
 
-    def mlp_reference(w, seeds, x, residual, activation=activation, approximate=approximate, q=q):
-        pre = x @ w["fc1.weight"].T + w["fc1.bias"]
-        h = (torch.nn.functional.gelu(pre, approximate=approximate) if activation == "gelu"
-             else torch.relu(pre))
+    def mlp_reference(w, seeds, x, residual, activation=activation, q=q):
+        h = ACTIVATIONS[activation](x @ w["fc1.weight"].T + w["fc1.bias"])
         # fc1's output is bf16 in memory: the reference rounds it alike.
         h = (h * mask(seeds[0], x.shape[0], H, p)).to(torch.bfloat16).double()
         y = h @ w["fc2.weight"].T + w["fc2.bias"]
