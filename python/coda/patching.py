@@ -1106,7 +1106,8 @@ def _patch_t5_feed_forward(layer, dense, activation, hidden_dropout, gated):
 # capped), which linear_cross_entropy applies.
 _PLAIN_CAUSAL_LMS = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma", "olmo", "olmo2",
                      "stablelm", "starcoder2", "phi3", "phi", "gpt_neox", "gptj", "falcon", "opt",
-                     "bloom", "granite", "cohere", "gemma2", "gemma3_text")
+                     "bloom", "granite", "cohere", "gemma2", "gemma3_text", "olmo3", "smollm3",
+                     "glm4", "ernie4_5", "arcee", "helium", "nemotron")
 _LOGIT_SCALES = {"granite": lambda lm: 1 / lm.config.logits_scaling,
                  "cohere": lambda lm: lm.logit_scale}
 _LOGIT_SOFTCAPS = {"gemma2": lambda lm: lm.config.final_logit_softcapping,

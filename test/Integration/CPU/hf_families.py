@@ -83,6 +83,13 @@ FAMILIES = [
           num_attention_heads=4, word_embed_proj_dim=64, max_position_embeddings=64), "sdpa"),
     ("BloomForCausalLM", "BloomConfig", dict(vocab_size=VOCAB, hidden_size=64, n_layer=2, n_head=4),
      "eager"),
+    ("Olmo3ForCausalLM", "Olmo3Config", LLAMA_LIKE, "sdpa"),
+    ("SmolLM3ForCausalLM", "SmolLM3Config", dict(LLAMA_LIKE, pad_token_id=0), "sdpa"),
+    ("Glm4ForCausalLM", "Glm4Config", dict(LLAMA_LIKE, pad_token_id=0), "sdpa"),
+    ("Ernie4_5ForCausalLM", "Ernie4_5Config", LLAMA_LIKE, "sdpa"),
+    ("ArceeForCausalLM", "ArceeConfig", LLAMA_LIKE, "sdpa"),
+    ("HeliumForCausalLM", "HeliumConfig", dict(LLAMA_LIKE, head_dim=16), "sdpa"),
+    ("NemotronForCausalLM", "NemotronConfig", LLAMA_LIKE, "sdpa"),
     ("ElectraForMaskedLM", "ElectraConfig", dict(ENCODER, embedding_size=64), "sdpa"),
     ("XLMRobertaForMaskedLM", "XLMRobertaConfig", dict(ENCODER, max_position_embeddings=80), "sdpa"),
     ("DebertaV2ForMaskedLM", "DebertaV2Config", ENCODER, "eager"),
@@ -187,6 +194,13 @@ for model_name, config_name, arguments, attention, *inputs in FAMILIES:
 # CHECK: FalconForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: OPTForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: BloomForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
+# CHECK: Olmo3ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
+# CHECK: SmolLM3ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
+# CHECK: Glm4ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
+# CHECK: Ernie4_5ForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
+# CHECK: ArceeForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
+# CHECK: HeliumForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
+# CHECK: NemotronForCausalLM: {{loss and gradients equal \(coda.patch: [0-9]+ modules replaced, the loss in the head\)|not in this transformers}}
 # CHECK: ElectraForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
 # CHECK: XLMRobertaForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
 # CHECK: DebertaV2ForMaskedLM: {{loss and gradients equal \(coda.patch:|not in this transformers}}
