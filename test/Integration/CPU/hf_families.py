@@ -143,7 +143,8 @@ for model_name, config_name, arguments, attention, *inputs in FAMILIES:
         continue
     config = getattr(transformers, config_name)(**arguments)
     config._attn_implementation = attention
-    for part in (config, getattr(config, "text_config", None), getattr(config, "vision_config", None)):
+    parts = config, getattr(config, "text_config", None), getattr(config, "vision_config", None)
+    for part in parts:
         for name in DROPOUTS:
             if isinstance(getattr(part, name, None), float):
                 setattr(part, name, 0.0)
@@ -231,6 +232,24 @@ print(coda.patch(model))
 gated = transformers.T5Config(**dict(T5_LIKE, num_layers=1, feed_forward_proj="gated-gelu"))
 print(coda.patch(transformers.T5EncoderModel(gated)))
 # CHECK: left as is: encoder.block.0.layer.1: a gated feed-forward (wi_0 and wi_1) with dropout (0.1, 0.1): coda's gated MLP applies none (patched where both are 0)
+# A T5 feed-forward of an activation coda does not know, and one whose
+# projection has a bias.
+plain = transformers.T5Config(**dict(T5_LIKE, num_layers=1))
+odd = transformers.T5EncoderModel(plain)
+odd.encoder.block[0].layer[1].DenseReluDense.act = torch.nn.Hardswish()
+print(coda.patch(odd).skipped)
+# CHECK: [('encoder.block.0.layer.1', 'a feed-forward whose activation Hardswish coda does not know')]
+odd = transformers.T5EncoderModel(plain)
+odd.encoder.block[0].layer[1].DenseReluDense.wi = torch.nn.Linear(64, 96)
+print(coda.patch(odd).skipped)
+# CHECK: [('encoder.block.0.layer.1', 'a feed-forward whose projections have biases or whose sizes do not chain')]
+# A head whose logits the model scales, given a bias: the bias would be
+# scaled too, so the model keeps its loss.
+granite = transformers.GraniteForCausalLM(
+    transformers.GraniteConfig(**dict(LLAMA_LIKE, num_hidden_layers=1)))
+granite.lm_head = torch.nn.Linear(64, VOCAB)
+print(dict(coda.patch(granite).skipped)[""])
+# CHECK: an LM head with a bias whose logits are scaled
 
 print("\n".join(failures) if failures else "all families: ok")
 # CHECK-NOT: relative error

@@ -200,6 +200,29 @@ print(coda.patch(model))
 # CHECK-NEXT: 1: MLP (gelu_erf, dropout 0.1) as coda's fused MLP
 # CHECK-NEXT: 3: linear 8 -> 13: coda's GEMM
 # CHECK-NEXT: left as is: 2: activation LeakyReLU has no coda epilogue
+
+# MLP modules left as they are, each with its reason.
+def holder(**children):
+    module = nn.Module()
+    for name, child in children.items():
+        setattr(module, name, child)
+    return module
+
+
+left = nn.ModuleDict({
+    "no_activation": holder(c_fc=nn.Linear(8, 16), c_proj=nn.Linear(16, 8)),
+    "one_bias": holder(c_fc=nn.Linear(8, 16), act=nn.GELU(), c_proj=nn.Linear(16, 8, bias=False)),
+    "unchained": holder(c_fc=nn.Linear(8, 16), act=nn.GELU(), c_proj=nn.Linear(24, 8)),
+    "gated_biases": holder(gate_proj=nn.Linear(8, 16), up_proj=nn.Linear(8, 16),
+                           down_proj=nn.Linear(16, 8), act_fn=nn.SiLU()),
+})
+print(coda.patch(left))
+# CHECK: coda.patch: 0 modules replaced
+# CHECK-NEXT: left as is: no_activation: an MLP without an activation module (gelu or act or activation)
+# CHECK-NEXT: left as is: one_bias: one projection has a bias and the other not
+# CHECK-NEXT: left as is: unchained: the projections' sizes do not chain
+# CHECK-NEXT: left as is: gated_biases: a gated MLP with biases
+
 x = torch.randn(5, 8, requires_grad=True)
 model.eval()
 reference.eval()
