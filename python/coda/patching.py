@@ -237,11 +237,12 @@ def _describe(parts):
     return f"MLP ({activation}{f', dropout {output_dropout}' if output_dropout else ''})"
 
 
-def _fused_mlp(fc1, activation, fc2, output_dropout):
+def _fused_mlp(fc1, activation, fc2, output_dropout, dropout=0.0):
     """coda's MLP over the existing fc1 and fc2 (their parameters, not
-    copies), outside the model's module tree."""
+    copies), outside the model's module tree; `dropout` after the
+    activation."""
     (d, h), (_, out) = _features(fc1), _features(fc2)
-    core = coda_nn.MLP(d, h, out, activation=activation, dropout=0.0,
+    core = coda_nn.MLP(d, h, out, activation=activation, dropout=dropout,
                        bias=fc1.bias is not None, device="meta",
                        output_dropout=output_dropout, weight_layout=_layout(fc1))
     core.fc1, core.fc2 = fc1, fc2
@@ -330,12 +331,19 @@ def _gated_parts(module):
     return (name,)
 
 
-def _patch_gated(module, activation):
-    gate = module.gate_proj
-    core = coda_nn.GatedMLP(gate.in_features, gate.out_features, module.down_proj.out_features,
+def _fused_gated(gate, up, down, activation):
+    """coda's gated MLP over the existing gate, up and down projections
+    (their parameters, the gate's and up's weights then views of one
+    buffer), outside the model's module tree."""
+    core = coda_nn.GatedMLP(gate.in_features, gate.out_features, down.out_features,
                             activation=activation, device="meta")
-    core.gate_proj, core.up_proj, core.down_proj = gate, module.up_proj, module.down_proj
+    core.gate_proj, core.up_proj, core.down_proj = gate, up, down
     core._share_weights()
+    return core
+
+
+def _patch_gated(module, activation):
+    core = _fused_gated(module.gate_proj, module.up_proj, module.down_proj, activation)
     object.__setattr__(module, "_coda_mlp", core)
 
     def forward(x):
@@ -1071,17 +1079,10 @@ def _patch_t5_feed_forward(layer, dense, activation, hidden_dropout, gated):
     gradient on wo's dgrad GEMM); gated, wo(act(wi_0(h)) * wi_1(h)) + x as
     coda's gated MLP (the gated activation's gradient on wo's dgrad GEMM)."""
     ups = ("wi_0", "wi_1") if gated else ("wi",)
-    up = getattr(dense, ups[0])
     if gated:
-        core = coda_nn.GatedMLP(up.in_features, up.out_features, dense.wo.out_features,
-                                activation=activation, device="meta")
-        core.gate_proj, core.up_proj, core.down_proj = dense.wi_0, dense.wi_1, dense.wo
-        core._share_weights()
+        core = _fused_gated(dense.wi_0, dense.wi_1, dense.wo, activation)
     else:
-        core = coda_nn.MLP(up.in_features, up.out_features, dense.wo.out_features,
-                           activation=activation, dropout=hidden_dropout, bias=False,
-                           device="meta", output_dropout=layer.dropout.p)
-        core.fc1, core.fc2 = dense.wi, dense.wo
+        core = _fused_mlp(dense.wi, activation, dense.wo, layer.dropout.p, hidden_dropout)
     object.__setattr__(layer, "_coda_mlp", core)
 
     def forward(hidden_states):
@@ -1110,8 +1111,8 @@ _PLAIN_CAUSAL_LMS = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma", "olm
                      "glm4", "ernie4_5", "arcee", "helium", "nemotron")
 _LOGIT_SCALES = {"granite": lambda lm: 1 / lm.config.logits_scaling,
                  "cohere": lambda lm: lm.logit_scale}
-_LOGIT_SOFTCAPS = {"gemma2": lambda lm: lm.config.final_logit_softcapping,
-                   "gemma3_text": lambda lm: lm.config.final_logit_softcapping}
+_LOGIT_SOFTCAPS = {model_type: lambda lm: lm.config.final_logit_softcapping
+                   for model_type in ("gemma2", "gemma3_text")}
 
 
 def _causal_lm_parts(module):
@@ -1213,14 +1214,11 @@ def _patch_causal_lm(module, base, head, scale, softcap):
         if shift_labels is None:
             shift_labels = F.pad(labels, (0, 1), value=ignore_index)[..., 1:]
         shift_labels = shift_labels.to(hidden.device)
-        if items is None:
-            loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
-                                                ignore_index=ignore_index, bias=head.bias,
-                                                softcap=cap)
-        else:
-            loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
-                                                ignore_index=ignore_index, reduction="sum",
-                                                bias=head.bias, softcap=cap)
+        loss = coda_nn.linear_cross_entropy(hidden, head.weight, shift_labels,
+                                            ignore_index=ignore_index,
+                                            reduction="mean" if items is None else "sum",
+                                            bias=head.bias, softcap=cap)
+        if items is not None:
             loss = loss / (items.to(loss.device) if torch.is_tensor(items) else items)
         return loss, outputs
 
